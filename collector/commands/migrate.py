@@ -1,0 +1,28 @@
+"""`ragpulse migrate`: bring the configured database to the newest schema."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from collector.settings import load_settings
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "migrate",
+        help="apply database migrations (alembic upgrade head)",
+        description="Create or upgrade the schema of the database named by "
+        "RAGPULSE_DATABASE__URL (default sqlite:///ragpulse.db). Safe to run repeatedly.",
+    )
+    parser.add_argument("--revision", default="head", help="target revision (default: head)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from collector.store.migrate import upgrade
+
+    settings = load_settings(args.config)
+    upgrade(settings.database.url.get_secret_value(), args.revision)
+    print(f"database is at revision {args.revision}")
+    return 0

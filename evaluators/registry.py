@@ -1,0 +1,133 @@
+"""Metric registry: canonical name -> `MetricSpec` (a plain dict, like sacrebleu's METRICS).
+
+Families with a cutoff (`hit_rate@k`, `ndcg@k`, ...) are registered once under their
+family name with `cutoff="required"` (`"optional"` for `mrr`/`mrr@k`);
+`resolve("ndcg@10")` gives the spec with k = 10.
+Every metric module adds its specs to `FAMILIES` through `register`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evaluators.errors import UnknownMetricError
+from evaluators.outcome import Outcome
+from evaluators.sample import Sample
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    """What metrics may use besides the samples, passed in explicitly (never global).
+
+    `embedder` is an `evaluators.embedder.Embedder`, `judge` an
+    `evaluators.judge.client.JudgeClient`; `options` holds thresholds and knobs by name.
+    """
+
+    embedder: Any = None
+    judge: Any = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class DatasetValue:
+    """The value of a dataset-level metric (not a mean of per-sample scores)."""
+
+    value: float
+    n: int
+    ci_lower: float | None = None
+    ci_upper: float | None = None
+
+
+PerSampleFn = Callable[[Sequence[Sample], EvalContext, int | None], Sequence[Outcome]]
+AsyncPerSampleFn = Callable[
+    [Sequence[Sample], EvalContext, int | None], Awaitable[Sequence[Outcome]]
+]
+DatasetFn = Callable[[Sequence[Sample], EvalContext, int | None], DatasetValue | Outcome]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How to compute one metric family.
+
+    kind:
+      - "per_sample": `compute(samples, ctx, k)` returns one Outcome per sample (batched so
+        vectorized code and embedding batches stay efficient); aggregated as a mean (or a
+        proportion when `proportion`), with a 95% CI.
+      - "async_per_sample": the same, as a coroutine (LLM-judge metrics).
+      - "dataset": `compute(samples, ctx, k)` returns a `DatasetValue` for the whole set,
+        or a `Skipped`/`Failed` outcome when it is undefined.
+    """
+
+    family: str
+    kind: Literal["per_sample", "async_per_sample", "dataset"]
+    compute: Callable[..., Any]
+    needs: str
+    description: str
+    cutoff: Literal["none", "required", "optional"] = "none"
+    proportion: bool = False
+    higher_is_better: bool = True
+    uses_embedder: bool = False
+    uses_judge: bool = False
+
+
+@dataclass(frozen=True)
+class ResolvedMetric:
+    name: str
+    spec: MetricSpec
+    k: int | None = None
+
+
+FAMILIES: dict[str, MetricSpec] = {}
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    if spec.family in FAMILIES:
+        raise ValueError(f"metric family {spec.family!r} is registered twice")
+    FAMILIES[spec.family] = spec
+    return spec
+
+
+def _load_all() -> None:
+    # Importing a metric module registers its families; done lazily so that importing
+    # `evaluators.registry` alone stays cheap and has no side effects beyond this dict.
+    import importlib
+
+    for module in _METRIC_MODULES:
+        importlib.import_module(module)
+
+
+_METRIC_MODULES: list[str] = []
+
+
+def known_names() -> list[str]:
+    _load_all()
+    names: list[str] = []
+    for family, spec in FAMILIES.items():
+        if spec.cutoff != "required":
+            names.append(family)
+        if spec.cutoff != "none":
+            names.append(f"{family}@k")
+    return sorted(names)
+
+
+def resolve(name: str) -> ResolvedMetric:
+    """Canonical name -> spec; unknown names raise `UnknownMetricError` listing known ones."""
+    _load_all()
+    family, sep, k_text = name.strip().partition("@")
+    spec = FAMILIES.get(family)
+    if spec is None:
+        raise UnknownMetricError(
+            f"unknown metric {name!r}; known metrics: {', '.join(known_names())}"
+        )
+    if not sep:
+        if spec.cutoff == "required":
+            raise UnknownMetricError(f"metric {family!r} needs a cutoff, e.g. {family}@10")
+        return ResolvedMetric(name=family, spec=spec)
+    if spec.cutoff == "none":
+        raise UnknownMetricError(f"metric {family!r} takes no cutoff (got {name!r})")
+    if not k_text.isdigit() or int(k_text) < 1:
+        raise UnknownMetricError(f"{name!r}: the cutoff must be a positive integer")
+    return ResolvedMetric(name=f"{family}@{int(k_text)}", spec=spec, k=int(k_text))
