@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collector.settings import ConfigError, load_settings, parse_duration
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("RAGPULSE_") and not name.startswith("RAGPULSE_TEST_"):
+            monkeypatch.delenv(name)
+
+
+def test_defaults_match_the_spec() -> None:
+    s = load_settings()
+    assert s.database.url.get_secret_value() == "sqlite:///ragpulse.db"
+    assert s.kafka.bootstrap_servers == ["127.0.0.1:9092"]
+    assert s.kafka.topics == ["rag.traces", "rag.feedback", "otlp_spans"]
+    assert s.kafka.group_id == "ragpulse"
+    assert (s.exporter.host, s.exporter.port) == ("127.0.0.1", 9464)
+    assert (s.sampling.real_users_benchmark, s.sampling.judge) == (0.1, 0.05)
+    assert s.judge.models == [] and s.judge.temperature == 0.1
+
+
+def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGPULSE_KAFKA__TOPICS", "a, b ,c")
+    monkeypatch.setenv("RAGPULSE_JUDGE__MODELS", "openai/gpt-4o-mini,openai/qwen")
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", "postgresql+psycopg://u:secret@db/x")
+    s = load_settings()
+    assert s.kafka.topics == ["a", "b", "c"]
+    assert s.judge.models == ["openai/gpt-4o-mini", "openai/qwen"]
+    assert "secret" not in repr(s) and "secret" not in str(s.database)
+
+
+def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "ragpulse.yaml"
+    cfg.write_text("kafka:\n  group_id: from-yaml\n  topics: [x]\nexporter:\n  port: 9999\n")
+    monkeypatch.setenv("RAGPULSE_EXPORTER__PORT", "9100")
+    s = load_settings(cfg)
+    assert s.kafka.group_id == "from-yaml"
+    assert s.kafka.topics == ["x"]
+    assert s.exporter.port == 9100
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAGPULSE_KAFKA__TOPIX": "a"}, "RAGPULSE_KAFKA__TOPIX"),
+        ({"RAGPULSE_NOPE": "1"}, "RAGPULSE_NOPE"),
+        ({"RAGPULSE_SAMPLING__JUDGE": "1.5"}, "sampling.judge"),
+        ({"RAGPULSE_DATABASE__URL": "mysql://x"}, "database.url"),
+        ({"RAGPULSE_KAFKA__SESSION_TIMEOUT_MS": "900000"}, "session_timeout_ms"),
+        ({"RAGPULSE_EXPORTER__TLS_CERT_FILE": "/x.pem"}, "tls_key_file"),
+        ({"RAGPULSE_SCHEDULER__WINDOWS": "1h,fortnight"}, "fortnight"),
+    ],
+)
+def test_unknown_and_contradictory_settings_are_clear_errors(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], message: str
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ConfigError, match=message):
+        load_settings()
+
+
+def test_unknown_key_in_yaml_is_an_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("kafka:\n  bootstrap: x\n")
+    with pytest.raises(ConfigError, match=r"kafka\.bootstrap"):
+        load_settings(cfg)
+
+
+def test_unreadable_or_malformed_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a list\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("15m", 900), ("1h", 3600), ("7d", 604800)]
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "h", "0h", "1x", "-1h", "1.5h"])
+def test_parse_duration_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="duration"):
+        parse_duration(text)
