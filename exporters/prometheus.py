@@ -1,0 +1,151 @@
+"""Prometheus exposition of quality results (SPEC §6) and of ragpulse's own operations.
+
+`QualityCollector` is a custom collector: every scrape turns the in-memory
+`ResultsCache` into four gauge families; it never reads the database.
+`OperationsMetrics` holds the judge and job counters on a registry passed in (the Kafka
+consumer registers its own counters on the same registry).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from exporters.quality import QualityPoint, ResultsCache
+
+QUALITY_FAMILIES = (
+    ("ragpulse_metric_value", "Latest value of a quality metric over a window and group."),
+    ("ragpulse_metric_samples", "Number of samples (n) behind the metric value."),
+    ("ragpulse_metric_ci_lower", "Lower bound of the 95% confidence interval of the value."),
+    ("ragpulse_metric_ci_upper", "Upper bound of the 95% confidence interval of the value."),
+)
+
+
+class QualityCollector(Collector):
+    """Yields `ragpulse_metric_{value,samples,ci_lower,ci_upper}` from the results cache.
+
+    Labels: `metric`, `window` and every configured group label (empty string when the
+    point is the overall value or grouped by another label).
+    """
+
+    def __init__(self, cache: ResultsCache, group_labels: Sequence[str] = ("tenant",)) -> None:
+        self._cache = cache
+        self._group_labels = tuple(group_labels)
+        self._label_names = ["metric", "window", *self._group_labels]
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        for name, doc in QUALITY_FAMILIES:
+            yield GaugeMetricFamily(name, doc, labels=self._label_names)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        families = [
+            GaugeMetricFamily(name, doc, labels=self._label_names) for name, doc in QUALITY_FAMILIES
+        ]
+        value, samples, lower, upper = families
+        for point in self._cache.snapshot():
+            labels = self._labels(point)
+            samples.add_metric(labels, float(point.n))
+            if point.value is None:
+                continue
+            value.add_metric(labels, point.value)
+            if point.ci_lower is not None and point.ci_upper is not None:
+                lower.add_metric(labels, point.ci_lower)
+                upper.add_metric(labels, point.ci_upper)
+        yield from families
+
+    def _labels(self, point: QualityPoint) -> list[str]:
+        return [
+            point.metric,
+            point.window,
+            *(point.group_labels.get(label, "") for label in self._group_labels),
+        ]
+
+
+JUDGE_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+JOB_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0)
+
+
+class OperationsMetrics:
+    """Counters and histograms about the judge and the scheduled jobs (SPEC §6)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.judge_requests = Counter(
+            "ragpulse_judge_requests",
+            "LLM-judge requests by model and status (ok, error, cached, budget).",
+            ["model", "status"],
+            registry=registry,
+        )
+        self.judge_tokens = Counter(
+            "ragpulse_judge_tokens",
+            "Tokens used by the LLM judge, by model and kind (prompt, completion).",
+            ["model", "kind"],
+            registry=registry,
+        )
+        self.judge_cost = Counter(
+            "ragpulse_judge_cost_usd",
+            "Money spent on the LLM judge in US dollars, by model.",
+            ["model"],
+            registry=registry,
+        )
+        self.judge_latency = Histogram(
+            "ragpulse_judge_latency_seconds",
+            "Latency of LLM-judge calls (not cache hits).",
+            buckets=JUDGE_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.job_runs = Counter(
+            "ragpulse_job_runs",
+            "Scheduled job runs by job and status (ok, error, skipped, locked).",
+            ["job", "status"],
+            registry=registry,
+        )
+        self.job_duration = Histogram(
+            "ragpulse_job_duration_seconds",
+            "Wall time of scheduled job runs.",
+            ["job"],
+            buckets=JOB_DURATION_BUCKETS,
+            registry=registry,
+        )
+        self.job_last_success = Gauge(
+            "ragpulse_job_last_success_timestamp_seconds",
+            "Unix time of the last successful run of each job.",
+            ["job"],
+            registry=registry,
+        )
+
+    def declare_jobs(self, jobs: Sequence[str]) -> None:
+        """Create every job's series at zero so rates and absence alerts work from the start."""
+        for job in jobs:
+            for status in ("ok", "error"):
+                self.job_runs.labels(job=job, status=status)
+            self.job_duration.labels(job=job)
+
+    def record_job(self, job: str, status: str, seconds: float) -> None:
+        self.job_runs.labels(job=job, status=status).inc()
+        self.job_duration.labels(job=job).observe(seconds)
+        if status == "ok":
+            self.job_last_success.labels(job=job).set(time.time())
+
+    def record_judge_call(
+        self,
+        model: str,
+        status: str,
+        *,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float = 0.0,
+        latency_s: float | None = None,
+    ) -> None:
+        self.judge_requests.labels(model=model, status=status).inc()
+        if prompt_tokens:
+            self.judge_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
+        if completion_tokens:
+            self.judge_tokens.labels(model=model, kind="completion").inc(completion_tokens)
+        if cost_usd:
+            self.judge_cost.labels(model=model).inc(cost_usd)
+        if latency_s is not None:
+            self.judge_latency.observe(latency_s)

@@ -1,0 +1,106 @@
+"""The latest quality results, kept in memory so a scrape never touches the database.
+
+Jobs publish their aggregates here after every run; on start-up the cache is filled once
+from the newest `metric_results` row of every (metric, window, group). Keys are
+`(metric, window, group_key)`; `group_key` is "" for the overall group.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from collector.store.models import MetricResult
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class QualityPoint:
+    """One metric value for one window and group, as exported."""
+
+    metric: str
+    window: str
+    group_key: str
+    value: float | None
+    n: int
+    ci_lower: float | None = None
+    ci_upper: float | None = None
+    job: str = ""
+    group_labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.metric, self.window, self.group_key)
+
+    @classmethod
+    def from_row(cls, row: MetricResult) -> QualityPoint:
+        labels = {str(k): str(v) for k, v in (row.group_labels or {}).items()}
+        return cls(
+            metric=row.metric,
+            window=row.window,
+            group_key=row.group_key,
+            value=row.value,
+            n=row.n,
+            ci_lower=row.ci_lower,
+            ci_upper=row.ci_upper,
+            job=row.job,
+            group_labels=MappingProxyType(labels),
+        )
+
+
+class ResultsCache:
+    """Thread-safe snapshot of the newest point per key; readers get an immutable copy."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._points: dict[tuple[str, str, str], QualityPoint] = {}
+        self._version = 0
+
+    def update(self, points: Iterable[QualityPoint]) -> None:
+        """Replace the points with the same keys; others stay."""
+        with self._lock:
+            fresh = dict(self._points)
+            for point in points:
+                fresh[point.key] = point
+            self._points = fresh
+            self._version += 1
+
+    def replace_job(self, job: str, points: Iterable[QualityPoint]) -> None:
+        """Make `points` the whole output of `job` (groups that vanished are dropped)."""
+        with self._lock:
+            fresh = {k: p for k, p in self._points.items() if p.job != job}
+            for point in points:
+                fresh[point.key] = point
+            self._points = fresh
+            self._version += 1
+
+    def snapshot(self) -> list[QualityPoint]:
+        with self._lock:
+            points = self._points
+        return list(points.values())
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    def load_latest(self, session: Session) -> int:
+        """Fill the cache from the newest row of every (metric, window, group); once, at start."""
+        newest = (
+            select(
+                MetricResult.metric,
+                MetricResult.window,
+                MetricResult.group_key,
+                func.max(MetricResult.id).label("id"),
+            )
+            .group_by(MetricResult.metric, MetricResult.window, MetricResult.group_key)
+            .subquery()
+        )
+        rows = session.scalars(select(MetricResult).join(newest, MetricResult.id == newest.c.id))
+        points = [QualityPoint.from_row(row) for row in rows]
+        self.update(points)
+        return len(points)
