@@ -72,7 +72,8 @@ def build_app(
                 )
                 return [b"unauthorized\n"]
         if path == "/metrics":
-            return metrics_app(environ, start_response)
+            result: Iterable[bytes] = metrics_app(environ, start_response)
+            return result
         if path == "/healthz":
             start_response("200 OK", [("Content-Type", "text/plain")])
             return [b"ok\n"]

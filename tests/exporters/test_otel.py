@@ -41,9 +41,8 @@ def test_spans_are_exported_over_otlp_http() -> None:
     thread.start()
     try:
         telemetry = Telemetry(OtelSettings(endpoint=f"http://127.0.0.1:{server.server_port}"))
-        with telemetry.job_run("ux"):
-            with telemetry.judge_call("gpt-4o-mini", "faithfulness") as span:
-                record_usage(span, 120, 30)
+        with telemetry.job_run("ux"), telemetry.judge_call("gpt-4o-mini", "faithfulness") as span:
+            record_usage(span, 120, 30)
         with telemetry.consume_batch(5):
             pass
         telemetry.shutdown()
