@@ -39,6 +39,8 @@ class DatasetValue:
     n: int
     ci_lower: float | None = None
     ci_upper: float | None = None
+    skip_reasons: Mapping[str, int] = field(default_factory=dict)
+    """Samples the metric left out, counted by reason (e.g. "no ground truth": 3)."""
 
 
 PerSampleFn = Callable[[Sequence[Sample], EvalContext, int | None], Sequence[Outcome]]
