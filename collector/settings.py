@@ -78,6 +78,10 @@ class KafkaSettings(_Group):
     session_timeout_ms: int = Field(10_000, ge=1000)
     poll_timeout_ms: int = Field(500, ge=1)
     max_message_bytes: int = Field(1024 * 1024, ge=1)
+    max_partition_fetch_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    """Most bytes fetched per partition per request (bigger batches, fewer round trips)."""
+    fetch_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
+    """Most bytes one fetch request returns over all partitions."""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None

@@ -2,4 +2,5 @@
 
 pytest_plugins = [
     "tests.fixtures.db",
+    "tests.fixtures.broker",
 ]
