@@ -1,0 +1,530 @@
+"""The LLM judge: `litellm.acompletion` over asyncio, paced, retried, cached and budgeted.
+
+One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON:
+
+1. the cache key hashes model, prompt version, rendered input and temperature; a stored
+   successful answer is returned without any request, and identical requests in flight at
+   the same moment share one HTTP call;
+2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`;
+3. the request runs under a semaphore (`max_concurrency`) and an optional requests-per-minute
+   pacer, with a timeout; timeouts, 429, 5xx and connection errors are retried with
+   exponential backoff and full jitter, anything else fails at once;
+4. the reply is checked (truncation, empty choices, refusals), its JSON found and validated;
+   a malformed reply gets at most one repair request;
+5. every request is recorded in the `JudgmentStore` (tokens, cost, latency, status).
+
+litellm is imported lazily with its price map read locally, so importing this module (or
+building a client) touches no network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from evaluators.judge.config import JudgeConfig
+from evaluators.judge.errors import (
+    BudgetExceeded,
+    JudgeConnectionError,
+    JudgeEmptyResponse,
+    JudgeError,
+    JudgeInvalidOutput,
+    JudgeRateLimited,
+    JudgeRefusal,
+    JudgeRequestError,
+    JudgeSchemaError,
+    JudgeServerError,
+    JudgeTimeout,
+    JudgeTruncated,
+)
+from evaluators.judge.parsing import extract_json, looks_like_refusal, validate
+from evaluators.judge.prompts.base import Prompt
+from evaluators.judge.store import (
+    STATUS_ERROR,
+    STATUS_OK,
+    InMemoryJudgmentStore,
+    JudgmentRecord,
+    JudgmentStore,
+    utcnow,
+)
+from evaluators.signature import Signature, text_hash
+
+logger = logging.getLogger(__name__)
+
+Check = Callable[[Any], Any]
+"""Extra validation of parsed data (e.g. one verdict per statement); raises JudgeError."""
+
+
+def _litellm() -> Any:
+    # No price-map download and no telemetry: the user configured no such network call.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+    return litellm
+
+
+@dataclass
+class JudgeStats:
+    """Counters for progress bars and exporters (this client's lifetime)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    retries: int = 0
+    repairs: int = 0
+    budget_skips: int = 0
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    unpriced_models: set[str] = field(default_factory=set)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "cache_hits": self.cache_hits,
+            "errors": self.errors,
+            "retries": self.retries,
+            "repairs": self.repairs,
+            "budget_skips": self.budget_skips,
+            "cost_usd": round(self.cost_usd, 6),
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+
+
+@dataclass
+class _Reply:
+    text: str
+    data: Any
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float
+    latency_ms: float
+
+
+class _LoopState:
+    """Asyncio primitives bound to one event loop (each `asyncio.run` gets fresh ones)."""
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.semaphore = asyncio.Semaphore(config.max_concurrency)
+        self.budget_lock = asyncio.Lock()
+        self.inflight: dict[str, asyncio.Future[Any]] = {}
+        self.pending_calls = 0
+        self.interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
+        self.next_slot = 0.0
+
+    async def pace(self) -> None:
+        if not self.interval:
+            return
+        now = time.monotonic()
+        slot = max(now, self.next_slot)
+        self.next_slot = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+
+class JudgeClient:
+    """Ask judge models for JSON verdicts; see the module docstring for the pipeline."""
+
+    def __init__(self, config: JudgeConfig, store: JudgmentStore | None = None) -> None:
+        self.config = config
+        self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
+        self.stats = JudgeStats()
+        self._state: _LoopState | None = None
+        self._no_response_format: set[str] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Any, store: JudgmentStore | None = None) -> JudgeClient:
+        """From `collector.settings.JudgeSettings` or anything with the same attributes."""
+        return cls(JudgeConfig.from_settings(settings), store)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.config.models
+
+    def signature(self, prompt_hash: str | None, embedding_model: str | None = None) -> Signature:
+        return Signature(
+            judge_model=",".join(self.config.models),
+            prompt_hash=prompt_hash,
+            embedding_model=embedding_model,
+        )
+
+    def _loop_state(self) -> _LoopState:
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            self._state = _LoopState(self.config)
+        return self._state
+
+    # ------------------------------------------------------------------ public entry point
+
+    async def ask(
+        self,
+        prompt: Prompt,
+        user: str,
+        *,
+        model: str,
+        metric: str,
+        trace_id: str | None = None,
+        check: Check | None = None,
+    ) -> Any:
+        """Validated JSON answer of `model` to `prompt` on `user`; raises `JudgeError`."""
+        messages = prompt.messages(user)
+        rendered = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+        input_hash = text_hash(rendered, 32)
+        key = hashlib.sha256(
+            "\x1f".join(
+                [model, prompt.version, input_hash, repr(float(self.config.temperature))]
+            ).encode("utf-8")
+        ).hexdigest()
+        state = self._loop_state()
+
+        cached = await self.store.get(key)
+        if cached is not None:
+            try:
+                data = self._finish(validate(cached, prompt.schema), check)
+            except JudgeError:
+                data = None
+            if data is not None:
+                self.stats.cache_hits += 1
+                return data
+
+        shared = state.inflight.get(key)
+        if shared is not None:
+            self.stats.cache_hits += 1
+            return await asyncio.shield(shared)
+        future: asyncio.Future[Any] = state.loop.create_future()
+        state.inflight[key] = future
+        try:
+            meta = {
+                "cache_key": key,
+                "metric": metric,
+                "model": model,
+                "prompt_version": prompt.version,
+                "input_hash": input_hash,
+                "temperature": float(self.config.temperature),
+                "trace_id": trace_id,
+            }
+            data = await self._answer(prompt, messages, model, meta, check)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: nobody else may be waiting
+            raise
+        else:
+            future.set_result(data)
+            return data
+        finally:
+            state.inflight.pop(key, None)
+
+    # ------------------------------------------------------------------ internals
+
+    async def _answer(
+        self,
+        prompt: Prompt,
+        messages: list[dict[str, str]],
+        model: str,
+        meta: Mapping[str, Any],
+        check: Check | None,
+    ) -> Any:
+        reply = await self._call(prompt, messages, model, meta)
+        try:
+            data = self._parse(prompt, reply, check)
+        except JudgeInvalidOutput as exc:
+            # One repair request: show the model its reply and what was wrong with it.
+            await self._record(meta, STATUS_ERROR, exc, reply)
+            self.stats.repairs += 1
+            repair = [
+                *messages,
+                {"role": "assistant", "content": reply.text},
+                {
+                    "role": "user",
+                    "content": (
+                        f"That reply could not be used: {exc}. Answer again with only the "
+                        "corrected JSON object, following the schema exactly."
+                    ),
+                },
+            ]
+            reply = await self._call(prompt, repair, model, meta)
+            try:
+                data = self._parse(prompt, reply, check)
+            except JudgeError as exc2:
+                await self._record(meta, STATUS_ERROR, exc2, reply)
+                self.stats.errors += 1
+                raise
+        except JudgeError as exc:
+            await self._record(meta, STATUS_ERROR, exc, reply)
+            self.stats.errors += 1
+            raise
+        await self._record(meta, STATUS_OK, None, reply, parsed=data)
+        return data
+
+    def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> Any:
+        try:
+            data = validate(extract_json(reply.text), prompt.schema)
+        except JudgeInvalidOutput as exc:
+            if not isinstance(exc, JudgeSchemaError) and looks_like_refusal(reply.text):
+                raise JudgeRefusal(f"the judge declined: {reply.text[:120]!r}") from exc
+            raise
+        return self._finish(data, check)
+
+    @staticmethod
+    def _finish(data: Any, check: Check | None) -> Any:
+        return check(data) if check is not None else data
+
+    async def _record(
+        self,
+        meta: Mapping[str, Any],
+        status: str,
+        exc: JudgeError | None,
+        reply: _Reply | None,
+        parsed: Any = None,
+    ) -> None:
+        try:
+            await self.store.record(
+                JudgmentRecord(
+                    **meta,
+                    status=status,
+                    error_type=exc.error_type if exc is not None else None,
+                    output=reply.text if reply is not None else None,
+                    parsed=parsed if isinstance(parsed, dict) else None,
+                    prompt_tokens=reply.prompt_tokens if reply is not None else None,
+                    completion_tokens=reply.completion_tokens if reply is not None else None,
+                    cost_usd=reply.cost_usd if reply is not None else 0.0,
+                    latency_ms=reply.latency_ms if reply is not None else None,
+                )
+            )
+        finally:
+            self._release_budget()
+
+    async def _call(
+        self,
+        prompt: Prompt,
+        messages: list[dict[str, str]],
+        model: str,
+        meta: Mapping[str, Any],
+    ) -> _Reply:
+        """One logical request with retries; every failed attempt is recorded."""
+        state = self._loop_state()
+        attempt = 0
+        while True:
+            try:
+                await self._reserve_budget(state)
+            except BudgetExceeded:
+                self.stats.budget_skips += 1
+                raise
+            try:
+                return await self._attempt(state, prompt, messages, model)
+            except JudgeError as exc:
+                await self._record(meta, STATUS_ERROR, exc, getattr(exc, "reply", None))
+                if not exc.retriable or attempt >= self.config.max_retries:
+                    self.stats.errors += 1
+                    if exc.retriable and attempt:
+                        exc.args = (f"{exc} (after {attempt + 1} attempts)",)
+                    raise
+                attempt += 1
+                self.stats.retries += 1
+                delay = min(
+                    self.config.backoff_max_s,
+                    self.config.backoff_base_s * 2 ** (attempt - 1),
+                )
+                await asyncio.sleep(random.uniform(0, delay))
+
+    async def _reserve_budget(self, state: _LoopState) -> None:
+        cfg = self.config
+        if cfg.max_calls_per_hour is None and cfg.max_usd_per_day is None:
+            return
+        async with state.budget_lock:
+            now = utcnow()
+            if cfg.max_calls_per_hour is not None:
+                used = await self.store.usage(now - timedelta(hours=1))
+                if used.calls + state.pending_calls >= cfg.max_calls_per_hour:
+                    raise BudgetExceeded(
+                        f"{cfg.max_calls_per_hour} judge calls per hour already used"
+                    )
+            if cfg.max_usd_per_day is not None:
+                used = await self.store.usage(now - timedelta(days=1))
+                if used.cost_usd >= cfg.max_usd_per_day:
+                    raise BudgetExceeded(
+                        f"judge spending reached {used.cost_usd:.4f} of "
+                        f"{cfg.max_usd_per_day} USD in the last 24 h"
+                    )
+            # Counted until the request is recorded, so concurrent checks see it.
+            state.pending_calls += 1
+
+    def _release_budget(self) -> None:
+        cfg = self.config
+        state = self._state
+        if state is not None and (
+            cfg.max_calls_per_hour is not None or cfg.max_usd_per_day is not None
+        ):
+            state.pending_calls = max(0, state.pending_calls - 1)
+
+    async def _attempt(
+        self, state: _LoopState, prompt: Prompt, messages: list[dict[str, str]], model: str
+    ) -> _Reply:
+        litellm = _litellm()
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "temperature": self.config.temperature,
+            "timeout": self.config.timeout_s,
+            "max_retries": 0,  # retries are ours, with typed errors and jitter
+            "num_retries": 0,
+        }
+        if self.config.api_base:
+            kwargs["api_base"] = self.config.api_base
+        if self.config.api_key:
+            kwargs["api_key"] = self.config.api_key
+        if self.config.max_tokens:
+            kwargs["max_tokens"] = self.config.max_tokens
+        response_format = self._response_format(litellm, model, prompt)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        async with state.semaphore:
+            await state.pace()
+            started = time.perf_counter()
+            self.stats.calls += 1
+            try:
+                response = await self._send(litellm, kwargs)
+            except Exception as exc:
+                error = _map_exception(litellm, exc)
+                if response_format is None or not _rejects_response_format(error, exc):
+                    raise error from exc
+                # The provider does not take response_format: remember, ask plainly.
+                self._no_response_format.add(model)
+                logger.info("judge model %s rejects response_format; asking without", model)
+                kwargs.pop("response_format")
+                try:
+                    response = await self._send(litellm, kwargs)
+                except Exception as exc2:
+                    raise _map_exception(litellm, exc2) from exc2
+            latency_ms = (time.perf_counter() - started) * 1000.0
+        return self._read(litellm, response, model, latency_ms)
+
+    async def _send(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
+        return await asyncio.wait_for(litellm.acompletion(**kwargs), self.config.timeout_s + 5.0)
+
+    def _response_format(self, litellm: Any, model: str, prompt: Prompt) -> Any:
+        if model in self._no_response_format:
+            return None
+        try:
+            if litellm.supports_response_schema(model=model):
+                return {
+                    "type": "json_schema",
+                    "json_schema": {"name": prompt.task, "schema": prompt.schema, "strict": False},
+                }
+            params = litellm.get_supported_openai_params(model=model) or []
+        except Exception:
+            return None
+        return {"type": "json_object"} if "response_format" in params else None
+
+    def _read(self, litellm: Any, response: Any, model: str, latency_ms: float) -> _Reply:
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        cost = self._cost(litellm, response, model)
+        self.stats.prompt_tokens += int(prompt_tokens or 0)
+        self.stats.completion_tokens += int(completion_tokens or 0)
+        self.stats.cost_usd += cost
+        choices: Sequence[Any] = getattr(response, "choices", None) or []
+        reply = _Reply(
+            text="",
+            data=None,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=cost,
+            latency_ms=latency_ms,
+        )
+        if not choices:
+            raise _with_reply(JudgeEmptyResponse("the reply has no choices"), reply)
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None) or ""
+        reply.text = text
+        refusal = getattr(message, "refusal", None) or (
+            (getattr(message, "provider_specific_fields", None) or {}).get("refusal")
+        )
+        finish = getattr(choice, "finish_reason", None)
+        if refusal:
+            raise _with_reply(JudgeRefusal(f"the judge refused: {str(refusal)[:120]!r}"), reply)
+        if finish == "content_filter":
+            raise _with_reply(JudgeRefusal("the provider's content filter stopped it"), reply)
+        if finish == "length":
+            raise _with_reply(
+                JudgeTruncated("the reply hit the token limit (finish reason length)"), reply
+            )
+        if not text.strip():
+            raise _with_reply(JudgeEmptyResponse("the reply has no text"), reply)
+        return reply
+
+    def _cost(self, litellm: Any, response: Any, model: str) -> float:
+        try:
+            return float(litellm.completion_cost(completion_response=response, model=model))
+        except Exception:
+            if model not in self.stats.unpriced_models:
+                self.stats.unpriced_models.add(model)
+                logger.warning(
+                    "litellm has no price for judge model %s; its cost is recorded as 0", model
+                )
+            return 0.0
+
+
+def _with_reply(exc: JudgeError, reply: _Reply) -> JudgeError:
+    exc.reply = reply  # type: ignore[attr-defined]
+    return exc
+
+
+def _rejects_response_format(error: JudgeError, exc: Exception) -> bool:
+    text = str(exc).lower()
+    return isinstance(error, JudgeRequestError) and (
+        "response_format" in text or "json_schema" in text or "json mode" in text
+    )
+
+
+def _map_exception(litellm: Any, exc: BaseException) -> JudgeError:
+    """litellm / asyncio exception -> typed, retriable-or-not judge error."""
+    if isinstance(exc, JudgeError):
+        return exc
+    message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    if isinstance(exc, (TimeoutError, litellm.Timeout)):
+        return JudgeTimeout(message)
+    if isinstance(exc, litellm.RateLimitError):
+        return JudgeRateLimited(message)
+    if isinstance(exc, litellm.ContentPolicyViolationError):
+        return JudgeRefusal(message)
+    server_errors = (
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+    if isinstance(exc, server_errors):
+        return JudgeServerError(message)
+    if isinstance(exc, litellm.APIConnectionError):
+        return JudgeConnectionError(message)
+    status = getattr(exc, "status_code", None)
+    if status == 429:
+        return JudgeRateLimited(message)
+    if isinstance(status, int) and status >= 500:
+        return JudgeServerError(message)
+    if isinstance(status, int) and status == 408:
+        return JudgeTimeout(message)
+    return JudgeRequestError(f"{type(exc).__name__}: {message}")

@@ -1,0 +1,74 @@
+"""Judge configuration as a plain value, so `evaluators` never imports `collector.settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """How to reach and pace the judge models.
+
+    `models` are litellm model names ("openai/gpt-4o-mini", "ollama/qwen2.5"); with several,
+    every judge metric is the mean over them and each model's value is kept. Budgets are
+    rolling: `max_calls_per_hour` over the last hour, `max_usd_per_day` over the last 24 h.
+    Retries (timeouts, 429, 5xx, connection errors only) wait `backoff_base_s * 2**attempt`
+    seconds with full jitter, capped at `backoff_max_s`.
+    """
+
+    models: tuple[str, ...]
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    temperature: float = 0.1
+    max_concurrency: int = 8
+    requests_per_minute: int | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 30.0
+    max_calls_per_hour: int | None = None
+    max_usd_per_day: float | None = None
+    max_tokens: int | None = None
+    response_relevancy_questions: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ValueError("JudgeConfig.models: at least one judge model is needed")
+        if self.max_concurrency < 1:
+            raise ValueError("JudgeConfig.max_concurrency must be >= 1")
+        if self.timeout_s <= 0:
+            raise ValueError("JudgeConfig.timeout_s must be > 0")
+        if self.max_retries < 0:
+            raise ValueError("JudgeConfig.max_retries must be >= 0")
+        if not 1 <= self.response_relevancy_questions <= 10:
+            raise ValueError("JudgeConfig.response_relevancy_questions must be in 1..10")
+
+    @classmethod
+    def from_settings(cls, settings: Any, **overrides: Any) -> JudgeConfig:
+        """Build from any object with the attributes of `collector.settings.JudgeSettings`.
+
+        A pydantic `SecretStr` api key is unwrapped here and kept out of `repr`.
+        """
+        api_key = getattr(settings, "api_key", None)
+        if api_key is not None and hasattr(api_key, "get_secret_value"):
+            api_key = api_key.get_secret_value()
+        values: dict[str, Any] = {
+            "models": tuple(getattr(settings, "models", ()) or ()),
+            "api_base": getattr(settings, "api_base", None),
+            "api_key": api_key,
+        }
+        for name in (
+            "temperature",
+            "max_concurrency",
+            "requests_per_minute",
+            "timeout_s",
+            "max_retries",
+            "max_calls_per_hour",
+            "max_usd_per_day",
+            "response_relevancy_questions",
+        ):
+            if hasattr(settings, name):
+                values[name] = getattr(settings, name)
+        values.update(overrides)
+        return cls(**values)

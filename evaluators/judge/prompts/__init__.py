@@ -1,0 +1,1 @@
+"""Our judge prompts, one module per task; `Prompt.version` hashes each one."""
