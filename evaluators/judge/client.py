@@ -111,7 +111,6 @@ class JudgeStats:
 @dataclass
 class _Reply:
     text: str
-    data: Any
     prompt_tokens: int | None
     completion_tokens: int | None
     cost_usd: float
@@ -247,7 +246,7 @@ class JudgeClient:
     ) -> Any:
         reply = await self._call(prompt, messages, model, meta)
         try:
-            data = self._parse(prompt, reply, check)
+            raw, data = self._parse(prompt, reply, check)
         except JudgeInvalidOutput as exc:
             # One repair request: show the model its reply and what was wrong with it.
             await self._record(meta, STATUS_ERROR, exc, reply)
@@ -265,7 +264,7 @@ class JudgeClient:
             ]
             reply = await self._call(prompt, repair, model, meta)
             try:
-                data = self._parse(prompt, reply, check)
+                raw, data = self._parse(prompt, reply, check)
             except JudgeError as exc2:
                 await self._record(meta, STATUS_ERROR, exc2, reply)
                 self.stats.errors += 1
@@ -274,17 +273,18 @@ class JudgeClient:
             await self._record(meta, STATUS_ERROR, exc, reply)
             self.stats.errors += 1
             raise
-        await self._record(meta, STATUS_OK, None, reply, parsed=data)
+        await self._record(meta, STATUS_OK, None, reply, parsed=raw)
         return data
 
-    def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> Any:
+    def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> tuple[Any, Any]:
+        """(schema-valid JSON to cache, value after `check`)."""
         try:
-            data = validate(extract_json(reply.text), prompt.schema)
+            raw = validate(extract_json(reply.text), prompt.schema)
         except JudgeInvalidOutput as exc:
             if not isinstance(exc, JudgeSchemaError) and looks_like_refusal(reply.text):
                 raise JudgeRefusal(f"the judge declined: {reply.text[:120]!r}") from exc
             raise
-        return self._finish(data, check)
+        return raw, self._finish(raw, check)
 
     @staticmethod
     def _finish(data: Any, check: Check | None) -> Any:
@@ -448,7 +448,6 @@ class JudgeClient:
         choices: Sequence[Any] = getattr(response, "choices", None) or []
         reply = _Reply(
             text="",
-            data=None,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,

@@ -1,0 +1,63 @@
+"""`context_entity_recall` (seeds 003, 002): the share of the reference's named entities
+that the retrieved contexts mention.
+
+    context_entity_recall = |entities of the reference found in the contexts|
+                            / |entities of the reference|
+
+Two requests per sample and judge model: list the reference's entities (independent of the
+contexts, so comparing retrievers re-uses it from the cache), then check them all against
+all contexts at once. The judge decides presence, so inflected Russian forms ("в Париже"
+for "Париж") count as found, which exact string matching would miss.
+Skipped without a reference, without contexts, or when the reference names no entity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.judge.claims import clean_items
+from evaluators.judge.metric import by_item, judge_metric, texts_of
+from evaluators.judge.prompts.base import fence, fence_contexts, numbered
+from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
+from evaluators.outcome import Skipped
+from evaluators.registry import EvalContext
+from evaluators.sample import Sample
+
+FAMILY = "context_entity_recall"
+
+
+def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
+    if not (sample.reference and sample.reference.strip()):
+        return "no reference"
+    return None if texts_of(sample) else "no contexts"
+
+
+async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+    reference = sample.reference or ""
+    data = await judge.ask(
+        ENTITIES, fence("text", reference), model=model, metric=FAMILY, trace_id=sample.trace_id
+    )
+    entities = clean_items(list(data["entities"]))
+    if not entities:
+        return Skipped("no entities")
+    user = f"{fence_contexts(texts_of(sample))}\n\nEntities:\n{numbered(entities)}"
+    found = await judge.ask(
+        ENTITY_PRESENCE,
+        user,
+        model=model,
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+        check=lambda d: by_item(d["verdicts"], "item", "found", len(entities)),
+    )
+    return sum(found) / len(entities)
+
+
+SPEC = judge_metric(
+    FAMILY,
+    description="Share of the reference's named entities that the retrieved contexts "
+    "mention (inflected forms count)",
+    needs="reference, contexts with text, a judge model",
+    prompts=[ENTITIES, ENTITY_PRESENCE],
+    precheck=_precheck,
+    per_model=_per_model,
+)

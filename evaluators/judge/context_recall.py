@@ -1,0 +1,52 @@
+"""`context_recall` (seed 002): the share of the reference's statements that the retrieved
+contexts support.
+
+    context_recall = |reference statements attributable to the contexts|
+                     / |reference statements|
+
+One request per sample and judge model splits the reference and attributes every statement.
+Skipped without a reference or contexts, or when the reference yields no statement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.judge.metric import judge_metric, texts_of
+from evaluators.judge.prompts.base import fence, fence_contexts
+from evaluators.judge.prompts.context_recall import CONTEXT_RECALL
+from evaluators.outcome import Skipped
+from evaluators.registry import EvalContext
+from evaluators.sample import Sample
+
+FAMILY = "context_recall"
+
+
+def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
+    if not (sample.reference and sample.reference.strip()):
+        return "no reference"
+    return None if texts_of(sample) else "no contexts"
+
+
+async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+    user = (
+        f"{fence('question', sample.question)}\n\n"
+        f"{fence('reference', sample.reference or '')}\n\n{fence_contexts(texts_of(sample))}"
+    )
+    data = await judge.ask(
+        CONTEXT_RECALL, user, model=model, metric=FAMILY, trace_id=sample.trace_id
+    )
+    rows = [r for r in data["statements"] if str(r["statement"]).strip()]
+    if not rows:
+        return Skipped("no statements")
+    return sum(int(r["attributed"]) for r in rows) / len(rows)
+
+
+SPEC = judge_metric(
+    FAMILY,
+    description="Share of the reference's statements that the retrieved contexts support",
+    needs="reference, contexts with text, a judge model",
+    prompts=[CONTEXT_RECALL],
+    precheck=_precheck,
+    per_model=_per_model,
+)

@@ -1,0 +1,62 @@
+"""`faithfulness` (seed 002; seed 004 §5.5.1): the share of the answer's statements that the
+retrieved contexts support.
+
+    faithfulness = |answer statements supported by the contexts| / |answer statements|
+
+Two requests per sample and judge model: split the answer into statements (shared with
+noise sensitivity through the cache), then check them all against all contexts at once.
+Skipped without an answer or contexts, or when the answer makes no factual statement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluators.judge.claims import extract_statements
+from evaluators.judge.metric import by_item, judge_metric, texts_of
+from evaluators.judge.prompts.base import fence_contexts, numbered
+from evaluators.judge.prompts.statements import STATEMENT_SUPPORT, STATEMENTS
+from evaluators.outcome import Skipped
+from evaluators.registry import EvalContext
+from evaluators.sample import Sample
+
+FAMILY = "faithfulness"
+
+
+def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
+    if not (sample.answer and sample.answer.strip()):
+        return "no answer"
+    return None if texts_of(sample) else "no contexts"
+
+
+async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+    statements = await extract_statements(
+        judge,
+        model,
+        sample.question,
+        sample.answer or "",
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+    )
+    if not statements:
+        return Skipped("no statements")
+    user = f"{fence_contexts(texts_of(sample))}\n\nClaims:\n{numbered(statements)}"
+    supported = await judge.ask(
+        STATEMENT_SUPPORT,
+        user,
+        model=model,
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+        check=lambda d: by_item(d["verdicts"], "item", "supported", len(statements)),
+    )
+    return sum(supported) / len(statements)
+
+
+SPEC = judge_metric(
+    FAMILY,
+    description="Share of the answer's statements supported by the retrieved contexts",
+    needs="question, answer, contexts with text, a judge model",
+    prompts=[STATEMENTS, STATEMENT_SUPPORT],
+    precheck=_precheck,
+    per_model=_per_model,
+)
