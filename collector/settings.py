@@ -161,8 +161,24 @@ class SchedulerSettings(_Group):
     windows: CSV = ["1h", "24h", "7d"]
     group_labels: CSV = ["tenant"]
     interval_s: float = Field(60.0, gt=0)
+    initial_delay_s: float = Field(5.0, ge=0)
+    """Seconds after start-up before the first run of each job (then every interval_s)."""
+    jobs: CSV = []
+    """Jobs to schedule (empty = all); `ragpulse jobs list` names them."""
+    judge_traces_per_run: int = Field(50, ge=1)
+    """At most this many new judge-sampled traces are judged per rag_quality run."""
+    consistency_sample: int = Field(20, ge=2)
+    """Traces re-judged per window by the judge_consistency job."""
+    results_retention: str = "30d"
+    """metric_results rows older than this are deleted by the jobs that wrote them."""
 
-    _csv = field_validator("windows", "group_labels", mode="before")(_split_csv)
+    _csv = field_validator("windows", "group_labels", "jobs", mode="before")(_split_csv)
+
+    @field_validator("results_retention")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        parse_duration(value)
+        return value
 
     @field_validator("windows")
     @classmethod

@@ -211,3 +211,40 @@ class Run(Base):
     config: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     aggregate: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     signature: Mapped[str | None] = mapped_column(String(512))
+
+
+class JobOutcome(Base):
+    """A scheduled job's per-trace outcomes, computed once per (trace, updated_at).
+
+    The incremental state of the jobs: a run evaluates only traces that are new or changed
+    since the job's watermark, stores their outcomes here and aggregates windows from the
+    cache. `outcomes` maps metric -> number, or {"skipped": reason} / {"error": type}.
+    """
+
+    __tablename__ = "job_outcomes"
+    __table_args__ = (
+        UniqueConstraint("job", "trace_id", name="uq_job_outcomes_job_trace"),
+        Index("ix_job_outcomes_job_ts", "job", "ts"),
+        Index("ix_job_outcomes_job_updated", "job", "trace_updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    job: Mapped[str] = mapped_column(String(64))
+    trace_id: Mapped[str] = mapped_column(String(128))
+    trace_updated_at: Mapped[datetime] = mapped_column()
+    ts: Mapped[datetime] = mapped_column()
+    groups: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    outcomes: Mapped[dict[str, Any]] = mapped_column(JSONType)
+
+
+class JobState(Base):
+    """Per job: how far it has read the traces and how its last run went (skips included)."""
+
+    __tablename__ = "job_state"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    watermark: Mapped[datetime | None] = mapped_column()
+    last_run_at: Mapped[datetime | None] = mapped_column()
+    last_status: Mapped[str | None] = mapped_column(String(16))
+    last_message: Mapped[str | None] = mapped_column(Text)
+    last_duration_s: Mapped[float | None] = mapped_column(Float)

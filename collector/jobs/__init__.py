@@ -1,0 +1,1 @@
+"""Scheduled evaluation jobs: incremental windows over stored traces -> metric_results."""

@@ -1,0 +1,266 @@
+"""A job's per-trace outcomes held as numpy columns, aggregated per window and group.
+
+Each trace contributes one row (its timestamp, group values and one outcome per metric);
+a trace that changes replaces its row, rows older than the longest window are dropped.
+Aggregating a window is a vectorized pass over the rows, so a run costs the new traces'
+evaluation plus a few array operations — the stored traces are never rescanned.
+
+Intervals: proportions use the Wilson interval; means use the evaluators' seeded
+bootstrap up to `BOOTSTRAP_MAX_N` values and the normal approximation above it (where the
+bootstrap converges to it, at a fraction of the cost).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from collector.jobs.windows import OVERALL, Group, group_for
+from evaluators.aggregate import Z_95, Aggregate, bootstrap_ci, wilson_interval
+from evaluators.outcome import Failed, Outcome, Score, Skipped
+from evaluators.signature import Signature
+
+SCORE, SKIPPED, FAILED, ABSENT = 0, 1, 2, 3
+BOOTSTRAP_MAX_N = 500
+
+
+def encode_outcome(outcome: Outcome) -> Any:
+    """JSON form stored in `job_outcomes.outcomes`."""
+    if isinstance(outcome, Score):
+        return float(outcome.value)
+    if isinstance(outcome, Skipped):
+        return {"skipped": outcome.reason}
+    return {"error": outcome.error_type}
+
+
+def decode_outcome(value: Any) -> Outcome:
+    if isinstance(value, dict):
+        if "skipped" in value:
+            return Skipped(str(value["skipped"]))
+        return Failed(str(value.get("error", "unknown")))
+    return Score(float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class WindowAggregate:
+    group: Group
+    aggregate: Aggregate
+
+
+class OutcomeColumns:
+    """Growable column store of per-trace outcomes for one job's metrics."""
+
+    def __init__(self, metrics: Sequence[str], group_labels: Sequence[str]) -> None:
+        self.metrics = tuple(metrics)
+        self._metric_index = {m: i for i, m in enumerate(self.metrics)}
+        self.group_labels = tuple(group_labels)
+        self._size = 0
+        self._cap = 0
+        self._ts = np.zeros(0, dtype=np.float64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._values = np.zeros((0, len(self.metrics)), dtype=np.float64)
+        self._status = np.zeros((0, len(self.metrics)), dtype=np.int8)
+        self._reason = np.zeros((0, len(self.metrics)), dtype=np.int32)
+        self._codes = {label: np.zeros(0, dtype=np.int32) for label in self.group_labels}
+        self._code_values: dict[str, list[str]] = {label: [] for label in self.group_labels}
+        self._code_index: dict[str, dict[str, int]] = {label: {} for label in self.group_labels}
+        self._reasons: list[str] = []
+        self._reason_index: dict[str, int] = {}
+        self._pos: dict[str, int] = {}
+        self._updated: dict[str, float] = {}
+        self._trace_at: list[str] = []
+        self._grow(1024)
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, self._cap * 2, 1024)
+
+        def widen(arr: np.ndarray, fill: Any) -> np.ndarray:
+            out = np.full((cap, *arr.shape[1:]), fill, dtype=arr.dtype)
+            out[: self._size] = arr[: self._size]
+            return out
+
+        self._ts = widen(self._ts, 0.0)
+        self._alive = widen(self._alive, False)
+        self._values = widen(self._values, 0.0)
+        self._status = widen(self._status, ABSENT)
+        self._reason = widen(self._reason, 0)
+        self._codes = {k: widen(v, -1) for k, v in self._codes.items()}
+        self._cap = cap
+
+    def _code(self, label: str, value: str) -> int:
+        index = self._code_index[label]
+        code = index.get(value)
+        if code is None:
+            code = index[value] = len(self._code_values[label])
+            self._code_values[label].append(value)
+        return code
+
+    def _reason_code(self, reason: str) -> int:
+        code = self._reason_index.get(reason)
+        if code is None:
+            code = self._reason_index[reason] = len(self._reasons)
+            self._reasons.append(reason)
+        return code
+
+    def is_current(self, trace_id: str, updated_at: float) -> bool:
+        """True when the trace's outcomes were computed from this version of it."""
+        return self._updated.get(trace_id) == updated_at
+
+    def put(
+        self,
+        trace_id: str,
+        updated_at: float,
+        ts: float,
+        groups: Mapping[str, str] | None,
+        outcomes: Mapping[str, Outcome],
+    ) -> None:
+        """Add (or replace) the contribution of one trace."""
+        old = self._pos.get(trace_id)
+        if old is not None:
+            self._alive[old] = False
+        self._grow(self._size + 1)
+        row = self._size
+        self._size += 1
+        self._ts[row] = ts
+        self._alive[row] = True
+        for label in self.group_labels:
+            value = (groups or {}).get(label)
+            self._codes[label][row] = -1 if value is None else self._code(label, str(value))
+        for metric, outcome in outcomes.items():
+            col = self._metric_index.get(metric)
+            if col is None:
+                continue
+            if isinstance(outcome, Score):
+                self._status[row, col] = SCORE
+                self._values[row, col] = outcome.value
+            elif isinstance(outcome, Skipped):
+                self._status[row, col] = SKIPPED
+                self._reason[row, col] = self._reason_code(outcome.reason)
+            else:
+                self._status[row, col] = FAILED
+                self._reason[row, col] = self._reason_code(outcome.error_type)
+        self._pos[trace_id] = row
+        self._updated[trace_id] = updated_at
+        if len(self._trace_at) <= row:
+            self._trace_at.extend([""] * (self._cap - len(self._trace_at)))
+        self._trace_at[row] = trace_id
+
+    def prune(self, before_ts: float) -> int:
+        """Drop contributions older than `before_ts`; compact when most rows are dead."""
+        n = self._size
+        expired = np.nonzero(self._alive[:n] & (self._ts[:n] < before_ts))[0]
+        for row in expired.tolist():
+            trace_id = self._trace_at[row]
+            self._pos.pop(trace_id, None)
+            self._updated.pop(trace_id, None)
+        self._alive[expired] = False
+        if n > 4096 and len(self._pos) < n // 2:
+            self._compact()
+        return int(expired.size)
+
+    def _compact(self) -> None:
+        keep = np.nonzero(self._alive[: self._size])[0]
+        m = keep.size
+        self._ts[:m] = self._ts[keep]
+        self._alive[:m] = True
+        self._alive[m:] = False
+        self._values[:m] = self._values[keep]
+        self._status[:m] = self._status[keep]
+        self._status[m:] = ABSENT
+        self._reason[:m] = self._reason[keep]
+        for codes in self._codes.values():
+            codes[:m] = codes[keep]
+        trace_at = [self._trace_at[i] for i in keep.tolist()]
+        self._trace_at[:m] = trace_at
+        self._pos = {t: i for i, t in enumerate(trace_at)}
+        self._size = m
+
+    def groups_in(self, rows: np.ndarray) -> Iterator[tuple[Group, np.ndarray]]:
+        """(group, boolean mask over `rows`): overall, then one per label value present."""
+        yield OVERALL, np.ones(rows.size, dtype=bool)
+        for label in self.group_labels:
+            codes = self._codes[label][rows]
+            for code in np.unique(codes[codes >= 0]).tolist():
+                yield group_for(label, self._code_values[label][code]), codes == code
+
+    def aggregate(
+        self,
+        start_ts: float,
+        end_ts: float,
+        proportions: Mapping[str, bool],
+        signatures: Mapping[str, Signature],
+        seed: int = 0,
+    ) -> list[WindowAggregate]:
+        """Aggregates of every metric and group over contributions with ts in the window."""
+        n = self._size
+        rows = np.nonzero(self._alive[:n] & (self._ts[:n] >= start_ts) & (self._ts[:n] <= end_ts))[
+            0
+        ]
+        status = self._status[rows]
+        values = self._values[rows]
+        reasons = self._reason[rows]
+        out: list[WindowAggregate] = []
+        for group, mask in self.groups_in(rows):
+            for col, metric in enumerate(self.metrics):
+                st = status[mask, col]
+                scored = values[mask, col][st == SCORE]
+                skip = Counter(self._reasons[r] for r in reasons[mask, col][st == SKIPPED].tolist())
+                err = Counter(self._reasons[r] for r in reasons[mask, col][st == FAILED].tolist())
+                aggregate = summarize(
+                    metric,
+                    scored,
+                    proportion=proportions.get(metric, False),
+                    seed=seed,
+                    signature=signatures.get(metric, Signature()),
+                    skip_reasons=skip,
+                    error_types=err,
+                )
+                out.append(WindowAggregate(group, aggregate))
+        return out
+
+
+def summarize(
+    metric: str,
+    scored: np.ndarray,
+    *,
+    proportion: bool,
+    seed: int,
+    signature: Signature,
+    skip_reasons: Mapping[str, int],
+    error_types: Mapping[str, int],
+) -> Aggregate:
+    """Value, n and 95% CI of scored values (the same intervals as `aggregate_outcomes`)."""
+    n = int(scored.size)
+    value = lo = hi = None
+    if n:
+        value = float(scored.mean())
+        if proportion:
+            lo, hi = wilson_interval(float(np.clip(scored, 0.0, 1.0).sum()), n)
+        elif n <= BOOTSTRAP_MAX_N:
+            lo, hi = bootstrap_ci(scored, seed)
+        else:
+            half = Z_95 * float(scored.std(ddof=1)) / math.sqrt(n)
+            lo, hi = value - half, value + half
+    return Aggregate(
+        metric=metric,
+        value=value,
+        n=n,
+        ci_lower=lo,
+        ci_upper=hi,
+        skipped=sum(skip_reasons.values()),
+        errors=sum(error_types.values()),
+        skip_reasons=MappingProxyType(dict(skip_reasons)),
+        error_types=MappingProxyType(dict(error_types)),
+        signature=signature,
+    )

@@ -1,0 +1,48 @@
+"""Tier 1 on real traffic: retrieval metrics over traces sampled for the benchmark.
+
+Ground truth is the trace's `relevance`/`relevant_ids`, or what feedback added later
+(feedback bumps the trace's `updated_at`, so the trace is re-evaluated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, and_
+
+from collector.jobs.engine import JobDefinition
+from collector.settings import Settings
+from collector.store.models import SampleRecord, Trace
+
+NAME = "real_users_benchmark"
+METRICS = (
+    "hit_rate@1",
+    "hit_rate@5",
+    "hit_rate@10",
+    "mrr",
+    "ndcg@5",
+    "ndcg@10",
+    "recall@5",
+    "recall@10",
+    "precision@5",
+    "precision@10",
+)
+
+
+def sampled_for(purpose: str) -> Any:
+    def candidates(query: Select[Any]) -> Select[Any]:
+        return query.join(
+            SampleRecord,
+            and_(SampleRecord.trace_id == Trace.trace_id, SampleRecord.purpose == purpose),
+        )
+
+    return candidates
+
+
+def definition(settings: Settings) -> JobDefinition:
+    return JobDefinition(
+        name=NAME,
+        metrics=METRICS,
+        description="retrieval metrics over traces sampled for the real-users benchmark",
+        candidates=sampled_for(NAME),
+    )

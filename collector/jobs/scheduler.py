@@ -1,0 +1,195 @@
+"""Which jobs exist, how one run is guarded, and the APScheduler that repeats them.
+
+`JobRunner.run(name)` takes the job's lock (advisory lock on PostgreSQL, so with several
+replicas exactly one runs it), runs it, and never lets an exception escape: a failure is
+logged with `logger.exception` and counted in `ragpulse_job_runs_total{status="error"}`,
+and the other jobs go on. `Scheduler` runs every job every `interval_s` with
+`max_instances=1` and `coalesce=True`, so a slow run is never overlapped by itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine
+
+from collector.jobs import (
+    embedding_quality,
+    judge_consistency,
+    judge_pipeline,
+    rag_quality,
+    real_users_benchmark,
+    text_quality,
+    ux,
+)
+from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.lock import job_lock
+from collector.settings import Settings
+from evaluators.errors import UnknownMetricError
+from evaluators.registry import resolve
+
+logger = logging.getLogger(__name__)
+
+JOB_MODULES = (
+    real_users_benchmark,
+    judge_pipeline,
+    ux,
+    rag_quality,
+    judge_consistency,
+    text_quality,
+    embedding_quality,
+)
+JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
+JUDGE_JOBS = ("rag_quality", "judge_consistency")
+
+
+def definitions(settings: Settings) -> dict[str, JobDefinition]:
+    """Every job's definition, keeping only metrics the evaluators know (others logged)."""
+    out: dict[str, JobDefinition] = {}
+    for module in JOB_MODULES:
+        definition: JobDefinition = module.definition(settings)
+        known = []
+        for metric in definition.metrics:
+            try:
+                resolve(metric)
+            except UnknownMetricError:
+                logger.warning("job %s: metric %s is not available", definition.name, metric)
+                continue
+            known.append(metric)
+        out[definition.name] = _with_metrics(definition, tuple(known))
+    return out
+
+
+def _with_metrics(definition: JobDefinition, metrics: tuple[str, ...]) -> JobDefinition:
+    from dataclasses import replace
+
+    return replace(definition, metrics=metrics)
+
+
+def ux_options(settings: Settings) -> dict[str, Any]:
+    return {
+        **settings.ux.model_dump(),
+        "consistency_delta": settings.judge.consistency_delta,
+        "response_relevancy_questions": settings.judge.response_relevancy_questions,
+    }
+
+
+class JobRunner:
+    """Runs jobs once each, guarded by the job lock, recording metrics and spans."""
+
+    def __init__(
+        self,
+        jobs: dict[str, IncrementalJob],
+        engine: Engine,
+        *,
+        operations: Any = None,
+        telemetry: Any = None,
+        on_done: Callable[[JobReport], None] | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.engine = engine
+        self.operations = operations
+        self.telemetry = telemetry
+        self.on_done = on_done
+        self.last: dict[str, JobReport] = {}
+        if operations is not None:
+            operations.declare_jobs(list(jobs))
+
+    def run(self, name: str) -> JobReport:
+        job = self.jobs[name]
+        started = time.perf_counter()
+        with job_lock(self.engine, name) as held:
+            if not held:
+                report = JobReport(name, "locked", message="another run holds the lock")
+                logger.info("job %s: skipped, another run holds the lock", name)
+            else:
+                report = self._run_locked(job, started)
+        self.last[name] = report
+        if self.operations is not None and report.status != "locked":
+            self.operations.record_job(name, report.status, report.seconds)
+        if self.on_done is not None:
+            self.on_done(report)
+        return report
+
+    def _run_locked(self, job: IncrementalJob, started: float) -> JobReport:
+        try:
+            if self.telemetry is not None:
+                with self.telemetry.job_run(job.name):
+                    report = job.run()
+            else:
+                report = job.run()
+        except Exception as exc:
+            logger.exception("job %s failed", job.name)
+            return JobReport(
+                job.name,
+                "error",
+                seconds=time.perf_counter() - started,
+                message=f"{type(exc).__name__}: {exc}",
+            )
+        job.publish()
+        logger.info(
+            "job %s: %s, %d new traces, %d results in %.2fs",
+            job.name,
+            report.status,
+            report.new_traces,
+            report.results,
+            report.seconds,
+        )
+        return report
+
+    def run_many(self, names: Sequence[str] | None = None) -> list[JobReport]:
+        return [self.run(name) for name in (names or list(self.jobs))]
+
+
+def build_runner(
+    settings: Settings,
+    engine: Engine,
+    env: JobEnvironment,
+    *,
+    names: Sequence[str] | None = None,
+    operations: Any = None,
+    telemetry: Any = None,
+) -> JobRunner:
+    defs = definitions(settings)
+    chosen = list(names or settings.scheduler.jobs or JOB_NAMES)
+    unknown = [n for n in chosen if n not in defs]
+    if unknown:
+        raise ValueError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(JOB_NAMES)}")
+    jobs = {name: IncrementalJob(defs[name], env) for name in chosen}
+    return JobRunner(jobs, engine, operations=operations, telemetry=telemetry)
+
+
+class Scheduler:
+    """APScheduler 3 background scheduler running every job on the interval."""
+
+    def __init__(self, runner: JobRunner, interval_s: float, initial_delay_s: float = 5.0):
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self.runner = runner
+        self._scheduler = BackgroundScheduler(timezone=UTC)
+        first = datetime.now(UTC) + timedelta(seconds=initial_delay_s)
+        for i, name in enumerate(runner.jobs):
+            self._scheduler.add_job(
+                runner.run,
+                "interval",
+                seconds=interval_s,
+                args=[name],
+                id=name,
+                name=name,
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=max(1, int(interval_s)),
+                # Staggered by a second so the jobs do not all start in the same instant.
+                next_run_time=first + timedelta(seconds=i),
+            )
+
+    def start(self) -> Scheduler:
+        self._scheduler.start()
+        return self
+
+    def shutdown(self, wait: bool = True) -> None:
+        self._scheduler.shutdown(wait=wait)

@@ -1,0 +1,57 @@
+"""Time windows (`1h`, `24h`, `7d`) and the groups a trace is counted in.
+
+A trace counts in the overall group (key "") and, for each configured group label that
+its tags carry (e.g. `tenant`), in the group `label=value`. Groups are one label at a
+time, not the cross product, so the number of series stays proportional to the values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+from collector.settings import parse_duration
+
+_EMPTY: Mapping[str, str] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    name: str
+    seconds: float
+
+    def start(self, now: datetime) -> datetime:
+        return now - timedelta(seconds=self.seconds)
+
+
+def parse_windows(names: Sequence[str]) -> tuple[Window, ...]:
+    """Windows sorted from the shortest to the longest."""
+    windows = {Window(name, parse_duration(name)) for name in names}
+    return tuple(sorted(windows, key=lambda w: w.seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    key: str = ""
+    labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+OVERALL = Group()
+
+
+def group_values(tags: Mapping[str, Any] | None, group_labels: Sequence[str]) -> dict[str, str]:
+    """The configured labels' values in a trace's tags (labels it lacks are left out)."""
+    if not tags:
+        return {}
+    return {
+        label: str(tags[label])
+        for label in group_labels
+        if tags.get(label) is not None and str(tags[label]) != ""
+    }
+
+
+def group_for(label: str, value: str) -> Group:
+    return Group(f"{label}={value}", MappingProxyType({label: value}))
