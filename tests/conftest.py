@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.db",
     "tests.fixtures.broker",
     "tests.fixtures.embedder",
+    "tests.fixtures.llm_server",
 ]
