@@ -101,7 +101,17 @@ def _load_all() -> None:
         importlib.import_module(module)
 
 
-_METRIC_MODULES: list[str] = []
+_METRIC_MODULES: list[str] = [
+    "evaluators.judge.context_relevance",
+    "evaluators.judge.context_entity_recall",
+    "evaluators.judge.context_precision",
+    "evaluators.judge.context_recall",
+    "evaluators.judge.faithfulness",
+    "evaluators.judge.noise_sensitivity",
+    "evaluators.judge.response_relevancy",
+    "evaluators.judge.answer_relevance",
+    "evaluators.judge.e2e_score",
+]
 
 
 def known_names() -> list[str]:
