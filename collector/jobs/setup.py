@@ -1,0 +1,110 @@
+"""Build the jobs' environment from settings: the shared embedder, the judge, the windows.
+
+The service and `ragpulse jobs run` both call `job_environment`; the embedder is created
+once here (lazy: the model loads on the first encode) and shared by every job.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.engine import JobEnvironment
+from collector.jobs.scheduler import ux_options
+from collector.jobs.windows import parse_windows
+from collector.settings import Settings, parse_duration
+from collector.store.models import Judgment
+from collector.store.session import make_session_factory
+from exporters.quality import ResultsCache
+
+logger = logging.getLogger(__name__)
+
+
+def make_embedder(settings: Settings) -> Any:
+    from evaluators.embedder import Embedder
+
+    cfg = settings.embeddings
+    return Embedder(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+
+
+def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
+    """The LLM judge when `judge.models` is set, else None (judge jobs are then skipped)."""
+    if not settings.judge.models:
+        return None
+    from evaluators.judge.client import JudgeClient
+
+    store = None
+    try:
+        from collector.store.judgments import SqlJudgmentStore  # type: ignore[import-not-found]
+
+        store = SqlJudgmentStore(session_factory)
+    except ImportError:
+        logger.warning("SQL judgment store unavailable; judgments are cached in memory only")
+    return JudgeClient.from_settings(settings.judge, store)
+
+
+def job_environment(
+    settings: Settings,
+    engine: Engine,
+    *,
+    results: ResultsCache | None = None,
+    embedder: Any = None,
+    judge: Any = None,
+) -> JobEnvironment:
+    factory = make_session_factory(engine)
+    return JobEnvironment(
+        session_factory=factory,
+        windows=parse_windows(settings.scheduler.windows),
+        group_labels=settings.scheduler.group_labels,
+        embedder=embedder if embedder is not None else make_embedder(settings),
+        judge=judge if judge is not None else make_judge(settings, factory),
+        options=ux_options(settings),
+        results=results,
+        retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
+    )
+
+
+class JudgmentsFeed:
+    """Feeds `ragpulse_judge_*` from new rows of the `judgments` table (one per call)."""
+
+    def __init__(self, operations: Any, session_factory: sessionmaker[Session]) -> None:
+        self.operations = operations
+        self.session_factory = session_factory
+        self.last_id: int | None = None
+
+    def sync(self) -> int:
+        with self.session_factory() as session:
+            if self.last_id is None:
+                # Start from now: counters count this process's lifetime.
+                self.last_id = (
+                    session.scalar(select(Judgment.id).order_by(Judgment.id.desc()).limit(1)) or 0
+                )
+                return 0
+            rows = session.execute(
+                select(
+                    Judgment.id,
+                    Judgment.model,
+                    Judgment.status,
+                    Judgment.prompt_tokens,
+                    Judgment.completion_tokens,
+                    Judgment.cost_usd,
+                    Judgment.latency_ms,
+                )
+                .where(Judgment.id > self.last_id)
+                .order_by(Judgment.id)
+            ).all()
+        for row_id, model, status, prompt, completion, cost, latency in rows:
+            self.operations.record_judge_call(
+                model,
+                status,
+                prompt_tokens=prompt or 0,
+                completion_tokens=completion or 0,
+                cost_usd=cost or 0.0,
+                latency_s=latency / 1000.0 if latency is not None else None,
+            )
+            self.last_id = row_id
+        return len(rows)
