@@ -1,0 +1,260 @@
+"""Ranked retrieval joined with ground truth, as numpy arrays shared by the metric families.
+
+`judge(samples)` turns a batch of samples into a `Judgments` value:
+
+- `gains`: float64 matrix (rows x ranks); entry (i, r) is the judged grade of the document
+  a row retrieved at rank r + 1, or 0 when that document is unjudged, judged <= 0, has
+  no key, or repeats a key already retrieved higher (a document counts once, at its
+  best rank, so recall never exceeds 1). Rows are zero-padded to the longest list.
+- `ideal`: float64 matrix (rows x n); each row holds the positive grades of ALL judged
+  documents of its sample (retrieved or not) in descending order, zero-padded: the ideal
+  ranking of NDCG, and the count of relevant documents for recall.
+
+Only samples that have ground truth and at least one retrieved context with an id or url
+get a row; the others are skipped with a reason by `outcomes`. Keys are compared after
+`keys.normalize_key` on both sides. Grades <= 0 never count: a document is relevant when
+its grade >= the relevance threshold (>= 1), and NDCG gains are max(grade, 0), as in
+trec_eval (whose `-l` level changes relevance but not the NDCG gains).
+
+The registry calls each metric (`hit_rate@1`, `ndcg@10`, ...) separately on the same
+batch, so the last batch's `Judgments` is cached, keyed on the identity of its samples
+(samples are frozen; the cache keeps them alive so identities stay unique).
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import count, repeat
+from operator import attrgetter
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evaluators.outcome import Outcome, Score, Skipped
+from evaluators.registry import EvalContext
+from evaluators.retrieval.keys import normalize_key
+from evaluators.sample import Context, Sample
+
+NO_GROUND_TRUTH = Skipped("no ground truth")
+NO_RELEVANT = Skipped("no relevant documents")
+NO_KEYED_CONTEXTS = Skipped("no retrieved contexts with id or url")
+
+THRESHOLD_OPTION = "relevance_threshold"
+
+_context_id = attrgetter("id")
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """Arrays for the rows of a batch; `row_of[j]` is sample j's row or -1 (skipped)."""
+
+    gains: NDArray[np.float64]
+    ideal: NDArray[np.float64]
+    row_of: NDArray[np.int64]
+    skip_of: tuple[Skipped | None, ...]
+
+    def n_relevant(self, threshold: int) -> NDArray[np.int64]:
+        """Per row: judged documents with grade >= threshold."""
+        counts: NDArray[np.int64] = (self.ideal >= threshold).sum(axis=1)
+        return counts
+
+
+def relevance_threshold(ctx: EvalContext) -> int:
+    """The grade from which a document is relevant (`ctx.options["relevance_threshold"]`)."""
+    value = ctx.options.get(THRESHOLD_OPTION, 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{THRESHOLD_OPTION} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _truth_index(relevance: Mapping[str, int]) -> tuple[dict[str | None, int], list[int], bool]:
+    """Judgments as (normalized key -> position in grades, grades, any url key).
+
+    Grades <= 0 may be kept (they add nothing: gains and the ideal are clipped at 0).
+    """
+    if "://" not in "\x00".join(relevance):
+        return dict(zip(relevance, count())), list(relevance.values()), False
+    index_of: dict[str | None, int] = {}
+    grades: list[int] = []
+    for key, grade in relevance.items():
+        norm = normalize_key(key)
+        at = index_of.get(norm)
+        if at is None:
+            index_of[norm] = len(grades)
+            grades.append(grade)
+        elif grade > grades[at]:
+            grades[at] = grade
+    return index_of, grades, True
+
+
+def _retrieved_keys(contexts: Sequence[Context]) -> list[str | None]:
+    return [
+        None if (k := c.key) is None else normalize_key(k) if "://" in k else k for c in contexts
+    ]
+
+
+_NO_ID = -2  # marks a context without an id on the fast path (its url must be used)
+
+
+def build(samples: Sequence[Sample]) -> Judgments:
+    """Join every sample's ranked contexts with its ground truth (see module docstring).
+
+    The per-context work is one C-level pass per sample (`map` of the ids through the
+    sample's key -> judgment-index dict); matching, de-duplication and the scatter into
+    the matrix are vectorized over the whole batch.
+    """
+    n = len(samples)
+    row_of = np.full(n, -1, dtype=np.int64)
+    skip_of: list[Skipped | None] = [None] * n
+    found = array("q")  # per retrieved context: index of its judgment in its row, or < 0
+    lengths: list[int] = []
+    grades_flat: list[int] = []
+    n_judged: list[int] = []
+    ideal_flat: list[int] = []
+    redo: dict[int, int] = {}  # row -> sample, for rows that need the keys path
+    sample_of_row: list[int] = []
+    for j, sample in enumerate(samples):
+        relevance = sample.relevance
+        if relevance is None:
+            skip_of[j] = NO_GROUND_TRUTH
+            continue
+        contexts = sample.contexts
+        if not contexts:
+            skip_of[j] = NO_KEYED_CONTEXTS
+            continue
+        index_of, grades, has_urls = _truth_index(relevance)
+        row = len(lengths)
+        sample_of_row.append(j)
+        if has_urls:
+            redo[row] = j
+            found.extend(repeat(-1, len(contexts)))
+        else:
+            # No truth key is a url, so ids need no normalization: a normalized url still
+            # contains "://" and could not match anyway. A missing id is marked _NO_ID.
+            index_of[None] = _NO_ID
+            found.extend(map(index_of.get, map(_context_id, contexts), repeat(-1)))
+        lengths.append(len(contexts))
+        grades_flat.extend(grades)
+        n_judged.append(len(grades))
+        ideal_flat.extend(sorted(grades, reverse=True))
+        row_of[j] = row
+    rows = len(lengths)
+    length = np.asarray(lengths, dtype=np.int64)
+    starts = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(length, out=starts[1:])
+    where = np.frombuffer(found, dtype=np.int64).copy() if found else np.zeros(0, np.int64)
+    missing_id = np.flatnonzero(where == _NO_ID)
+    if len(missing_id):
+        incomplete = np.unique(np.searchsorted(starts, missing_id, side="right") - 1)
+        redo.update((r, sample_of_row[r]) for r in incomplete.tolist())
+    for row, j in redo.items():
+        index_of, _, _ = _truth_index(samples[j].relevance or {})
+        keys = _retrieved_keys(samples[j].contexts)
+        if all(k is None for k in keys):
+            skip_of[j] = NO_KEYED_CONTEXTS
+            row_of[j] = -1
+        where[starts[row] : starts[row + 1]] = [
+            -1 if k is None else index_of.get(k, -1) for k in keys
+        ]
+    gains = _scatter_gains(where, length, starts, grades_flat, n_judged)
+    ideal = _pad_rows(ideal_flat, n_judged)
+    return Judgments(gains=gains, ideal=ideal, row_of=row_of, skip_of=tuple(skip_of))
+
+
+def _scatter_gains(
+    where: NDArray[np.int64],
+    length: NDArray[np.int64],
+    starts: NDArray[np.int64],
+    grades_flat: list[int],
+    n_judged: list[int],
+) -> NDArray[np.float64]:
+    rows = len(length)
+    gains = np.zeros((rows, int(length.max(initial=0))), dtype=np.float64)
+    hits = np.flatnonzero(where >= 0)
+    row = np.searchsorted(starts, hits, side="right") - 1
+    judgment = where[hits]
+    width = max(n_judged, default=0) + 1
+    pair = row * width + judgment
+    first = np.unique(pair, return_index=True)[1]
+    if len(first) != len(pair):
+        # A document retrieved twice counts once, at its best (first) rank.
+        hits, row, judgment = hits[first], row[first], judgment[first]
+    judged_starts = np.zeros(rows, dtype=np.int64)
+    if rows:
+        np.cumsum(np.asarray(n_judged[:-1], dtype=np.int64), out=judged_starts[1:])
+    grades = np.maximum(np.asarray(grades_flat, dtype=np.float64), 0.0)
+    gains[row, hits - starts[row]] = grades[judged_starts[row] + judgment]
+    return gains
+
+
+def _pad_rows(flat: list[int], counts: list[int]) -> NDArray[np.float64]:
+    size = np.asarray(counts, dtype=np.int64)
+    matrix = np.zeros((len(counts), int(size.max(initial=0))), dtype=np.float64)
+    matrix[np.arange(matrix.shape[1]) < size[:, None]] = flat
+    return np.maximum(matrix, 0.0, out=matrix)
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[tuple[int, ...], list[Sample], Judgments] | None = None
+
+
+def judge(samples: Sequence[Sample]) -> Judgments:
+    """`build(samples)`, reusing the previous result when called on the same samples."""
+    global _cache
+    ids = tuple(map(id, samples))
+    with _cache_lock:
+        cached = _cache
+    if cached is not None and cached[0] == ids:
+        return cached[2]
+    judgments = build(samples)
+    with _cache_lock:
+        _cache = (ids, list(samples), judgments)
+    return judgments
+
+
+def clear_cache() -> None:
+    """Drop the cached batch (and the references it holds to its samples)."""
+    global _cache
+    with _cache_lock:
+        _cache = None
+
+
+Kernel = Callable[[Judgments, int], NDArray[np.float64]]
+
+
+def outcomes(samples: Sequence[Sample], ctx: EvalContext, kernel: Kernel) -> list[Outcome]:
+    """One outcome per sample: `kernel(judgments, threshold)[row]` or the skip reason."""
+    threshold = relevance_threshold(ctx)
+    judgments = judge(samples)
+    row_of = judgments.row_of
+    scored = row_of >= 0
+    if len(judgments.gains):
+        scored[scored] = judgments.n_relevant(threshold)[row_of[scored]] > 0
+        values: list[Any] = np.where(scored, kernel(judgments, threshold)[row_of], 0.0).tolist()
+    else:
+        values = [0.0] * len(samples)
+    # Equal values share one (immutable) Score: hit rates and precisions repeat a lot.
+    memo = {value: Score(value) for value in set(values)}
+    result: list[Outcome] = list(map(memo.__getitem__, values))
+    for j in np.flatnonzero(~scored).tolist():
+        skip = judgments.skip_of[j]
+        if skip is None or (skip is NO_KEYED_CONTEXTS and not _any_relevant(samples[j], threshold)):
+            skip = NO_RELEVANT
+        result[j] = skip
+    return result
+
+
+def _any_relevant(sample: Sample, threshold: int) -> bool:
+    relevance = sample.relevance
+    return relevance is not None and any(g >= threshold for g in relevance.values())
+
+
+def require_k(family: str, k: int | None) -> int:
+    """The cutoff of a family registered with `cutoff="required"`."""
+    if k is None or k < 1:
+        raise ValueError(f"{family} needs a positive cutoff, e.g. {family}@10")
+    return k
