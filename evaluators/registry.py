@@ -102,6 +102,10 @@ def _load_all() -> None:
 
 
 _METRIC_MODULES: list[str] = [
+    "evaluators.semantic",
+    "evaluators.embedding_quality",
+    "evaluators.ux",
+    "evaluators.classification",
     "evaluators.judge.context_relevance",
     "evaluators.judge.context_entity_recall",
     "evaluators.judge.context_precision",

@@ -1,0 +1,231 @@
+"""UX metrics (seed 004, §10; SPEC §4): how users experience the system across questions.
+
+- cache_hit_rate = (1/|Q|) Σ_q 1[max_{c earlier than q, within the look-back} cos(e_q, e_c) > τ]
+  (τ = `cache_similarity_threshold`, default 0.85; window `cache_lookback_s`, default 1 h).
+  Per sample 1/0 (a proportion); questions without a timestamp are skipped.
+- context_preservation: per session (questions ordered by turn, then timestamp)
+  (1/(|S|-1)) Σ_i cos(e_{q_i}, e_{q_{i+1}}), averaged over sessions with >= 2 questions.
+- multi_turn_consistency: per session, among pairs of turns whose questions are near
+  duplicates (cos >= `duplicate_question_threshold`, 0.85) and both have answers, the share
+  whose answers agree (cos >= `answer_agreement_threshold`, 0.7); averaged over sessions
+  that have such a pair. Only answers of near-duplicate questions are embedded.
+- cache_hit_rate_actual: share of traces whose production cache reported `cache.hit`.
+
+The session metrics are dataset metrics: `n` counts sessions, skip counts are samples.
+Question embeddings come from `ctx.embedder`; the runner wraps it in a per-evaluation
+cache, so the three metrics encode each question once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from evaluators.aggregate import bootstrap_ci
+from evaluators.outcome import Outcome, Score, Skipped
+from evaluators.registry import DatasetValue, EvalContext, MetricSpec, register
+from evaluators.sample import Sample
+from evaluators.ux_similarity import (
+    agreeing_close_pairs,
+    nearest_earlier_similarity,
+    rows_in_close_pairs,
+)
+
+DEFAULTS: dict[str, float] = {
+    "cache_similarity_threshold": 0.85,
+    "cache_lookback_s": 3600.0,
+    "duplicate_question_threshold": 0.85,
+    "answer_agreement_threshold": 0.7,
+}
+NO_EMBEDDER = "no embedder configured"
+NO_SESSION = "no session"
+SINGLE_TURN = "single-question session"
+
+
+def option(ctx: EvalContext, name: str) -> float:
+    """A UX threshold from `ctx.options` (names of the `ux` settings group) or its default."""
+    value: Any = ctx.options.get(name, DEFAULTS[name])
+    return float(value)
+
+
+def _seconds(ts: datetime) -> float:
+    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def _encode_questions(samples: Sequence[Sample], ctx: EvalContext) -> np.ndarray:
+    return np.asarray(ctx.embedder.encode([s.question for s in samples]), dtype=np.float32)
+
+
+# --- cache_hit_rate -------------------------------------------------------------------
+
+
+def cache_hit_rate(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[Outcome]:
+    outcomes: list[Outcome] = [Skipped("no timestamp")] * len(samples)
+    timed = [i for i, s in enumerate(samples) if s.timestamp is not None]
+    if not timed:
+        return outcomes
+    if ctx.embedder is None:
+        return [Skipped(NO_EMBEDDER)] * len(samples)
+    times = np.array([_seconds(samples[i].timestamp) for i in timed])  # type: ignore[arg-type]
+    order = np.argsort(times, kind="stable")
+    ordered = [timed[j] for j in order]
+    emb = _encode_questions([samples[i] for i in ordered], ctx)
+    best = nearest_earlier_similarity(emb, times[order], option(ctx, "cache_lookback_s"))
+    threshold = option(ctx, "cache_similarity_threshold")
+    for i, sim in zip(ordered, best, strict=True):
+        outcomes[i] = Score(1.0 if sim > threshold else 0.0)
+    return outcomes
+
+
+def cache_hit_rate_actual(
+    samples: Sequence[Sample], ctx: EvalContext, k: int | None
+) -> list[Outcome]:
+    return [
+        Skipped("no cache information") if s.cache_hit is None else Score(float(s.cache_hit))
+        for s in samples
+    ]
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+def sessions(samples: Sequence[Sample]) -> tuple[list[list[int]], Counter[str]]:
+    """Sample indices per session (>= 2 questions), ordered by turn, then timestamp, then
+    input order; and the skip counts of samples left out."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    skipped: Counter[str] = Counter()
+    for i, s in enumerate(samples):
+        if s.session_id is None:
+            skipped[NO_SESSION] += 1
+        else:
+            groups[s.session_id].append(i)
+
+    def key(i: int) -> tuple[bool, int, bool, float, int]:
+        s = samples[i]
+        ts = s.timestamp
+        return (s.turn is None, s.turn or 0, ts is None, _seconds(ts) if ts else 0.0, i)
+
+    out: list[list[int]] = []
+    for members in groups.values():
+        if len(members) < 2:
+            skipped[SINGLE_TURN] += len(members)
+        else:
+            out.append(sorted(members, key=key))
+    return out, skipped
+
+
+def _session_mean(values: list[float], ctx: EvalContext, n_skip: Counter[str]) -> DatasetValue:
+    lo, hi = bootstrap_ci(values, ctx.seed)
+    return DatasetValue(float(np.mean(values)), len(values), lo, hi, dict(n_skip))
+
+
+def context_preservation(
+    samples: Sequence[Sample], ctx: EvalContext, k: int | None
+) -> DatasetValue | Outcome:
+    groups, skipped = sessions(samples)
+    if not groups:
+        return Skipped("no session with two or more questions")
+    if ctx.embedder is None:
+        return Skipped(NO_EMBEDDER)
+    flat = [i for g in groups for i in g]
+    emb = _encode_questions([samples[i] for i in flat], ctx)
+    sizes = np.array([len(g) for g in groups])
+    ends = np.cumsum(sizes)
+    consecutive = np.einsum("ij,ij->i", emb[:-1].astype(np.float64), emb[1:].astype(np.float64))
+    # Drop the pairs that straddle two sessions (last of one, first of the next).
+    keep = np.ones(len(flat) - 1, dtype=bool)
+    keep[ends[:-1] - 1] = False
+    session_of_pair = np.repeat(np.arange(len(groups)), sizes - 1)
+    sums = np.bincount(session_of_pair, weights=consecutive[keep], minlength=len(groups))
+    per_session = np.clip(sums / (sizes - 1), -1.0, 1.0)
+    return _session_mean(per_session.tolist(), ctx, skipped)
+
+
+def multi_turn_consistency(
+    samples: Sequence[Sample], ctx: EvalContext, k: int | None
+) -> DatasetValue | Outcome:
+    groups, skipped = sessions(samples)
+    if not groups:
+        return Skipped("no session with two or more questions")
+    if ctx.embedder is None:
+        return Skipped(NO_EMBEDDER)
+    q_thr = option(ctx, "duplicate_question_threshold")
+    a_thr = option(ctx, "answer_agreement_threshold")
+    flat = [i for g in groups for i in g]
+    emb = _encode_questions([samples[i] for i in flat], ctx)
+    bounds = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
+    has_answer = np.array([bool(samples[i].answer) for i in flat])
+    # Pass 1: rows with an answer and a near-duplicate question that also has an answer;
+    # only their answers are embedded.
+    involved = np.zeros(len(flat), dtype=bool)
+    for g in range(len(groups)):
+        rows = bounds[g] + np.flatnonzero(has_answer[bounds[g] : bounds[g + 1]])
+        if rows.size >= 2:
+            involved[rows] = rows_in_close_pairs(emb[rows], q_thr)
+    answers = np.zeros_like(emb)
+    if involved.any():
+        rows = np.flatnonzero(involved)
+        answers[rows] = ctx.embedder.encode([samples[flat[r]].answer or "" for r in rows])
+    shares: list[float] = []
+    for g, members in enumerate(groups):
+        lo, hi = bounds[g], bounds[g + 1]
+        if not involved[lo:hi].any():
+            skipped["no near-duplicate questions with answers in session"] += len(members)
+            continue
+        agree, total = agreeing_close_pairs(
+            emb[lo:hi], answers[lo:hi], involved[lo:hi], q_thr, a_thr
+        )
+        if total == 0:
+            skipped["no near-duplicate questions with answers in session"] += len(members)
+        else:
+            shares.append(agree / total)
+    if not shares:
+        return Skipped("no session has near-duplicate questions with answers")
+    return _session_mean(shares, ctx, skipped)
+
+
+_QUESTIONS = "questions + timestamps"
+_SESSIONS = "questions + session_id (turn/timestamp order)"
+for _spec in (
+    MetricSpec(
+        family="cache_hit_rate",
+        kind="per_sample",
+        compute=cache_hit_rate,
+        needs=_QUESTIONS,
+        description="Share of questions whose nearest earlier question within the look-back "
+        "window has cosine similarity above the cache threshold (0.85).",
+        proportion=True,
+        uses_embedder=True,
+    ),
+    MetricSpec(
+        family="cache_hit_rate_actual",
+        kind="per_sample",
+        compute=cache_hit_rate_actual,
+        needs="cache.hit",
+        description="Share of traces the production semantic cache answered (cache.hit).",
+        proportion=True,
+    ),
+    MetricSpec(
+        family="context_preservation",
+        kind="dataset",
+        compute=context_preservation,
+        needs=_SESSIONS,
+        description="Mean cosine similarity of consecutive questions of a session, averaged "
+        "over sessions.",
+        uses_embedder=True,
+    ),
+    MetricSpec(
+        family="multi_turn_consistency",
+        kind="dataset",
+        compute=multi_turn_consistency,
+        needs=_SESSIONS + " + answers",
+        description="Per session, the share of near-duplicate question pairs whose answers "
+        "agree (cos >= 0.7), averaged over sessions.",
+        uses_embedder=True,
+    ),
+):
+    register(_spec)
