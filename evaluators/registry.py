@@ -102,6 +102,11 @@ def _load_all() -> None:
 
 
 _METRIC_MODULES: list[str] = [
+    "evaluators.retrieval.hit_rate",
+    "evaluators.retrieval.reciprocal_rank",
+    "evaluators.retrieval.precision",
+    "evaluators.retrieval.recall",
+    "evaluators.retrieval.ndcg",
     "evaluators.semantic",
     "evaluators.embedding_quality",
     "evaluators.ux",
