@@ -46,6 +46,7 @@ from evaluators.judge.errors import (
     JudgeTimeout,
     JudgeTruncated,
 )
+from evaluators.judge.metric import prompt_hash
 from evaluators.judge.parsing import extract_json, looks_like_refusal, validate
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.store import (
@@ -158,10 +159,11 @@ class JudgeClient:
     def models(self) -> tuple[str, ...]:
         return self.config.models
 
-    def signature(self, prompt_hash: str | None, embedding_model: str | None = None) -> Signature:
+    def signature(self, metric: str, embedding_model: str | None = None) -> Signature:
+        """Judge models and the metric's prompt hash (what the runner stamps on results)."""
         return Signature(
             judge_model=",".join(self.config.models),
-            prompt_hash=prompt_hash,
+            prompt_hash=prompt_hash(metric.partition("@")[0]),
             embedding_model=embedding_model,
         )
 

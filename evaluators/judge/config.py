@@ -12,7 +12,9 @@ class JudgeConfig:
 
     `models` are litellm model names ("openai/gpt-4o-mini", "ollama/qwen2.5"); with several,
     every judge metric is the mean over them and each model's value is kept. Budgets are
-    rolling: `max_calls_per_hour` over the last hour, `max_usd_per_day` over the last 24 h.
+    rolling: `max_calls_per_hour` over the last hour, `max_usd_per_day` over the last 24 h
+    (a reply's cost is known only after it arrives, so requests already in flight may
+    overshoot the USD budget by at most `max_concurrency` calls).
     Retries (timeouts, 429, 5xx, connection errors only) wait `backoff_base_s * 2**attempt`
     seconds with full jitter, capped at `backoff_max_s`.
     """
