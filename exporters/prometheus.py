@@ -117,6 +117,16 @@ class OperationsMetrics:
             registry=registry,
         )
 
+        self.judge_budget = Gauge(
+            "ragpulse_judge_budget_usd_per_day",
+            "Configured LLM-judge spend budget per day (judge.max_usd_per_day), for alerts.",
+            registry=registry,
+        )
+
+    def set_judge_budget(self, usd_per_day: float | None) -> None:
+        if usd_per_day is not None:
+            self.judge_budget.set(usd_per_day)
+
     def declare_jobs(self, jobs: Sequence[str]) -> None:
         """Create every job's series at zero so rates and absence alerts work from the start."""
         for job in jobs:
