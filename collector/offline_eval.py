@@ -1,0 +1,265 @@
+"""Pieces of `ragpulse evaluate`: read a JSONL dataset of traces, check that the asked
+metrics can run on it, render the results (table, SPEC §5 JSON) and record the run.
+
+Every line is validated with the same code the Kafka consumer uses
+(`collector.decode.trace_json`), so a dataset that evaluates offline also ingests online.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collector.decode.errors import DecodeError
+from collector.decode.trace_json import decode_json_message, parse_trace_record
+from evaluators.aggregate import Aggregate
+from evaluators.outcome import Score
+from evaluators.registry import ResolvedMetric
+from evaluators.runner import EvaluationResult
+from evaluators.sample import Sample
+
+logger = logging.getLogger(__name__)
+
+MAX_REPORTED_LINES = 20
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class DatasetError(ValueError):
+    """The dataset cannot be evaluated; the message names the file, line and problem."""
+
+
+@dataclass(frozen=True)
+class Field:
+    """A trace field a metric may need, and how to see it on a sample."""
+
+    name: str
+
+    def present(self, s: Sample) -> bool:
+        return _PRESENT[self.name](s)
+
+
+_PRESENT: dict[str, Any] = {
+    "question": lambda s: bool(s.question),
+    "answer": lambda s: bool(s.answer),
+    "reference": lambda s: bool(s.reference),
+    "contexts": lambda s: bool(s.contexts),
+    "contexts[].text": lambda s: any(c.text for c in s.contexts),
+    "relevant_ids/relevance": lambda s: bool(s.relevance),
+    "judge.decision": lambda s: s.judge is not None and s.judge.decision is not None,
+    "judge_label": lambda s: s.judge_label is not None,
+    "judge.latency_ms": lambda s: s.judge is not None and s.judge.latency_ms is not None,
+    "cache.hit": lambda s: s.cache_hit is not None,
+    "timestamp": lambda s: s.timestamp is not None,
+    "session_id": lambda s: s.session_id is not None,
+}
+
+# Words of a metric's `needs` text -> trace field; words not listed (a judge model, an
+# embedder) are not fields of the data.
+_TERMS: dict[str, str] = {
+    "question": "question",
+    "questions": "question",
+    "answer": "answer",
+    "answers": "answer",
+    "reference": "reference",
+    "contexts": "contexts",
+    "ranked contexts": "contexts",
+    "contexts with text": "contexts[].text",
+    "ground truth": "relevant_ids/relevance",
+    "judge.decision": "judge.decision",
+    "`judge.decision`": "judge.decision",
+    "judge_label": "judge_label",
+    "`judge_label`": "judge_label",
+    "judge.latency_ms": "judge.latency_ms",
+    "cache.hit": "cache.hit",
+    "timestamp": "timestamp",
+    "timestamps": "timestamp",
+    "session_id": "session_id",
+    "sessions": "session_id",
+}
+
+
+def required_fields(needs: str) -> list[list[str]]:
+    """Parse a metric's `needs` text into fields; each inner list is "any of" (`a or b`)."""
+    text = re.sub(r"\([^)]*\)", "", needs)
+    out: list[list[str]] = []
+    for term in re.split(r"[,+]", text):
+        options = [_TERMS.get(o.strip().lower()) for o in term.split(" or ")]
+        known = [o for o in options if o is not None]
+        if known and len(known) == len(options):
+            out.append(known)
+    return out
+
+
+def missing_fields(metric: ResolvedMetric, samples: Sequence[Sample]) -> list[str]:
+    """Fields the metric needs that no sample has (the metric could only skip)."""
+    missing = []
+    for options in required_fields(metric.spec.needs):
+        if not any(_PRESENT[f](s) for f in options for s in samples):
+            missing.append(" or ".join(options))
+    return missing
+
+
+def read_dataset(path: Path) -> list[Sample]:
+    """Validate every line (SPEC §2 trace JSON) and map it to a Sample.
+
+    Blank lines are ignored. Raises `DatasetError` listing the bad lines by number.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
+    samples: list[Sample] = []
+    problems: list[str] = []
+    bad = 0
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                samples.append(_parse_line(raw))
+            except DecodeError as exc:
+                bad += 1
+                if len(problems) < MAX_REPORTED_LINES:
+                    problems.append(f"{path}:{number}: {exc.reason}: {exc.detail}")
+    if problems:
+        more = f"\n  ... and {bad - len(problems)} more bad lines" if bad > len(problems) else ""
+        raise DatasetError(
+            f"{bad} unreadable line(s) in {path}:\n  " + "\n  ".join(problems) + more
+        )
+    if not samples:
+        raise DatasetError(f"{path} holds no trace records")
+    return samples
+
+
+def _parse_line(raw: bytes) -> Sample:
+    obj = decode_json_message(raw.rstrip(b"\r\n"), max_bytes=MAX_LINE_BYTES)
+    parse_trace_record(obj)
+    return Sample.from_record(obj)
+
+
+# --- output ---------------------------------------------------------------------------
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if abs(value) < 1e6 else f"{value:.4g}"
+
+
+def render_table(aggregates: dict[str, Aggregate]) -> str:
+    """A fixed-width table: metric, value, 95% CI, n, skipped, errors."""
+    header = ("metric", "value", "95% CI", "n", "skipped", "errors")
+    rows = [header]
+    for name, agg in aggregates.items():
+        ci = (
+            f"[{_fmt(agg.ci_lower)}, {_fmt(agg.ci_upper)}]"
+            if agg.ci_lower is not None and agg.ci_upper is not None
+            else "-"
+        )
+        rows.append((name, _fmt(agg.value), ci, str(agg.n), str(agg.skipped), str(agg.errors)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for r in rows:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells))
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def skip_notes(aggregates: dict[str, Aggregate]) -> list[str]:
+    """One line per metric that skipped or failed samples, with the reasons."""
+    notes = []
+    for name, agg in aggregates.items():
+        parts = [f"{r} ×{c}" for r, c in agg.skip_reasons.items()]
+        parts += [f"error {t} ×{c}" for t, c in agg.error_types.items()]
+        if parts:
+            notes.append(f"{name}: " + "; ".join(parts))
+    return notes
+
+
+def to_json(result: EvaluationResult, samples: Sequence[Sample]) -> dict[str, Any]:
+    """SPEC §5: {"aggregate": {...}, "samples": [{"trace_id", metric: value}]} (+ groups)."""
+    out: dict[str, Any] = {
+        "aggregate": {name: agg.to_dict() for name, agg in result.aggregates.items()},
+        "samples": [],
+    }
+    for i, s in enumerate(samples):
+        row: dict[str, Any] = {"trace_id": s.trace_id}
+        for name, outcomes in result.per_sample.items():
+            o = outcomes[i]
+            row[name] = o.value if isinstance(o, Score) else None
+        out["samples"].append(row)
+    if result.group_by:
+        out["group_by"] = result.group_by
+        out["groups"] = {
+            value: {name: agg.to_dict() for name, agg in aggs.items()}
+            for value, aggs in result.groups.items()
+        }
+    return out
+
+
+def combined_signature(aggregates: Iterable[Aggregate]) -> str:
+    """Distinct signatures of the run's metrics, joined (fits the runs.signature column)."""
+    seen = dict.fromkeys(str(a.signature) for a in aggregates)
+    return " ; ".join(seen)[:512]
+
+
+# --- runs table -----------------------------------------------------------------------
+
+
+def usable_database(url: str) -> bool:
+    """True when the database exists and is migrated (has the `runs` table).
+
+    A SQLite file that does not exist is not created just to record a run.
+    """
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        db = parsed.database
+        if not db or db == ":memory:" or not Path(db).exists():
+            return False
+    from collector.store.session import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return bool(inspect(conn).has_table("runs"))
+    except Exception:
+        logger.info("database %s is not reachable; the run is not recorded", parsed.render_as_string())
+        return False
+    finally:
+        engine.dispose()
+
+
+class RunRecorder:
+    """Writes one `runs` row: inserted as running, finished as succeeded/failed."""
+
+    def __init__(self, session_factory: Any, dataset: str, metrics: Sequence[str], config: dict[str, Any]):
+        from collector.store.models import Run
+
+        self._factory = session_factory
+        with session_factory() as session:
+            run = Run(kind="evaluate", status="running", dataset=dataset, metrics=list(metrics),
+                      config=config)
+            session.add(run)
+            session.commit()
+            self.run_id = run.id
+
+    def finish(self, status: str, aggregate: dict[str, Any] | None, signature: str | None) -> None:
+        from collector.store.models import Run, utcnow
+
+        with self._factory() as session:
+            run = session.get(Run, self.run_id)
+            if run is None:
+                return
+            run.status = status
+            run.finished_at = utcnow()
+            run.aggregate = aggregate
+            run.signature = signature
+            session.commit()
