@@ -107,6 +107,8 @@ _METRIC_MODULES: list[str] = [
     "evaluators.retrieval.precision",
     "evaluators.retrieval.recall",
     "evaluators.retrieval.ndcg",
+    "evaluators.text.rouge",
+    "evaluators.text.bleu",
     "evaluators.semantic",
     "evaluators.embedding_quality",
     "evaluators.ux",
