@@ -118,6 +118,8 @@ def _evaluate(args: argparse.Namespace, settings: Settings, names: list[str], sa
         print(render_table(aggs))
     for note in skip_notes(result.aggregates):
         print(f"  {note}", file=sys.stderr)
+    if ctx.judge is not None:
+        print(_judge_summary(ctx.judge), file=sys.stderr)
     if args.output is not None:
         args.output.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n",
                                encoding="utf-8")
@@ -141,6 +143,18 @@ def _judge(settings: Settings, session_factory: Any) -> Any:
     from collector.judge import make_judge
 
     return make_judge(settings.judge, session_factory)
+
+
+def _judge_summary(judge: Any) -> str:
+    """One line of judge usage: what was paid, what the cache saved, what failed."""
+    st = judge.stats
+    line = (
+        f"judge: {st.calls} calls, {st.cache_hits} cache hits, {st.errors} errors, "
+        f"{st.retries} retries, {st.tokens} tokens, {st.cost_usd:.4f} USD"
+    )
+    if st.unpriced_models:
+        line += f" (no litellm price for {', '.join(sorted(st.unpriced_models))}: counted as 0)"
+    return line
 
 
 class _ProgressBar:
