@@ -151,11 +151,9 @@ class OperationsMetrics:
         latency_s: float | None = None,
     ) -> None:
         self.judge_requests.labels(model=model, status=status).inc()
-        if prompt_tokens:
-            self.judge_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
-        if completion_tokens:
-            self.judge_tokens.labels(model=model, kind="completion").inc(completion_tokens)
-        if cost_usd:
-            self.judge_cost.labels(model=model).inc(cost_usd)
+        # inc(0) still creates the series, so rates and budgets read 0 rather than nothing.
+        self.judge_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
+        self.judge_tokens.labels(model=model, kind="completion").inc(completion_tokens)
+        self.judge_cost.labels(model=model).inc(cost_usd)
         if latency_s is not None:
             self.judge_latency.observe(latency_s)

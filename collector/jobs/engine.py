@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, delete, select
+from sqlalchemy import insert as insert_rows
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -103,7 +104,8 @@ def _epoch(ts: datetime) -> float:
 def _default_to_sample(row: Trace) -> Sample:
     from collector.samples import trace_to_sample
 
-    return trace_to_sample(row)
+    sample: Sample = trace_to_sample(row)
+    return sample
 
 
 class IncrementalJob:
@@ -403,7 +405,7 @@ class IncrementalJob:
             )
             quality.append(_point(self.name, window, item.group, agg))
         if rows:
-            session.execute(MetricResult.__table__.insert(), rows)
+            session.execute(insert_rows(MetricResult), rows)
         self._publish = quality
         return len(rows)
 

@@ -39,7 +39,7 @@ def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> An
 
     store = None
     try:
-        from collector.store.judgments import SqlJudgmentStore  # type: ignore[import-not-found]
+        from collector.store.judgments import SqlJudgmentStore
 
         store = SqlJudgmentStore(session_factory)
     except ImportError:
