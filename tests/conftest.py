@@ -1,6 +1,7 @@
 """Shared pytest configuration: fixtures live in `tests/fixtures/` and load as plugins."""
 
 pytest_plugins = [
+    "tests.fixtures.prometheus",
     "tests.fixtures.db",
     "tests.fixtures.broker",
     "tests.fixtures.embedder",
