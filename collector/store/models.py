@@ -94,6 +94,9 @@ class Trace(Base):
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
     feedback_rating: Mapped[float | None] = mapped_column(Float)
     feedback_comment: Mapped[str | None] = mapped_column(Text)
+    # OTLP traces only: span id -> that span's contribution. The stored fields are a pure
+    # function of this set, so fragments merge in any order and a replay changes nothing.
+    spans: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
 class Feedback(Base):

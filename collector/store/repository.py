@@ -1,0 +1,148 @@
+"""Bulk, idempotent writes of traces, dead letters and samples (one statement per table per batch).
+
+Every insert is `INSERT ... ON CONFLICT DO NOTHING ... RETURNING <key>`, so a replayed
+message changes nothing and the caller still learns which rows are new (the rest are
+duplicates). Nothing here commits: the caller owns the transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from collector.decode.records import TraceRecord
+from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
+
+TRACES: Table = Trace.__table__  # type: ignore[assignment]
+DEAD_LETTERS: Table = DeadLetter.__table__  # type: ignore[assignment]
+SAMPLES: Table = SampleRecord.__table__  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterRow:
+    """A rejected message, kept whole, at its Kafka position."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    raw: bytes
+    reason: str
+    detail: str
+
+
+def upsert_insert(session: Session, table: Table) -> Any:
+    """The back end's `INSERT` construct that knows `ON CONFLICT` (PostgreSQL or SQLite)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return postgresql.insert(table)
+    return sqlite.insert(table)
+
+
+def is_postgresql(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def trace_row(
+    rec: TraceRecord, now: datetime, spans: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The `traces` row (column names) for a validated record."""
+    judge = rec.judge
+    return {
+        "trace_id": rec.trace_id,
+        "timestamp": rec.timestamp,
+        "received_at": now,
+        "updated_at": now,
+        "source": rec.source,
+        "question": rec.question,
+        "answer": rec.answer,
+        "contexts": [c.to_json() for c in rec.contexts] if rec.contexts else None,
+        "reference": rec.reference,
+        "relevant_ids": list(rec.relevant_ids) if rec.relevant_ids is not None else None,
+        "relevance": rec.relevance,
+        "session_id": rec.session_id,
+        "user_id": rec.user_id,
+        "turn": rec.turn,
+        "judge_decision": judge.decision if judge else None,
+        "judge_score": judge.score if judge else None,
+        "judge_model": judge.model if judge else None,
+        "judge_latency_ms": judge.latency_ms if judge else None,
+        "judge_label": rec.judge_label,
+        "cache_hit": rec.cache_hit,
+        "cache_similarity": rec.cache_similarity,
+        "model": rec.model,
+        "latency_ms": rec.latency_ms,
+        "usage": rec.usage,
+        "tags": rec.tags,
+        "metadata": rec.metadata,
+        "spans": spans,
+        "feedback_rating": None,
+        "feedback_comment": None,
+    }
+
+
+def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[TraceRecord]:
+    """Insert records not stored yet; return the newly stored ones (the rest are duplicates).
+
+    Records repeating a trace id within `records` keep only the first occurrence.
+    """
+    unique: dict[str, TraceRecord] = {}
+    for rec in records:
+        unique.setdefault(rec.trace_id, rec)
+    if not unique:
+        return []
+    now = utcnow()
+    rows = [trace_row(rec, now) for rec in unique.values()]
+    stmt = (
+        upsert_insert(session, TRACES)
+        .on_conflict_do_nothing(index_elements=["trace_id"])
+        .returning(TRACES.c.trace_id)
+    )
+    inserted = set(session.execute(stmt, rows).scalars())
+    return [rec for tid, rec in unique.items() if tid in inserted]
+
+
+def insert_dead_letters(session: Session, letters: Sequence[DeadLetterRow]) -> int:
+    """Store rejected messages once per (topic, partition, offset); return how many are new."""
+    if not letters:
+        return 0
+    now = utcnow()
+    rows = [
+        {
+            "topic": d.topic,
+            "partition": d.partition,
+            "offset": d.offset,
+            "key": d.key,
+            "raw": d.raw,
+            "reason": d.reason,
+            "detail": d.detail,
+            "received_at": now,
+        }
+        for d in letters
+    ]
+    stmt = (
+        upsert_insert(session, DEAD_LETTERS)
+        .on_conflict_do_nothing(index_elements=["topic", "partition", "offset"])
+        .returning(DEAD_LETTERS.c.id)
+    )
+    return len(session.execute(stmt, rows).all())
+
+
+def insert_samples(session: Session, decisions: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Record (trace_id, purpose) sample memberships; return the newly recorded ones."""
+    unique = list(dict.fromkeys(decisions))
+    if not unique:
+        return []
+    now = utcnow()
+    rows = [{"trace_id": t, "purpose": p, "sampled_at": now} for t, p in unique]
+    stmt = (
+        upsert_insert(session, SAMPLES)
+        .on_conflict_do_nothing(index_elements=["trace_id", "purpose"])
+        .returning(SAMPLES.c.trace_id, SAMPLES.c.purpose)
+    )
+    return [(t, p) for t, p in session.execute(stmt, rows).all()]
