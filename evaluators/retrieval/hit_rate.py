@@ -29,7 +29,7 @@ def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[
     def kernel(j: Judgments, threshold: int) -> NDArray[np.float64]:
         return hit_rate_at_k(j.gains, cutoff, threshold)
 
-    return outcomes(samples, ctx, kernel)
+    return outcomes(samples, ctx, kernel, cutoff)
 
 
 SPEC = register(

@@ -18,17 +18,20 @@ trec_eval (whose `-l` level changes relevance but not the NDCG gains).
 
 The registry calls each metric (`hit_rate@1`, `ndcg@10`, ...) separately on the same
 batch, so the last batch's `Judgments` is cached, keyed on the identity of its samples
-(samples are frozen; the cache keeps them alive so identities stay unique).
+(samples are frozen; the cached value holds them, so an identity cannot be reused by a
+new object while it is cached).
 """
 
 from __future__ import annotations
 
+import math
+import sys
 import threading
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import count, repeat
-from operator import attrgetter
+from dataclasses import dataclass, field
+from itertools import compress, count, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -50,17 +53,62 @@ _context_id = attrgetter("id")
 
 @dataclass(frozen=True)
 class Judgments:
-    """Arrays for the rows of a batch; `row_of[j]` is sample j's row or -1 (skipped)."""
+    """Arrays for the rows of a batch; `row_of[j]` is sample j's row or -1 (skipped).
+
+    `gains` covers the first `gains.shape[1]` ranks only (at most the `depth` asked of
+    `build`); `first_relevant_rank` looks past them when a whole list is needed.
+    """
 
     gains: NDArray[np.float64]
     ideal: NDArray[np.float64]
     row_of: NDArray[np.int64]
     skip_of: tuple[Skipped | None, ...]
+    depth: int
+    samples: tuple[Sample, ...]
+    sample_of_row: tuple[int, ...]
+    _first: dict[int, NDArray[np.float64]] = field(default_factory=dict, compare=False)
 
     def n_relevant(self, threshold: int) -> NDArray[np.int64]:
         """Per row: judged documents with grade >= threshold."""
         counts: NDArray[np.int64] = (self.ideal >= threshold).sum(axis=1)
         return counts
+
+    def covers(self, depth: int) -> bool:
+        return self.depth >= depth
+
+    def first_relevant_rank(self, threshold: int) -> NDArray[np.float64]:
+        """Per row: the 1-based rank of the first relevant document in the WHOLE list, or
+        inf. Ranks past `gains` are read (in Python) only for rows that need them."""
+        cached = self._first.get(threshold)
+        if cached is not None:
+            return cached
+        relevant = self.gains >= threshold
+        first = np.where(relevant.any(axis=1), relevant.argmax(axis=1) + 1.0, np.inf)
+        width = self.gains.shape[1]
+        for row in np.flatnonzero(np.isinf(first)).tolist():
+            sample = self.samples[self.sample_of_row[row]]
+            if len(sample.contexts) > width:
+                first[row] = _scan_tail(sample, width, threshold)
+        self._first[threshold] = first
+        return first
+
+
+def _scan_tail(sample: Sample, start: int, threshold: int) -> float:
+    """1-based rank of the first relevant context at or after index `start`, or inf."""
+    tail = sample.contexts[start:]
+    relevance = sample.relevance or {}
+    ids = list(map(_context_id, tail))
+    if all(ids) and "://" not in "\x00".join(relevance):
+        # Plain ids on both sides: let C find the first hit and stop there.
+        relevant = {key for key, grade in relevance.items() if grade >= threshold}
+        hit = next(compress(count(start + 1), map(relevant.__contains__, ids)), None)
+        return math.inf if hit is None else float(hit)
+    index_of, grades, _ = _truth_index(relevance)
+    for rank, key in enumerate(_retrieved_keys(tail), start + 1):
+        at = None if key is None else index_of.get(key)
+        if at is not None and grades[at] >= threshold:
+            return float(rank)
+    return math.inf
 
 
 def relevance_threshold(ctx: EvalContext) -> int:
@@ -100,14 +148,18 @@ def _retrieved_keys(contexts: Sequence[Context]) -> list[str | None]:
 _NO_ID = -2  # marks a context without an id on the fast path (its url must be used)
 
 
-def build(samples: Sequence[Sample]) -> Judgments:
+def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
     """Join every sample's ranked contexts with its ground truth (see module docstring).
+
+    Only the first `depth` ranks (all when None) enter `gains`: cutoff metrics never look
+    further, and reading contexts is most of the cost.
 
     The per-context work is one C-level pass per sample (`map` of the ids through the
     sample's key -> judgment-index dict); matching, de-duplication and the scatter into
     the matrix are vectorized over the whole batch.
     """
     n = len(samples)
+    limit = sys.maxsize if depth is None else depth
     row_of = np.full(n, -1, dtype=np.int64)
     skip_of: list[Skipped | None] = [None] * n
     found = array("q")  # per retrieved context: index of its judgment in its row, or < 0
@@ -129,6 +181,8 @@ def build(samples: Sequence[Sample]) -> Judgments:
         index_of, grades, has_urls = _truth_index(relevance)
         row = len(lengths)
         sample_of_row.append(j)
+        if len(contexts) > limit:
+            contexts = contexts[:limit]
         if has_urls:
             redo[row] = j
             found.extend(repeat(-1, len(contexts)))
@@ -158,11 +212,19 @@ def build(samples: Sequence[Sample]) -> Judgments:
             skip_of[j] = NO_KEYED_CONTEXTS
             row_of[j] = -1
         where[starts[row] : starts[row + 1]] = [
-            -1 if k is None else index_of.get(k, -1) for k in keys
+            -1 if k is None else index_of.get(k, -1) for k in keys[:limit]
         ]
     gains = _scatter_gains(where, length, starts, grades_flat, n_judged)
     ideal = _pad_rows(ideal_flat, n_judged)
-    return Judgments(gains=gains, ideal=ideal, row_of=row_of, skip_of=tuple(skip_of))
+    return Judgments(
+        gains=gains,
+        ideal=ideal,
+        row_of=row_of,
+        skip_of=tuple(skip_of),
+        depth=limit,
+        samples=tuple(samples),
+        sample_of_row=tuple(sample_of_row),
+    )
 
 
 def _scatter_gains(
@@ -199,20 +261,32 @@ def _pad_rows(flat: list[int], counts: list[int]) -> NDArray[np.float64]:
 
 
 _cache_lock = threading.Lock()
-_cache: tuple[tuple[int, ...], list[Sample], Judgments] | None = None
+_cache: Judgments | None = None
 
 
-def judge(samples: Sequence[Sample]) -> Judgments:
-    """`build(samples)`, reusing the previous result when called on the same samples."""
+def depth_for(k: int | None) -> int:
+    """The depth built for cutoff k: a power of two >= max(k, 16), so that the usual
+    cutoffs of one evaluation (1, 3, 5, 10, ...) share one build."""
+    need = max(k or 1, 16)
+    return 1 << (need - 1).bit_length()
+
+
+def judge(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
+    """`build(samples, depth_for(depth))`, reusing the previous result when it was built
+    for the same samples (by identity) and deep enough."""
     global _cache
-    ids = tuple(map(id, samples))
     with _cache_lock:
         cached = _cache
-    if cached is not None and cached[0] == ids:
-        return cached[2]
-    judgments = build(samples)
+    if (
+        cached is not None
+        and cached.covers(depth or 1)
+        and len(cached.samples) == len(samples)
+        and all(map(is_, cached.samples, samples))
+    ):
+        return cached
+    judgments = build(samples, depth_for(depth))
     with _cache_lock:
-        _cache = (ids, list(samples), judgments)
+        _cache = judgments
     return judgments
 
 
@@ -226,10 +300,15 @@ def clear_cache() -> None:
 Kernel = Callable[[Judgments, int], NDArray[np.float64]]
 
 
-def outcomes(samples: Sequence[Sample], ctx: EvalContext, kernel: Kernel) -> list[Outcome]:
-    """One outcome per sample: `kernel(judgments, threshold)[row]` or the skip reason."""
+def outcomes(
+    samples: Sequence[Sample], ctx: EvalContext, kernel: Kernel, k: int | None
+) -> list[Outcome]:
+    """One outcome per sample: `kernel(judgments, threshold)[row]` or the skip reason.
+
+    `k` is the deepest rank the kernel reads from `gains` (None: it reads none past
+    what is built, e.g. the whole-list reciprocal rank)."""
     threshold = relevance_threshold(ctx)
-    judgments = judge(samples)
+    judgments = judge(samples, k)
     row_of = judgments.row_of
     scored = row_of >= 0
     if len(judgments.gains):

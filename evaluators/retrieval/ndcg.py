@@ -54,7 +54,7 @@ def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[
     def kernel(j: Judgments, threshold: int) -> NDArray[np.float64]:
         return ndcg_at_k(j.gains, j.ideal, cutoff)
 
-    return outcomes(samples, ctx, kernel)
+    return outcomes(samples, ctx, kernel, cutoff)
 
 
 SPEC = register(

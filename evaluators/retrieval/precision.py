@@ -31,7 +31,7 @@ def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[
     def kernel(j: Judgments, threshold: int) -> NDArray[np.float64]:
         return precision_at_k(j.gains, cutoff, threshold)
 
-    return outcomes(samples, ctx, kernel)
+    return outcomes(samples, ctx, kernel, cutoff)
 
 
 SPEC = register(

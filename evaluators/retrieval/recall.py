@@ -36,7 +36,7 @@ def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[
     def kernel(j: Judgments, threshold: int) -> NDArray[np.float64]:
         return recall_at_k(j.gains, j.n_relevant(threshold), cutoff, threshold)
 
-    return outcomes(samples, ctx, kernel)
+    return outcomes(samples, ctx, kernel, cutoff)
 
 
 SPEC = register(

@@ -36,9 +36,12 @@ def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> list[
         raise ValueError("mrr@k needs a positive cutoff")
 
     def kernel(j: Judgments, threshold: int) -> NDArray[np.float64]:
+        if k is None:  # the whole list, which may be deeper than the built matrix
+            rr: NDArray[np.float64] = 1.0 / j.first_relevant_rank(threshold)
+            return rr
         return reciprocal_rank(j.gains, k, threshold)
 
-    return outcomes(samples, ctx, kernel)
+    return outcomes(samples, ctx, kernel, k)
 
 
 SPEC = register(

@@ -174,3 +174,12 @@ def test_agrees_with_pytrec_eval_on_random_graded_data(level: int) -> None:
             assert outcome.value == pytest.approx(theirs, abs=1e-9), (measure, s.trace_id)
             scored += 1
     assert scored > 250 * len(PYTREC_MEASURES)
+
+
+def test_whole_list_mrr_reads_past_the_cutoff_depth() -> None:
+    contexts = tuple(Context(url=f"http://h.com/{i}") for i in range(40))
+    s = [Sample(trace_id="t", question="q", contexts=contexts, relevance={"HTTP://H.com/29/": 2})]
+    assert run("hit_rate@10", s) == [Score(0.0)]  # builds the shallow matrix first
+    assert run("mrr", s) == [Score(1 / 30)]
+    assert run("mrr", s, threshold=3) == [Skipped("no relevant documents")]
+    assert run("recall@100", s) == [Score(1.0)]
