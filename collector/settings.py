@@ -82,6 +82,10 @@ class KafkaSettings(_Group):
     """Most bytes fetched per partition per request (bigger batches, fewer round trips)."""
     fetch_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
     """Most bytes one fetch request returns over all partitions."""
+    retry_initial_s: float = Field(0.5, gt=0)
+    """First wait before a failed batch (e.g. database unavailable) is retried; doubles."""
+    retry_max_s: float = Field(30.0, gt=0)
+    """Longest wait between retries of a failed batch."""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None

@@ -1,0 +1,309 @@
+"""The trace consumer: Kafka batches -> one database transaction each -> offsets committed.
+
+Delivery is at-least-once with idempotent writes (SPEC §3). For every polled batch:
+
+1. convert the records to `RawMessage`s and call `Ingestor.ingest_batch` in a new session;
+2. commit the database transaction;
+3. commit the batch's offsets (last offset + 1 per partition);
+4. count it in `ConsumerStats`.
+
+A crash between 2 and 3 replays the batch, which changes nothing. When the database is
+unreachable the transaction is rolled back, no offset is committed, and the same batch is
+retried with exponential backoff (capped) until it goes through; any other failure is
+logged with its traceback, counted, and retried the same way. While a batch waits, its
+partitions are paused and the consumer keeps polling, so the group membership (bounded by
+`max_poll_interval_ms`) survives an outage of any length; records a rebalance might still
+deliver meanwhile are sought back and fetched again later. A stop request (SIGTERM/SIGINT)
+lets the current batch finish and commit, then closes the consumer, which leaves the group
+at once (a restart rejoins without waiting for a timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.ingest import BatchResult, Ingestor, RawMessage
+from collector.kafka.producer import kafka_security_options
+from collector.kafka.stats import ConsumerStats
+from collector.settings import KafkaSettings
+
+logger = logging.getLogger(__name__)
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """True when `exc` means "the database cannot be reached now" (not a bug in a batch):
+    connection refused or dropped, server shutting down, connections not allowed."""
+    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
+
+
+LAG_REFRESH_S = 5.0
+
+
+def make_kafka_consumer(kafka: KafkaSettings, **overrides: Any) -> Any:
+    """A `KafkaConsumer` in the configured group, subscribed to the configured topics.
+
+    No committed offset -> earliest (nothing published before the first start is missed);
+    offsets are committed by hand only after the database transaction committed.
+    """
+    from kafka import KafkaConsumer
+
+    options = kafka_security_options(kafka)
+    options.update(
+        {
+            "group_id": kafka.group_id,
+            "auto_offset_reset": "earliest",
+            "enable_auto_commit": False,
+            "max_poll_records": kafka.max_poll_records,
+            "max_poll_interval_ms": kafka.max_poll_interval_ms,
+            "session_timeout_ms": kafka.session_timeout_ms,
+            "heartbeat_interval_ms": max(100, min(3000, kafka.session_timeout_ms // 3)),
+            "enable_incremental_fetch_sessions": False,
+            "max_partition_fetch_bytes": kafka.max_partition_fetch_bytes,
+            "fetch_max_bytes": max(kafka.fetch_max_bytes, kafka.max_partition_fetch_bytes),
+            "receive_message_max_bytes": max(kafka.fetch_max_bytes, kafka.max_partition_fetch_bytes)
+            + 1024 * 1024,
+        }
+    )
+    options.update(overrides)
+    consumer = KafkaConsumer(**options)
+    consumer.subscribe(topics=list(kafka.topics))
+    return consumer
+
+
+def to_raw_messages(records: Mapping[Any, Sequence[Any]]) -> list[RawMessage]:
+    """kafka-python's `{TopicPartition: [ConsumerRecord]}` as `RawMessage`s, in offset order."""
+    messages: list[RawMessage] = []
+    for tp, batch in records.items():
+        for record in batch:
+            messages.append(
+                RawMessage(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    offset=record.offset,
+                    key=record.key,
+                    value=record.value,
+                    timestamp_ms=record.timestamp if record.timestamp is not None else None,
+                )
+            )
+    return messages
+
+
+def next_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
+    """Per partition, the offset to commit after this batch: last offset + 1."""
+    return {tp: batch[-1].offset + 1 for tp, batch in records.items() if batch}
+
+
+def first_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
+    return {tp: batch[0].offset for tp, batch in records.items() if batch}
+
+
+class TraceConsumer:
+    """Runs the poll -> store -> commit loop until `stop` is set (or the topic goes idle)."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        session_factory: sessionmaker[Session],
+        ingestor: Ingestor,
+        stats: ConsumerStats,
+        *,
+        consumer_factory: Callable[[KafkaSettings], Any] = make_kafka_consumer,
+    ) -> None:
+        self.kafka = kafka
+        self.session_factory = session_factory
+        self.ingestor = ingestor
+        self.stats = stats
+        self._consumer_factory = consumer_factory
+        self._retry_initial_s = kafka.retry_initial_s
+        self._retry_max_s = kafka.retry_max_s
+        self._consumer: Any = None
+        self._delay_s = kafka.retry_initial_s
+        self._last_lag_refresh = 0.0
+        self.batches = 0
+
+    def run(self, stop: threading.Event, idle_timeout_s: float | None = None) -> BatchResult:
+        """Consume until `stop` is set, or, with `idle_timeout_s`, until no message arrived
+        for that long once partitions were assigned. Returns the totals of this run."""
+        totals = BatchResult()
+        consumer = self._consumer = self._consumer_factory(self.kafka)
+        started = time.monotonic()
+        last_message: float | None = None
+        warned_unassigned = False
+        try:
+            while not stop.is_set():
+                records = consumer.poll(
+                    timeout_ms=self.kafka.poll_timeout_ms, max_records=self.kafka.max_poll_records
+                )
+                now = time.monotonic()
+                if records:
+                    last_message = now
+                    result = self._process(consumer, records, stop)
+                    if result is not None:
+                        totals.add(result)
+                    self._refresh_lag(consumer, force=False)
+                    continue
+                self._refresh_lag(consumer, force=False)
+                if consumer.assignment():
+                    if last_message is None:
+                        last_message = now  # idle time counts from the first assignment
+                elif not warned_unassigned and now - started > 30:
+                    warned_unassigned = True
+                    logger.warning(
+                        "no partition assigned after %.0fs: do the topics %s exist?",
+                        now - started,
+                        ",".join(self.kafka.topics),
+                    )
+                if idle_timeout_s is not None:
+                    if last_message is not None and now - last_message >= idle_timeout_s:
+                        logger.info("no message for %.1fs: stopping", idle_timeout_s)
+                        break
+                    join_limit = idle_timeout_s + self.kafka.max_poll_interval_ms / 1000 + 10
+                    if last_message is None and now - started >= join_limit:
+                        logger.warning("no partition assigned after %.0fs: stopping", join_limit)
+                        break
+        finally:
+            self._refresh_lag(consumer, force=True)
+            consumer.close(autocommit=False)
+            self._consumer = None
+        return totals
+
+    def _process(
+        self, consumer: Any, records: Mapping[Any, Sequence[Any]], stop: threading.Event
+    ) -> BatchResult | None:
+        """Store one batch and commit its offsets; on failure rewind and wait (None)."""
+        messages = to_raw_messages(records)
+        try:
+            result = self._store(messages)
+        except Exception as exc:
+            self._failed(exc, len(messages))
+            self._rewind_and_wait(consumer, records, stop)
+            return None
+        self._delay_s = self._retry_initial_s
+        self._commit_offsets(consumer, records)
+        self.stats.record(result)
+        self.batches += 1
+        return result
+
+    def _failed(self, exc: Exception, size: int) -> None:
+        if is_database_unavailable(exc):
+            self.stats.error("database_unavailable")
+            logger.warning(
+                "database unavailable, retrying in %.1fs (batch of %d messages, "
+                "offsets not committed): %s",
+                self._delay_s,
+                size,
+                _first_line(exc),
+            )
+        else:
+            self.stats.error("ingest_error")
+            logger.exception("batch of %d messages failed, retrying in %.1fs", size, self._delay_s)
+
+    def _rewind_and_wait(
+        self, consumer: Any, records: Mapping[Any, Sequence[Any]], stop: threading.Event
+    ) -> None:
+        """Seek every partition of the failed batch back to its first record, then wait
+        out the backoff with all partitions paused while polling, so the group membership
+        (bounded by max_poll_interval_ms) survives; the next poll fetches the batch again.
+
+        Seeking also drops records kafka-python buffered past the batch: resuming a paused
+        partition with such a buffer left it stalled (kafka-python 3.0.12).
+        """
+        for tp, offset in first_offsets(records).items():
+            if tp in consumer.assignment():
+                consumer.seek(tp, offset)
+        consumer.pause(*consumer.assignment())
+        try:
+            deadline = time.monotonic() + self._delay_s
+            while not stop.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                stray = consumer.poll(timeout_ms=int(min(remaining, 0.5) * 1000) + 1)
+                for tp, offset in first_offsets(stray).items():  # newly assigned meanwhile
+                    consumer.seek(tp, offset)
+        finally:
+            consumer.resume(*consumer.paused())
+        self._delay_s = min(self._delay_s * 2, self._retry_max_s)
+        if stop.is_set():
+            logger.info("stop requested while a batch waits; its offsets stay uncommitted")
+
+    def _store(self, messages: Sequence[RawMessage]) -> BatchResult:
+        session = self.session_factory()
+        try:
+            result = self.ingestor.ingest_batch(session, messages)
+            session.commit()
+            return result
+        except BaseException:
+            _rollback_quietly(session)
+            raise
+        finally:
+            _close_quietly(session)
+
+    def _commit_offsets(self, consumer: Any, records: Mapping[Any, Sequence[Any]]) -> None:
+        from kafka.errors import KafkaError
+        from kafka.structs import OffsetAndMetadata
+
+        offsets = {
+            tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets(records).items()
+        }
+        try:
+            consumer.commit(offsets)
+        except KafkaError as exc:
+            # The rows are committed; whoever owns the partitions now replays the batch,
+            # which changes nothing.
+            self.stats.error("commit_failed")
+            logger.warning("offset commit failed (batch will be replayed harmlessly): %s", exc)
+
+    def _refresh_lag(self, consumer: Any, *, force: bool) -> None:
+        """Lag = high watermark - position per assigned partition, at most every few seconds.
+
+        The high watermark comes from fetch responses; `end_offsets` is only a fallback
+        because the embedded broker answers it wrongly for multi-record batches.
+        """
+        now = time.monotonic()
+        if not force and now - self._last_lag_refresh < LAG_REFRESH_S:
+            return
+        self._last_lag_refresh = now
+        try:
+            assigned = list(consumer.assignment())
+            unknown = [tp for tp in assigned if consumer.highwater(tp) is None]
+            fallback = consumer.end_offsets(unknown, timeout_ms=2000) if unknown else {}
+            for tp in assigned:
+                high = consumer.highwater(tp)
+                if high is None:
+                    high = fallback.get(tp)
+                if high is None:
+                    continue
+                position = consumer.position(tp, timeout_ms=2000)
+                if position is not None:
+                    self.stats.set_lag(tp.topic, tp.partition, int(high) - int(position))
+        except Exception as exc:  # lag is best effort; never stop consuming for it
+            logger.debug("lag refresh failed: %s", exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+def _rollback_quietly(session: Session) -> None:
+    try:
+        session.rollback()
+    except Exception as exc:  # the connection is probably gone; the pool discards it
+        logger.debug("rollback failed: %s", exc)
+
+
+def _close_quietly(session: Session) -> None:
+    try:
+        session.close()
+    except Exception as exc:
+        logger.debug("session close failed: %s", exc)
