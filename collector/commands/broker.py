@@ -45,6 +45,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from collector.kafka import quiet_client_logs
+
+    quiet_client_logs()
     from collector.kafka.broker import BrokerError, EmbeddedBroker
 
     settings = load_settings(args.config)

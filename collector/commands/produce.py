@@ -37,6 +37,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from collector.kafka import quiet_client_logs
+
+    quiet_client_logs()
     from kafka.errors import KafkaError
     from tqdm import tqdm
 

@@ -36,6 +36,9 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from collector.kafka import quiet_client_logs
+
+    quiet_client_logs()
     from collector.service import Service, prepare_database
 
     settings = load_settings(args.config)

@@ -1,0 +1,1 @@
+"""Bundled sample traffic for `ragpulse demo`: a small knowledge base and a generator."""
