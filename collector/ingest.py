@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from sqlalchemy.orm import Session
 
 from collector.decode.errors import DecodeError
+from collector.decode.otlp import OtlpFragment, decode_otlp_message
 from collector.decode.records import FeedbackEvent, TraceRecord
 from collector.decode.trace_json import decode_json_message, parse_message
 from collector.sampling import Sampler
@@ -27,6 +28,7 @@ from collector.store.feedback_store import (
     insert_feedback,
     traces_with_pending_feedback,
 )
+from collector.store.otlp_store import merge_fragments
 from collector.store.repository import (
     DeadLetterRow,
     insert_dead_letters,
@@ -88,6 +90,7 @@ class BatchResult:
 @dataclass
 class _Decoded:
     traces: list[TraceRecord] = field(default_factory=list)
+    fragments: list[OtlpFragment] = field(default_factory=list)
     feedback: list[FeedbackEvent] = field(default_factory=list)
     dead: list[DeadLetterRow] = field(default_factory=list)
 
@@ -126,11 +129,20 @@ class Ingestor:
                 tags=rec.tags,
             )
 
+        merged = merge_fragments(session, decoded.fragments) if decoded.fragments else None
+        new_ids = [r.trace_id for r in new_traces]
+        if merged is not None:
+            result.stored += merged.changed
+            result.duplicates += merged.duplicates
+            new_ids.extend(merged.new_ids)
+            for state in merged.states:
+                decisions[state.trace_id] = self._purposes(state)
+
         new_feedback = insert_feedback(session, decoded.feedback)
         result.feedback = len(new_feedback)
         result.duplicates += len(decoded.feedback) - len(new_feedback)
 
-        touched = set(traces_with_pending_feedback(session, [r.trace_id for r in new_traces]))
+        touched = set(traces_with_pending_feedback(session, new_ids))
         touched.update(ev.trace_id for ev in new_feedback)
         for state in apply_feedback(session, touched):
             decisions[state.trace_id] = self._purposes(state)
@@ -156,6 +168,11 @@ class Ingestor:
         for msg in messages:
             by_topic[msg.topic] += 1
             try:
+                if msg.topic == self._otlp_topic:
+                    out.fragments.extend(
+                        decode_otlp_message(msg.value, self._otlp_encoding, self._max_bytes)
+                    )
+                    continue
                 item = parse_message(
                     decode_json_message(msg.value, self._max_bytes),
                     feedback_topic=msg.topic == self._feedback_topic,

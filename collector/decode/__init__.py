@@ -1,1 +1,1 @@
-"""Decoders: raw Kafka message values -> validated trace records, feedback events, OTLP fragments."""
+"""Decoders: Kafka message values -> validated trace records, feedback events, OTLP fragments."""
