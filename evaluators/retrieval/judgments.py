@@ -97,12 +97,17 @@ def _scan_tail(sample: Sample, start: int, threshold: int) -> float:
     """1-based rank of the first relevant context at or after index `start`, or inf."""
     tail = sample.contexts[start:]
     relevance = sample.relevance or {}
-    ids = list(map(_context_id, tail))
-    if all(ids) and "://" not in "\x00".join(relevance):
-        # Plain ids on both sides: let C find the first hit and stop there.
-        relevant = {key for key, grade in relevance.items() if grade >= threshold}
-        hit = next(compress(count(start + 1), map(relevant.__contains__, ids)), None)
-        return math.inf if hit is None else float(hit)
+    if "://" not in "\x00".join(relevance):
+        # Plain ids: let C walk the ids and stop at the first relevant one, or at the
+        # first context without an id (whose url needs the general path below).
+        stop: dict[str | None, bool] = {k: True for k, g in relevance.items() if g >= threshold}
+        stop[None] = True
+        rank = next(compress(count(start + 1), map(stop.__contains__, map(_context_id, tail))), 0)
+        if rank == 0:
+            return math.inf
+        if sample.contexts[rank - 1].id is not None:
+            return float(rank)
+        start, tail = rank - 1, sample.contexts[rank - 1 :]
     index_of, grades, _ = _truth_index(relevance)
     for rank, key in enumerate(_retrieved_keys(tail), start + 1):
         at = None if key is None else index_of.get(key)
@@ -195,8 +200,8 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
         grades_flat.extend(grades)
         n_judged.append(len(grades))
         ideal_flat.extend(sorted(grades, reverse=True))
-        row_of[j] = row
     rows = len(lengths)
+    row_of[np.asarray(sample_of_row, dtype=np.int64)] = np.arange(rows)
     length = np.asarray(lengths, dtype=np.int64)
     starts = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(length, out=starts[1:])

@@ -183,3 +183,12 @@ def test_whole_list_mrr_reads_past_the_cutoff_depth() -> None:
     assert run("mrr", s) == [Score(1 / 30)]
     assert run("mrr", s, threshold=3) == [Skipped("no relevant documents")]
     assert run("recall@100", s) == [Score(1.0)]
+
+
+def test_whole_list_mrr_tail_falls_back_to_the_url_of_a_context_without_id() -> None:
+    contexts = [Context(id=f"d{i}") for i in range(40)]
+    contexts[24] = Context(url="doc-x")  # no id: its url is the key
+    s = [Sample(trace_id="t", question="q", contexts=tuple(contexts), relevance={"doc-x": 1})]
+    assert run("mrr", s) == [Score(1 / 25)]
+    s2 = [Sample(trace_id="t", question="q", contexts=tuple(contexts), relevance={"d33": 1})]
+    assert run("mrr", s2) == [Score(1 / 34)]
