@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +31,7 @@ class DatasetError(ValueError):
     """The dataset cannot be evaluated; the message names the file, line and problem."""
 
 
-@dataclass(frozen=True)
-class Field:
-    """A trace field a metric may need, and how to see it on a sample."""
-
-    name: str
-
-    def present(self, s: Sample) -> bool:
-        return _PRESENT[self.name](s)
-
-
-_PRESENT: dict[str, Any] = {
+_PRESENT: dict[str, Callable[[Sample], bool]] = {
     "question": lambda s: bool(s.question),
     "answer": lambda s: bool(s.answer),
     "reference": lambda s: bool(s.reference),
@@ -164,7 +153,9 @@ def render_table(aggregates: dict[str, Aggregate]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for r in rows:
-        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
+        cells = [r[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
+        ]
         lines.append("  ".join(cells))
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
@@ -231,7 +222,9 @@ def usable_database(url: str) -> bool:
         with engine.connect() as conn:
             return bool(inspect(conn).has_table("runs"))
     except Exception:
-        logger.info("database %s is not reachable; the run is not recorded", parsed.render_as_string())
+        logger.info(
+            "database %s is not reachable; the run is not recorded", parsed.render_as_string()
+        )
         return False
     finally:
         engine.dispose()
@@ -240,13 +233,20 @@ def usable_database(url: str) -> bool:
 class RunRecorder:
     """Writes one `runs` row: inserted as running, finished as succeeded/failed."""
 
-    def __init__(self, session_factory: Any, dataset: str, metrics: Sequence[str], config: dict[str, Any]):
+    def __init__(
+        self, session_factory: Any, dataset: str, metrics: Sequence[str], config: dict[str, Any]
+    ):
         from collector.store.models import Run
 
         self._factory = session_factory
         with session_factory() as session:
-            run = Run(kind="evaluate", status="running", dataset=dataset, metrics=list(metrics),
-                      config=config)
+            run = Run(
+                kind="evaluate",
+                status="running",
+                dataset=dataset,
+                metrics=list(metrics),
+                config=config,
+            )
             session.add(run)
             session.commit()
             self.run_id = run.id

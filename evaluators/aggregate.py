@@ -75,9 +75,7 @@ def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def bootstrap_indices(
-    n: int, seed: int, n_resamples: int = N_RESAMPLES
-) -> Iterator[np.ndarray]:
+def bootstrap_indices(n: int, seed: int, n_resamples: int = N_RESAMPLES) -> Iterator[np.ndarray]:
     """Resampled index matrices (rows = resamples), in chunks that bound the memory."""
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
@@ -139,9 +137,7 @@ def aggregate_outcomes(
     signature: Signature | None = None,
 ) -> Aggregate:
     """Mean (or proportion) of the scored outcomes with its 95% CI and skip/error counts."""
-    scores = np.fromiter(
-        (o.value for o in outcomes if isinstance(o, Score)), dtype=np.float64
-    )
+    scores = np.fromiter((o.value for o in outcomes if isinstance(o, Score)), dtype=np.float64)
     skip_reasons = Counter(o.reason for o in outcomes if isinstance(o, Skipped))
     error_types = Counter(o.error_type for o in outcomes if isinstance(o, Failed))
     n = int(scores.size)

@@ -43,7 +43,9 @@ def confusion(predicted: np.ndarray, actual: np.ndarray) -> Confusion:
     p = np.asarray(predicted, dtype=bool)
     a = np.asarray(actual, dtype=bool)
     return Confusion(
-        tp=int((p & a).sum()), tn=int((~p & ~a).sum()), fp=int((p & ~a).sum()),
+        tp=int((p & a).sum()),
+        tn=int((~p & ~a).sum()),
+        fp=int((p & ~a).sum()),
         fn=int((~p & a).sum()),
     )
 
@@ -84,7 +86,9 @@ def _labelled(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray, dict[s
 
 
 def _proportion_metric(which: str) -> DatasetFn:
-    def compute(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> DatasetValue | Outcome:
+    def compute(
+        samples: Sequence[Sample], ctx: EvalContext, k: int | None
+    ) -> DatasetValue | Outcome:
         pred, act, skipped = _labelled(samples)
         c = confusion(pred, act)
         num, den, value = {
@@ -100,7 +104,9 @@ def _proportion_metric(which: str) -> DatasetFn:
     return compute
 
 
-def _f1_metric(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> DatasetValue | Outcome:
+def _f1_metric(
+    samples: Sequence[Sample], ctx: EvalContext, k: int | None
+) -> DatasetValue | Outcome:
     pred, act, skipped = _labelled(samples)
     value = f1(confusion(pred, act))
     if isinstance(value, Skipped):
@@ -130,12 +136,21 @@ def judge_latency_ms(samples: Sequence[Sample], ctx: EvalContext, k: int | None)
 
 _NEEDS = "judge.decision + judge_label"
 for _family, _fn, _desc in (
-    ("judge_accuracy", _proportion_metric("accuracy"), "Share of production judge decisions "
-     "(show / don't show) that match judge_label."),
-    ("judge_precision", _proportion_metric("precision"), "Of the answers the production judge "
-     "showed, the share that should have been shown."),
-    ("judge_recall", _proportion_metric("recall"), "Of the answers that should have been "
-     "shown, the share the production judge showed."),
+    (
+        "judge_accuracy",
+        _proportion_metric("accuracy"),
+        "Share of production judge decisions (show / don't show) that match judge_label.",
+    ),
+    (
+        "judge_precision",
+        _proportion_metric("precision"),
+        "Of the answers the production judge showed, the share that should have been shown.",
+    ),
+    (
+        "judge_recall",
+        _proportion_metric("recall"),
+        "Of the answers that should have been shown, the share the production judge showed.",
+    ),
     ("judge_f1", _f1_metric, "F1 of the production judge's show decision."),
 ):
     register(

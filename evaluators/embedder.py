@@ -43,7 +43,8 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (all-zero rows stay zero), as float32."""
     out = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
-    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    unit: np.ndarray = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+    return unit
 
 
 class Embedder:
@@ -62,7 +63,9 @@ class Embedder:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(resolve_model_path(self.model_name), device=self.device)
+            self._model = SentenceTransformer(
+                resolve_model_path(self.model_name), device=self.device
+            )
         return self._model
 
     @property
@@ -103,9 +106,9 @@ class Embedder:
 
 def _dimension(model: Any) -> int:
     # sentence-transformers renamed the accessor; support both spellings.
-    getter = getattr(model, "get_embedding_dimension", None) or getattr(
-        model, "get_sentence_embedding_dimension"
-    )
+    getter = getattr(model, "get_embedding_dimension", None)
+    if getter is None:
+        getter = model.get_sentence_embedding_dimension
     return int(getter() or 0)
 
 

@@ -46,7 +46,8 @@ def _codes(labels: Sequence[object] | np.ndarray) -> tuple[np.ndarray, int]:
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     norms = np.sqrt(np.einsum("ij,ij->i", x, x))
-    return np.divide(x, norms[:, None], out=np.zeros_like(x), where=norms[:, None] > 0)
+    unit: np.ndarray = np.divide(x, norms[:, None], out=np.zeros_like(x), where=norms[:, None] > 0)
+    return unit
 
 
 def _check(embeddings: np.ndarray, labels: Sequence[object] | np.ndarray) -> np.ndarray:
@@ -266,16 +267,44 @@ def _total_pairs(
 
 _NEEDS = "questions + ground truth (relevant_ids/relevance)"
 for _family, _fn, _desc, _emb, _hib in (
-    ("intra_cluster_similarity", _intra, "Mean cosine similarity of questions about the same "
-     "ground-truth document (per cluster, averaged over clusters).", True, True),
-    ("inter_cluster_distance", _inter, "Mean euclidean distance between the centroids of "
-     "question clusters (one cluster per ground-truth document).", True, True),
-    ("silhouette", _silhouette, "Silhouette coefficient of questions clustered by "
-     "ground-truth document (cosine distance; option silhouette_distance).", True, True),
-    ("n_clusters", _n_clusters, "Number of distinct ground-truth documents (clusters).",
-     False, True),
-    ("total_pairs", _total_pairs, "Number of (question, ground-truth document) pairs.",
-     False, True),
+    (
+        "intra_cluster_similarity",
+        _intra,
+        "Mean cosine similarity of questions about the same "
+        "ground-truth document (per cluster, averaged over clusters).",
+        True,
+        True,
+    ),
+    (
+        "inter_cluster_distance",
+        _inter,
+        "Mean euclidean distance between the centroids of "
+        "question clusters (one cluster per ground-truth document).",
+        True,
+        True,
+    ),
+    (
+        "silhouette",
+        _silhouette,
+        "Silhouette coefficient of questions clustered by "
+        "ground-truth document (cosine distance; option silhouette_distance).",
+        True,
+        True,
+    ),
+    (
+        "n_clusters",
+        _n_clusters,
+        "Number of distinct ground-truth documents (clusters).",
+        False,
+        True,
+    ),
+    (
+        "total_pairs",
+        _total_pairs,
+        "Number of (question, ground-truth document) pairs.",
+        False,
+        True,
+    ),
 ):
     register(
         MetricSpec(

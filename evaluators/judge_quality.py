@@ -65,7 +65,9 @@ def judge_error_rate(statuses: Sequence[str]) -> DatasetValue | Skipped:
     return DatasetValue(errors / len(statuses), len(statuses), lo, hi)
 
 
-def judge_latency_ms_avg(latencies: Sequence[float | None], seed: int = 0) -> DatasetValue | Skipped:
+def judge_latency_ms_avg(
+    latencies: Sequence[float | None], seed: int = 0
+) -> DatasetValue | Skipped:
     """Mean latency (ms) of the judgments that report one."""
     values = np.array([float(v) for v in latencies if v is not None], dtype=np.float64)
     missing = len(latencies) - values.size

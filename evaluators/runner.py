@@ -107,7 +107,9 @@ def _failed(exc: BaseException) -> Failed:
 
 def _checked(name: str, outcomes: Sequence[Outcome], expected: int) -> list[Outcome]:
     if len(outcomes) != expected:
-        return [Failed("MetricContractError", f"{name} returned {len(outcomes)} outcomes")] * expected
+        return [
+            Failed("MetricContractError", f"{name} returned {len(outcomes)} outcomes")
+        ] * expected
     return list(outcomes)
 
 
@@ -176,7 +178,10 @@ def _assemble(
         if isinstance(result, list):
             per_sample[metric.name] = result
             aggregates[metric.name] = aggregate_outcomes(
-                metric.name, result, proportion=metric.spec.proportion, seed=ctx.seed,
+                metric.name,
+                result,
+                proportion=metric.spec.proportion,
+                seed=ctx.seed,
                 signature=sig,
             )
         else:
@@ -187,8 +192,11 @@ def _assemble(
             target = groups.setdefault(value, {})
             if isinstance(result, list):
                 target[metric.name] = aggregate_outcomes(
-                    metric.name, [result[i] for i in members],
-                    proportion=metric.spec.proportion, seed=ctx.seed, signature=sig,
+                    metric.name,
+                    [result[i] for i in members],
+                    proportion=metric.spec.proportion,
+                    seed=ctx.seed,
+                    signature=sig,
                 )
             else:
                 subset = [samples[i] for i in members]

@@ -26,7 +26,8 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     dots = np.einsum("ij,ij->i", a64, b64)
     norms = np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1)
     cos = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
-    return np.clip(cos, -1.0, 1.0)
+    clipped: np.ndarray = np.clip(cos, -1.0, 1.0)
+    return clipped
 
 
 def semantic_similarity(

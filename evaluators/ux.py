@@ -44,6 +44,7 @@ DEFAULTS: dict[str, float] = {
 NO_EMBEDDER = "no embedder configured"
 NO_SESSION = "no session"
 SINGLE_TURN = "single-question session"
+_ROWS = 8192  # rows per block of row-wise dot products
 
 
 def option(ctx: EvalContext, name: str) -> float:
@@ -135,7 +136,13 @@ def context_preservation(
     emb = _encode_questions([samples[i] for i in flat], ctx)
     sizes = np.array([len(g) for g in groups])
     ends = np.cumsum(sizes)
-    consecutive = np.einsum("ij,ij->i", emb[:-1].astype(np.float64), emb[1:].astype(np.float64))
+    consecutive = np.concatenate(
+        [  # row-wise dots in blocks: no float64 copy of the whole matrix
+            np.einsum("ij,ij->i", emb[b:e], emb[b + 1 : e + 1])
+            for b in range(0, len(flat) - 1, _ROWS)
+            for e in (min(b + _ROWS, len(flat) - 1),)
+        ]
+    ).astype(np.float64)
     # Drop the pairs that straddle two sessions (last of one, first of the next).
     keep = np.ones(len(flat) - 1, dtype=bool)
     keep[ends[:-1] - 1] = False
@@ -166,19 +173,22 @@ def multi_turn_consistency(
         rows = bounds[g] + np.flatnonzero(has_answer[bounds[g] : bounds[g + 1]])
         if rows.size >= 2:
             involved[rows] = rows_in_close_pairs(emb[rows], q_thr)
-    answers = np.zeros_like(emb)
-    if involved.any():
-        rows = np.flatnonzero(involved)
-        answers[rows] = ctx.embedder.encode([samples[flat[r]].answer or "" for r in rows])
+    answer_rows = np.flatnonzero(involved)
+    answer_emb = (
+        np.asarray(ctx.embedder.encode([samples[flat[r]].answer or "" for r in answer_rows]))
+        if answer_rows.size
+        else np.zeros((0, emb.shape[1]), dtype=np.float32)
+    )
     shares: list[float] = []
     for g, members in enumerate(groups):
         lo, hi = bounds[g], bounds[g + 1]
         if not involved[lo:hi].any():
             skipped["no near-duplicate questions with answers in session"] += len(members)
             continue
-        agree, total = agreeing_close_pairs(
-            emb[lo:hi], answers[lo:hi], involved[lo:hi], q_thr, a_thr
-        )
+        answers = np.zeros((hi - lo, emb.shape[1]), dtype=np.float32)
+        first, last = np.searchsorted(answer_rows, [lo, hi])
+        answers[answer_rows[first:last] - lo] = answer_emb[first:last]
+        agree, total = agreeing_close_pairs(emb[lo:hi], answers, involved[lo:hi], q_thr, a_thr)
         if total == 0:
             skipped["no near-duplicate questions with answers in session"] += len(members)
         else:

@@ -29,14 +29,23 @@ def register(subparsers: Any) -> None:
         required=True,
         help="comma-separated metric names, e.g. hit_rate@5,mrr,rougeL_f,cache_hit_rate",
     )
-    parser.add_argument("--output", metavar="FILE.json", type=Path,
-                        help="also write aggregates and per-sample values as JSON")
-    parser.add_argument("--group-by", metavar="TAG",
-                        help="also aggregate per value of this tag (e.g. tenant)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the bootstrap confidence intervals (default 0)")
-    parser.add_argument("--no-record", action="store_true",
-                        help="do not record the run in the database's runs table")
+    parser.add_argument(
+        "--output",
+        metavar="FILE.json",
+        type=Path,
+        help="also write aggregates and per-sample values as JSON",
+    )
+    parser.add_argument(
+        "--group-by", metavar="TAG", help="also aggregate per value of this tag (e.g. tenant)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the bootstrap confidence intervals (default 0)"
+    )
+    parser.add_argument(
+        "--no-record",
+        action="store_true",
+        help="do not record the run in the database's runs table",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run)
 
@@ -69,11 +78,15 @@ def run(args: argparse.Namespace) -> int:
         if (fields := missing_fields(m, samples))
     ]
     if problems:
-        return _fail("\n  ".join(["required fields are missing from the whole dataset:", *problems]))
+        return _fail(
+            "\n  ".join(["required fields are missing from the whole dataset:", *problems])
+        )
     return _evaluate(args, settings, [m.name for m in metrics], samples)
 
 
-def _evaluate(args: argparse.Namespace, settings: Settings, names: list[str], samples: list[Any]) -> int:
+def _evaluate(
+    args: argparse.Namespace, settings: Settings, names: list[str], samples: list[Any]
+) -> int:
     from collector.offline_eval import (
         RunRecorder,
         combined_signature,
@@ -94,14 +107,18 @@ def _evaluate(args: argparse.Namespace, settings: Settings, names: list[str], sa
         session_factory = make_session_factory(make_engine(url))
     ctx = EvalContext(
         embedder=_embedder(settings) if any(m.spec.uses_embedder for m in metrics) else None,
-        judge=_judge(settings, session_factory) if any(m.spec.uses_judge for m in metrics) else None,
+        judge=_judge(settings, session_factory)
+        if any(m.spec.uses_judge for m in metrics)
+        else None,
         options={**settings.ux.model_dump(), "consistency_delta": settings.judge.consistency_delta},
         seed=args.seed,
     )
     recorder = None
     if session_factory is not None and not args.no_record:
         recorder = RunRecorder(
-            session_factory, str(args.file.resolve()), names,
+            session_factory,
+            str(args.file.resolve()),
+            names,
             {"seed": args.seed, "group_by": args.group_by, "samples": len(samples)},
         )
     try:
@@ -121,11 +138,13 @@ def _evaluate(args: argparse.Namespace, settings: Settings, names: list[str], sa
     if ctx.judge is not None:
         print(_judge_summary(ctx.judge), file=sys.stderr)
     if args.output is not None:
-        args.output.write_text(json.dumps(document, ensure_ascii=False, indent=2) + "\n",
-                               encoding="utf-8")
+        args.output.write_text(
+            json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
     if recorder is not None:
-        recorder.finish("succeeded", document["aggregate"],
-                        combined_signature(result.aggregates.values()))
+        recorder.finish(
+            "succeeded", document["aggregate"], combined_signature(result.aggregates.values())
+        )
         print(f"recorded as run {recorder.run_id}", file=sys.stderr)
     return 0
 
@@ -163,8 +182,14 @@ class _ProgressBar:
     def __init__(self, total: int, disable: bool):
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, disable=disable, file=sys.stderr, unit="sample",
-                         desc="evaluating", dynamic_ncols=True)
+        self._bar = tqdm(
+            total=total,
+            disable=disable,
+            file=sys.stderr,
+            unit="sample",
+            desc="evaluating",
+            dynamic_ncols=True,
+        )
         self._done: dict[str, int] = {}
 
     def __enter__(self) -> _ProgressBar:
@@ -178,8 +203,11 @@ class _ProgressBar:
         self._done[event.metric] = event.done
         self._bar.set_description(event.metric, refresh=False)
         if event.counters:
-            shown = {k: event.counters[k] for k in ("calls", "cache_hits", "errors")
-                     if k in event.counters}
+            shown = {
+                k: event.counters[k]
+                for k in ("calls", "cache_hits", "errors")
+                if k in event.counters
+            }
             if "cost_usd" in event.counters:
                 shown["cost_usd"] = round(event.counters["cost_usd"], 4)
             self._bar.set_postfix(shown, refresh=False)

@@ -14,7 +14,7 @@ from evaluators.aggregate import (
     bootstrap_ci,
     wilson_interval,
 )
-from evaluators.outcome import Failed, Score, Skipped
+from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import DatasetValue
 from evaluators.signature import Signature
 
@@ -63,8 +63,14 @@ def test_bootstrap_memory_is_chunked_for_large_inputs() -> None:
 
 
 def test_aggregate_counts_skips_and_errors_and_uses_wilson_for_proportions() -> None:
-    outcomes = [Score(1.0), Score(0.0), Score(1.0), Skipped("no reference"),
-                Skipped("no reference"), Failed("Timeout", "x")]
+    outcomes: list[Outcome] = [
+        Score(1.0),
+        Score(0.0),
+        Score(1.0),
+        Skipped("no reference"),
+        Skipped("no reference"),
+        Failed("Timeout", "x"),
+    ]
     agg = aggregate_outcomes("hit_rate@5", outcomes, proportion=True, signature=Signature())
     assert agg.value == pytest.approx(2 / 3) and agg.n == 3
     assert (agg.ci_lower, agg.ci_upper) == wilson_interval(2, 3)
@@ -82,7 +88,9 @@ def test_nothing_scored_gives_none_not_nan() -> None:
 
 
 def test_dataset_results() -> None:
-    ok = aggregate_dataset("silhouette", DatasetValue(0.4, 10, 0.3, 0.5, {"no ground truth": 2}), 12)
+    ok = aggregate_dataset(
+        "silhouette", DatasetValue(0.4, 10, 0.3, 0.5, {"no ground truth": 2}), 12
+    )
     assert (ok.value, ok.n, ok.skipped) == (0.4, 10, 2)
     skip = aggregate_dataset("silhouette", Skipped("fewer than 2 clusters"), 12)
     assert skip.value is None and skip.skipped == 12

@@ -18,8 +18,12 @@ SKLEARN = [accuracy_score, precision_score, recall_score, f1_score]
 
 def _samples(pred: list[bool | None], label: list[bool | None]) -> list[Sample]:
     return [
-        Sample(f"t{i}", "q", judge=JudgeDecision(decision=p, latency_ms=100.0 + i)
-               if p is not None else None, judge_label=y)
+        Sample(
+            f"t{i}",
+            "q",
+            judge=JudgeDecision(decision=p, latency_ms=100.0 + i) if p is not None else None,
+            judge_label=y,
+        )
         for i, (p, y) in enumerate(zip(pred, label, strict=True))
     ]
 
@@ -34,8 +38,9 @@ def test_equal_to_sklearn(seed: int) -> None:
     for name, fn in zip(NAMES, SKLEARN, strict=True):
         assert agg[name].value == pytest.approx(fn(label, pred), abs=1e-12)
         assert agg[name].n == n
-        assert agg[name].ci_lower is not None and agg[name].ci_upper is not None
-        assert agg[name].ci_lower <= agg[name].value <= agg[name].ci_upper
+        lo, value, hi = agg[name].ci_lower, agg[name].value, agg[name].ci_upper
+        assert lo is not None and value is not None and hi is not None
+        assert lo <= value <= hi
 
 
 def test_samples_without_decision_or_label_are_left_out() -> None:
@@ -56,8 +61,9 @@ def test_zero_denominators_are_skipped_with_a_reason() -> None:
 
 
 def test_judge_latency_is_a_plain_mean() -> None:
-    agg = evaluate(_samples([True, None, False], [True, True, True]), ["judge_latency_ms"],
-                   EvalContext()).aggregates["judge_latency_ms"]
+    agg = evaluate(
+        _samples([True, None, False], [True, True, True]), ["judge_latency_ms"], EvalContext()
+    ).aggregates["judge_latency_ms"]
     assert agg.value == pytest.approx(101.0) and agg.n == 2 and agg.skipped == 1
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
@@ -38,7 +40,7 @@ def test_batching_does_not_change_the_vectors(embedder: Embedder) -> None:
 def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.encode([]).shape == (0, 384)
     with pytest.raises(TypeError):
-        embedder.encode("one string")  # type: ignore[arg-type]
+        embedder.encode("one string")
 
 
 def test_paraphrase_is_closer_than_an_unrelated_text_in_russian(embedder: Embedder) -> None:
@@ -54,7 +56,7 @@ def test_caching_embedder_encodes_each_text_once(embedder: Embedder) -> None:
     class Counting:
         model_name = embedder.model_name
 
-        def encode(self, texts: list[str]) -> np.ndarray:
+        def encode(self, texts: Sequence[str]) -> np.ndarray:
             calls.append(len(texts))
             return embedder.encode(texts)
 
@@ -68,10 +70,18 @@ def test_caching_embedder_encodes_each_text_once(embedder: Embedder) -> None:
 
 def test_semantic_similarity_scores_and_skips(embedder: Embedder) -> None:
     samples = [
-        Sample("t1", "q", answer="Отпуск оформляется в HR-портале.",
-               reference="Отпуск оформляется в HR-портале."),
-        Sample("t2", "q", answer="Отпуск оформляется в HR-портале.",
-               reference="Пароль сбрасывается на странице входа."),
+        Sample(
+            "t1",
+            "q",
+            answer="Отпуск оформляется в HR-портале.",
+            reference="Отпуск оформляется в HR-портале.",
+        ),
+        Sample(
+            "t2",
+            "q",
+            answer="Отпуск оформляется в HR-портале.",
+            reference="Пароль сбрасывается на странице входа.",
+        ),
         Sample("t3", "q", answer=None, reference="x"),
         Sample("t4", "q", answer="x", reference=None),
     ]
@@ -79,9 +89,7 @@ def test_semantic_similarity_scores_and_skips(embedder: Embedder) -> None:
     assert isinstance(out[0], Score) and out[0].value == pytest.approx(1.0, abs=1e-5)
     assert isinstance(out[1], Score) and out[1].value < out[0].value - 0.2
     assert out[2] == Skipped("no answer") and out[3] == Skipped("no reference")
-    assert semantic_similarity(samples, EvalContext(), None)[0] == Skipped(
-        "no embedder configured"
-    )
+    assert semantic_similarity(samples, EvalContext(), None)[0] == Skipped("no embedder configured")
 
 
 def test_semantic_similarity_signature_names_the_model(embedder: Embedder) -> None:

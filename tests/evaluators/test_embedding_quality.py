@@ -18,7 +18,9 @@ from tests.fixtures.embedder import VectorEmbedder
 
 
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
-@pytest.mark.parametrize(("n", "k", "dim", "seed"), [(12, 3, 4, 0), (300, 7, 16, 1), (2500, 40, 8, 2)])
+@pytest.mark.parametrize(
+    ("n", "k", "dim", "seed"), [(12, 3, 4, 0), (300, 7, 16, 1), (2500, 40, 8, 2)]
+)
 def test_silhouette_equals_sklearn(metric: str, n: int, k: int, dim: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, dim))
@@ -33,14 +35,19 @@ def test_silhouette_on_string_labels_and_duplicate_points() -> None:
     labels = ["a", "a", "b", "b", "b"]
     for metric in ("cosine", "euclidean"):
         ref = silhouette_score(x, labels, metric=metric)
-        assert abs(eq.silhouette(x, labels, metric) - ref) <= 1e-9  # type: ignore[arg-type]
+        assert abs(eq.silhouette(x, labels, metric) - ref) <= 1e-9
 
 
 def test_silhouette_on_real_embeddings(embedder: Embedder) -> None:
     texts = [
-        "Как оформить отпуск?", "Где подать заявление на отпуск?", "Сколько дней отпуска?",
-        "How do I reset my password?", "I forgot my password", "Password reset link",
-        "Какая погода завтра?", "Будет ли дождь?",
+        "Как оформить отпуск?",
+        "Где подать заявление на отпуск?",
+        "Сколько дней отпуска?",
+        "How do I reset my password?",
+        "I forgot my password",
+        "Password reset link",
+        "Какая погода завтра?",
+        "Будет ли дождь?",
     ]
     labels = ["vacation"] * 3 + ["password"] * 3 + ["weather"] * 2
     emb = embedder.encode(texts).astype(np.float64)
@@ -87,13 +94,20 @@ def _sample(i: int, question: str, doc: str | None) -> Sample:
 def test_registered_metrics_cluster_questions_by_ground_truth_document() -> None:
     vectors = {"q1": [1, 0], "q2": [1, 0.1], "q3": [0, 1], "q4": [0.1, 1], "q5": [1, 1]}
     samples = [
-        _sample(1, "q1", "docA"), _sample(2, "q2", "docA"),
-        _sample(3, "q3", "docB"), _sample(4, "q4", "docB"),
+        _sample(1, "q1", "docA"),
+        _sample(2, "q2", "docA"),
+        _sample(3, "q3", "docB"),
+        _sample(4, "q4", "docB"),
         _sample(5, "q5", None),
     ]
     fake = VectorEmbedder(vectors)
-    names = ["silhouette", "intra_cluster_similarity", "inter_cluster_distance",
-             "n_clusters", "total_pairs"]
+    names = [
+        "silhouette",
+        "intra_cluster_similarity",
+        "inter_cluster_distance",
+        "n_clusters",
+        "total_pairs",
+    ]
     result = evaluate(samples, names, EvalContext(embedder=fake))
     agg = result.aggregates
     assert fake.encoded == 4  # three embedding metrics, each question encoded once

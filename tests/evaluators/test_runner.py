@@ -53,8 +53,9 @@ def _count(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -> Datase
 @pytest.fixture
 def test_metrics() -> Iterator[None]:
     specs = [
-        MetricSpec("t_async_len", "async_per_sample", _async_len, "question", "test",
-                   uses_judge=True),
+        MetricSpec(
+            "t_async_len", "async_per_sample", _async_len, "question", "test", uses_judge=True
+        ),
         MetricSpec("t_boom", "per_sample", _boom, "nothing", "test"),
         MetricSpec("t_count", "dataset", _count, "nothing", "test"),
     ]
@@ -67,9 +68,13 @@ def test_metrics() -> Iterator[None]:
 
 def _samples(n: int) -> list[Sample]:
     return [
-        Sample(f"t{i}", "q" * (i % 3 + 1), tags={"tenant": "a" if i % 2 else "b"} if i else {},
-               judge=JudgeDecision(decision=bool(i % 2), latency_ms=10.0 * i),
-               judge_label=bool(i % 3))
+        Sample(
+            f"t{i}",
+            "q" * (i % 3 + 1),
+            tags={"tenant": "a" if i % 2 else "b"} if i else {},
+            judge=JudgeDecision(decision=bool(i % 2), latency_ms=10.0 * i),
+            judge_label=bool(i % 3),
+        )
         for i in range(n)
     ]
 
@@ -84,8 +89,12 @@ def test_sync_and_async_metrics_with_progress_and_judge_counters(test_metrics: N
     events: list[ProgressEvent] = []
     judge = FakeJudge()
     samples = _samples(70)
-    result = evaluate(samples, ["t_async_len", "judge_latency_ms", "t_count"],
-                      EvalContext(judge=judge), progress=events.append)
+    result = evaluate(
+        samples,
+        ["t_async_len", "judge_latency_ms", "t_count"],
+        EvalContext(judge=judge),
+        progress=events.append,
+    )
     agg = result.aggregates["t_async_len"]
     assert agg.n == 70 and agg.value == pytest.approx(sum(len(s.question) for s in samples) / 70)
     assert agg.signature.judge_model == "fake-judge"
@@ -110,8 +119,9 @@ def test_a_failing_metric_becomes_errors_not_a_crash(test_metrics: None) -> None
 
 def test_group_by_tag(test_metrics: None) -> None:
     samples = _samples(9)
-    result = evaluate(samples, ["judge_latency_ms", "t_count", "judge_accuracy"], EvalContext(),
-                      group_by="tenant")
+    result = evaluate(
+        samples, ["judge_latency_ms", "t_count", "judge_accuracy"], EvalContext(), group_by="tenant"
+    )
     assert set(result.groups) == {"a", "b", NO_GROUP}
     a = [s for s in samples if s.tags.get("tenant") == "a"]
     assert result.groups["a"]["t_count"].value == len(a)

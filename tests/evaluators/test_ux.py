@@ -13,8 +13,11 @@ from evaluators.outcome import Score, Skipped
 from evaluators.registry import DatasetValue, EvalContext
 from evaluators.runner import evaluate
 from evaluators.sample import Sample
-from evaluators.ux import cache_hit_rate, cache_hit_rate_actual, context_preservation
-from evaluators.ux import multi_turn_consistency
+from evaluators.ux import (
+    cache_hit_rate,
+    context_preservation,
+    multi_turn_consistency,
+)
 from evaluators.ux_similarity import agreeing_close_pairs, nearest_earlier_similarity
 from tests.fixtures.embedder import VectorEmbedder
 
@@ -26,7 +29,8 @@ def _at(seconds: float) -> datetime:
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    unit: np.ndarray = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+    return unit
 
 
 def test_nearest_earlier_similarity_matches_brute_force_across_blocks() -> None:
@@ -48,8 +52,12 @@ def test_agreeing_pairs_match_brute_force_across_blocks() -> None:
     a = _unit(rng.normal(size=(40, 3)))
     has = rng.random(40) > 0.2
     got = agreeing_close_pairs(q, a, has, 0.5, 0.0, block=6)
-    pairs = [(i, j) for i in range(40) for j in range(i + 1, 40)
-             if q[i] @ q[j] >= 0.5 and has[i] and has[j]]
+    pairs = [
+        (i, j)
+        for i in range(40)
+        for j in range(i + 1, 40)
+        if q[i] @ q[j] >= 0.5 and has[i] and has[j]
+    ]
     assert got == (sum(1 for i, j in pairs if a[i] @ a[j] >= 0.0), len(pairs))
 
 
@@ -73,21 +81,29 @@ def test_cache_hit_rate_hand_values() -> None:
     # c2 repeats c1 ten seconds later; c3 repeats c1 but outside the 1 h look-back.
     assert out == [Score(0.0), Score(0.0), Score(0.0), Score(1.0), Skipped("no timestamp")]
     longer = EvalContext(embedder=ctx.embedder, options={"cache_lookback_s": 10_000})
-    assert [o for o in cache_hit_rate(_cache_samples(), longer, None)][0] == Score(1.0)
+    assert cache_hit_rate(_cache_samples(), longer, None)[0] == Score(1.0)
     strict = EvalContext(embedder=ctx.embedder, options={"cache_similarity_threshold": 0.999})
     assert cache_hit_rate(_cache_samples(), strict, None)[3] == Score(0.0)
 
 
 def test_cache_hit_rate_actual_reads_the_trace() -> None:
-    samples = [Sample("a", "q", cache_hit=True), Sample("b", "q", cache_hit=False),
-               Sample("c", "q")]
+    samples = [
+        Sample("a", "q", cache_hit=True),
+        Sample("b", "q", cache_hit=False),
+        Sample("c", "q"),
+    ]
     agg = evaluate(samples, ["cache_hit_rate_actual"], EvalContext()).aggregates
     assert agg["cache_hit_rate_actual"].value == 0.5 and agg["cache_hit_rate_actual"].skipped == 1
 
 
 SESSION_VECTORS = {
-    "a": [1, 0, 0], "b": [0.6, 0.8, 0], "c": [0, 1, 0],
-    "x": [1, 0, 0], "y": [0, 0, 1], "solo": [1, 1, 1], "none": [0, 1, 1],
+    "a": [1, 0, 0],
+    "b": [0.6, 0.8, 0],
+    "c": [0, 1, 0],
+    "x": [1, 0, 0],
+    "y": [0, 0, 1],
+    "solo": [1, 1, 1],
+    "none": [0, 1, 1],
 }
 
 
@@ -115,17 +131,26 @@ def test_context_preservation_hand_values() -> None:
 
 def test_context_preservation_orders_by_timestamp_when_turns_are_missing() -> None:
     ctx = EvalContext(embedder=VectorEmbedder(SESSION_VECTORS))
-    samples = [Sample("3", "c", session_id="s", timestamp=_at(30)),
-               Sample("1", "a", session_id="s", timestamp=_at(10)),
-               Sample("2", "b", session_id="s", timestamp=_at(20))]
+    samples = [
+        Sample("3", "c", session_id="s", timestamp=_at(30)),
+        Sample("1", "a", session_id="s", timestamp=_at(10)),
+        Sample("2", "b", session_id="s", timestamp=_at(20)),
+    ]
     value = context_preservation(samples, ctx, None)
     assert isinstance(value, DatasetValue) and value.value == pytest.approx(0.7, abs=1e-6)
 
 
 MT_VECTORS = {
-    "q1": [1, 0], "q2": [0, 1], "q3": [1, 0.05], "q4": [1, 0],
-    "a1": [1, 0], "a2": [0, 1], "a3": [1, 0.1], "a4": [0, 1],
-    "p1": [1, 0], "p2": [1, 0],
+    "q1": [1, 0],
+    "q2": [0, 1],
+    "q3": [1, 0.05],
+    "q4": [1, 0],
+    "a1": [1, 0],
+    "a2": [0, 1],
+    "a3": [1, 0.1],
+    "a4": [0, 1],
+    "p1": [1, 0],
+    "p2": [1, 0],
 }
 
 
@@ -161,12 +186,19 @@ def test_session_metrics_skip_without_sessions() -> None:
 def test_three_ux_metrics_encode_each_question_once() -> None:
     fake = VectorEmbedder(MT_VECTORS)
     samples = [
-        Sample(s.trace_id, s.question, answer=s.answer, session_id=s.session_id, turn=s.turn,
-               timestamp=_at(i))
+        Sample(
+            s.trace_id,
+            s.question,
+            answer=s.answer,
+            session_id=s.session_id,
+            turn=s.turn,
+            timestamp=_at(i),
+        )
         for i, s in enumerate(_mt_samples())
     ]
     result = evaluate(
-        samples, ["cache_hit_rate", "context_preservation", "multi_turn_consistency"],
+        samples,
+        ["cache_hit_rate", "context_preservation", "multi_turn_consistency"],
         EvalContext(embedder=fake),
     )
     questions = [t for call in fake.calls for t in call if t.startswith(("q", "p"))]
@@ -177,17 +209,44 @@ def test_three_ux_metrics_encode_each_question_once() -> None:
 
 def test_ux_on_the_real_model(embedder: Embedder) -> None:
     samples = [
-        Sample("1", "Как оформить отпуск?", answer="Через HR-портал.", session_id="s",
-               turn=1, timestamp=_at(0)),
-        Sample("2", "Как оформить отпуск?", answer="Через HR-портал.", session_id="s",
-               turn=2, timestamp=_at(60)),
-        Sample("3", "What is the capital of France?", answer="Paris.", session_id="u",
-               turn=1, timestamp=_at(120)),
-        Sample("4", "Where do I get a new laptop?", answer="Ask IT.", session_id="u",
-               turn=2, timestamp=_at(180)),
+        Sample(
+            "1",
+            "Как оформить отпуск?",
+            answer="Через HR-портал.",
+            session_id="s",
+            turn=1,
+            timestamp=_at(0),
+        ),
+        Sample(
+            "2",
+            "Как оформить отпуск?",
+            answer="Через HR-портал.",
+            session_id="s",
+            turn=2,
+            timestamp=_at(60),
+        ),
+        Sample(
+            "3",
+            "What is the capital of France?",
+            answer="Paris.",
+            session_id="u",
+            turn=1,
+            timestamp=_at(120),
+        ),
+        Sample(
+            "4",
+            "Where do I get a new laptop?",
+            answer="Ask IT.",
+            session_id="u",
+            turn=2,
+            timestamp=_at(180),
+        ),
     ]
-    agg = evaluate(samples, ["cache_hit_rate", "context_preservation",
-                             "multi_turn_consistency"], EvalContext(embedder=embedder)).aggregates
+    agg = evaluate(
+        samples,
+        ["cache_hit_rate", "context_preservation", "multi_turn_consistency"],
+        EvalContext(embedder=embedder),
+    ).aggregates
     assert agg["cache_hit_rate"].value == pytest.approx(0.25)
     assert agg["multi_turn_consistency"].value == pytest.approx(1.0)
     assert agg["context_preservation"].n == 2
