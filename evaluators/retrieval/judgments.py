@@ -171,7 +171,6 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
     lengths: list[int] = []
     grades_flat: list[int] = []
     n_judged: list[int] = []
-    ideal_flat: list[int] = []
     redo: dict[int, int] = {}  # row -> sample, for rows that need the keys path
     sample_of_row: list[int] = []
     for j, sample in enumerate(samples):
@@ -199,7 +198,6 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
         lengths.append(len(contexts))
         grades_flat.extend(grades)
         n_judged.append(len(grades))
-        ideal_flat.extend(sorted(grades, reverse=True))
     rows = len(lengths)
     row_of[np.asarray(sample_of_row, dtype=np.int64)] = np.arange(rows)
     length = np.asarray(lengths, dtype=np.int64)
@@ -220,7 +218,7 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
             -1 if k is None else index_of.get(k, -1) for k in keys[:limit]
         ]
     gains = _scatter_gains(where, length, starts, grades_flat, n_judged)
-    ideal = _pad_rows(ideal_flat, n_judged)
+    ideal = _ideal_rows(grades_flat, n_judged)
     return Judgments(
         gains=gains,
         ideal=ideal,
@@ -258,11 +256,14 @@ def _scatter_gains(
     return gains
 
 
-def _pad_rows(flat: list[int], counts: list[int]) -> NDArray[np.float64]:
+def _ideal_rows(grades_flat: list[int], counts: list[int]) -> NDArray[np.float64]:
+    """Each row's judged grades (clipped at 0) sorted descending, zero-padded."""
     size = np.asarray(counts, dtype=np.int64)
-    matrix = np.zeros((len(counts), int(size.max(initial=0))), dtype=np.float64)
-    matrix[np.arange(matrix.shape[1]) < size[:, None]] = flat
-    return np.maximum(matrix, 0.0, out=matrix)
+    grades = np.maximum(np.asarray(grades_flat, dtype=np.float64), 0.0)
+    row = np.repeat(np.arange(len(size)), size)
+    matrix = np.zeros((len(size), int(size.max(initial=0))), dtype=np.float64)
+    matrix[np.arange(matrix.shape[1]) < size[:, None]] = grades[np.lexsort((-grades, row))]
+    return matrix
 
 
 _cache_lock = threading.Lock()
