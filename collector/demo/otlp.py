@@ -115,6 +115,7 @@ def rag_spans(
             "user.id": user_id,
             "metadata": json.dumps({"tenant": tenant}),
             "tag.tags": json.dumps([tenant]),
+            "ragpulse.tag.tenant": tenant,  # ragpulse maps ragpulse.tag.* to trace tags
         },
     )
     documents: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": question}
