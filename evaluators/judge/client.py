@@ -478,14 +478,21 @@ class JudgeClient:
         return reply
 
     def _cost(self, litellm: Any, response: Any, model: str) -> float:
+        # litellm prices every response while logging it; reuse that instead of paying
+        # the (CPU-heavy) lookup twice, and skip models already known to have no price.
+        hidden = getattr(response, "_hidden_params", None) or {}
+        known = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        if isinstance(known, int | float) and known > 0:
+            return float(known)
+        if model in self.stats.unpriced_models:
+            return 0.0
         try:
             return float(litellm.completion_cost(completion_response=response, model=model))
         except Exception:
-            if model not in self.stats.unpriced_models:
-                self.stats.unpriced_models.add(model)
-                logger.warning(
-                    "litellm has no price for judge model %s; its cost is recorded as 0", model
-                )
+            self.stats.unpriced_models.add(model)
+            logger.warning(
+                "litellm has no price for judge model %s; its cost is recorded as 0", model
+            )
             return 0.0
 
 

@@ -49,7 +49,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["verdicts"], "item", "found", len(entities)),
     )
-    return sum(found) / len(entities)
+    return float(sum(found) / len(entities))
 
 
 SPEC = judge_metric(

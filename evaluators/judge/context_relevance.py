@@ -35,7 +35,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["ratings"], "context", "score", len(texts)),
     )
-    return sum(g / 2.0 for g in grades) / len(grades)
+    return float(sum(g / 2.0 for g in grades) / len(grades))
 
 
 SPEC = judge_metric(

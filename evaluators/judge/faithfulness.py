@@ -49,7 +49,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["verdicts"], "item", "supported", len(statements)),
     )
-    return sum(supported) / len(statements)
+    return float(sum(supported) / len(statements))
 
 
 SPEC = judge_metric(

@@ -4,13 +4,14 @@ malformed replies, refusals, the cache and budgets."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from evaluators.judge import InMemoryJudgmentStore, JudgeConfig
+from evaluators.judge import InMemoryJudgmentStore, JudgeClient, JudgeConfig, JudgmentRecord
 from evaluators.judge.api import ascore, score
 from evaluators.judge.metric import JudgeScore
-from evaluators.outcome import Failed, Score, Skipped
+from evaluators.outcome import Failed, Outcome, Score, Skipped
 from tests.evaluators.judge.helpers import make_judge, sample
 from tests.fixtures.llm_server import Reply, ScriptedLLM
 
@@ -19,19 +20,24 @@ GOOD = {"ratings": [{"context": 1, "score": 2}, {"context": 2, "score": 0}]}
 SAMPLE = sample("What is machine learning?", ["ML is a subset of AI.", "Cloudy tomorrow."])
 
 
-def run(server: ScriptedLLM, *replies: Reply, **overrides: object) -> tuple[object, object]:
+def run(server: ScriptedLLM, *replies: Reply, **overrides: Any) -> tuple[Outcome, JudgeClient]:
     server.script(TASK, *replies)
-    judge = make_judge(server, **overrides)  # type: ignore[arg-type]
+    judge = make_judge(server, **overrides)
     [outcome] = score("context_relevance", [SAMPLE], judge)
     return outcome, judge
+
+
+def records(judge: JudgeClient) -> list[JudgmentRecord]:
+    assert isinstance(judge.store, InMemoryJudgmentStore)
+    return judge.store.records
 
 
 def test_rate_limited_then_success(llm_server: ScriptedLLM) -> None:
     outcome, judge = run(llm_server, Reply(status=429), Reply(content=GOOD))
     assert outcome == JudgeScore(0.5, {"openai/judge-a": 0.5})
     assert len(llm_server.requests) == 2
-    assert judge.stats.retries == 1 and judge.stats.errors == 0  # type: ignore[attr-defined]
-    statuses = [(r.status, r.error_type) for r in judge.store.records]  # type: ignore[attr-defined]
+    assert judge.stats.retries == 1 and judge.stats.errors == 0
+    statuses = [(r.status, r.error_type) for r in records(judge)]
     assert statuses == [("error", "rate_limited"), ("ok", None)]
 
 
@@ -40,12 +46,12 @@ def test_server_errors_until_retries_run_out(llm_server: ScriptedLLM) -> None:
     assert isinstance(outcome, Failed) and outcome.error_type == "server_error"
     assert "after 3 attempts" in outcome.message
     assert len(llm_server.requests) == 3
-    assert judge.stats.errors == 1 and judge.stats.retries == 2  # type: ignore[attr-defined]
+    assert judge.stats.errors == 1 and judge.stats.retries == 2
 
 
 def test_timeout_is_a_typed_failure(llm_server: ScriptedLLM) -> None:
     outcome, _ = run(llm_server, Reply(content=GOOD, delay_s=1.0), timeout_s=0.2, max_retries=1)
-    assert outcome == Failed("timeout", outcome.message)  # type: ignore[union-attr]
+    assert isinstance(outcome, Failed) and outcome.error_type == "timeout"
     assert len(llm_server.requests) == 2
 
 
@@ -56,8 +62,10 @@ def test_bad_request_is_not_retried(llm_server: ScriptedLLM) -> None:
 
 
 def test_fenced_json_is_read(llm_server: ScriptedLLM) -> None:
-    fenced = 'My ratings:\n```json\n{"ratings": [{"context": 1, "score": 2}, ' \
+    fenced = (
+        'My ratings:\n```json\n{"ratings": [{"context": 1, "score": 2}, '
         '{"context": 2, "score": 0}]}\n```'
+    )
     outcome, _ = run(llm_server, Reply(content=fenced))
     assert isinstance(outcome, Score) and outcome.value == 0.5
     assert len(llm_server.requests) == 1
@@ -70,7 +78,7 @@ def test_non_json_gets_one_repair_request(llm_server: ScriptedLLM) -> None:
     repair = llm_server.requests[1]["messages"]
     assert repair[-2] == {"role": "assistant", "content": "Both passages are fine."}
     assert "could not be used" in repair[-1]["content"]
-    assert judge.stats.repairs == 1  # type: ignore[attr-defined]
+    assert judge.stats.repairs == 1
 
 
 def test_non_json_twice_fails_after_one_repair(llm_server: ScriptedLLM) -> None:
@@ -92,8 +100,9 @@ def test_truncated_output_is_an_error_not_a_score(llm_server: ScriptedLLM) -> No
     )
     assert isinstance(outcome, Failed) and outcome.error_type == "truncated"
     assert len(llm_server.requests) == 1
-    [record] = judge.store.records  # type: ignore[attr-defined]
-    assert record.error_type == "truncated" and record.output.startswith('{"ratings"')
+    [record] = records(judge)
+    assert record.error_type == "truncated"
+    assert (record.output or "").startswith('{"ratings"')
 
 
 def test_out_of_range_grade_is_an_error(llm_server: ScriptedLLM) -> None:
@@ -201,7 +210,7 @@ def test_usd_budget(llm_server: ScriptedLLM) -> None:
     assert judge.stats.cost_usd > 0.01
     assert score("context_relevance", [other], judge) == [Skipped("budget")]
     assert len(llm_server.requests) == 1
-    assert judge.store.records[0].cost_usd == pytest.approx(judge.stats.cost_usd)
+    assert records(judge)[0].cost_usd == pytest.approx(judge.stats.cost_usd)
 
 
 def test_no_judge_and_no_contexts_are_skipped() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ def test_evaluate_with_judge_metrics(
     llm_server.fallback = auto_reply
     llm_server.script("Сломанный вопрос", Reply(status=500))
     data = tmp_path / "data.jsonl"
-    records = [
+    records: list[dict[str, Any]] = [
         {"question": "Что такое RAG?", "reference": "Поиск и генерация."},
         {"question": "Сломанный вопрос?", "reference": "Эталон."},
         {"question": "Без эталона?"},

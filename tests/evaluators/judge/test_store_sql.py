@@ -11,11 +11,12 @@ from collector.settings import load_settings
 from collector.store.judgments import SqlJudgmentStore
 from collector.store.models import Judgment
 from collector.store.session import make_engine, make_session_factory
+from evaluators.judge import JudgeClient
 from evaluators.judge.api import score
 from evaluators.judge.prompts.context_relevance import CONTEXT_RELEVANCE
 from evaluators.outcome import Score, Skipped
 from evaluators.registry import EvalContext
-from evaluators.runner import evaluate
+from evaluators.runner import EvaluationResult, evaluate
 from tests.evaluators.judge.helpers import make_judge, sample
 from tests.fixtures.embedder import VectorEmbedder
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply
@@ -94,30 +95,31 @@ def test_all_judge_metrics_through_the_runner(llm_server: ScriptedLLM, sqlite_ur
         {**{f"Вопрос {i}?": [1, 0] for i in range(3)}, "what is it?": [0.6, 0.8]}
     )
 
-    def run() -> object:
+    def run() -> tuple[EvaluationResult, JudgeClient]:
         judge = judge_from_settings(settings.judge, sessions)
+        assert judge is not None
         ctx = EvalContext(judge=judge, embedder=embedder)
         return evaluate(samples, JUDGE_METRICS, ctx), judge
 
     result, judge = run()
     calls = len(llm_server.requests)
     for name in JUDGE_METRICS:
-        agg = result.aggregates[name]  # type: ignore[attr-defined]
+        agg = result.aggregates[name]
         assert agg.n == 3 and agg.errors == 0 and agg.skipped == 0, name
         assert agg.signature.prompt_hash and agg.signature.judge_model == "openai/judge-a"
-    assert result.aggregates["context_relevance"].value == pytest.approx(0.5)  # type: ignore[attr-defined]
+    assert result.aggregates["context_relevance"].value == pytest.approx(0.5)
     # Per sample with 4 contexts: relevance 1, entities 2, precision 1, recall 1,
     # faithfulness 2, noise 2 (its answer split is faithfulness's) + 0 (the other mode),
     # response relevancy 1, answer relevance 1, e2e 1 = 12 (RAGAS: 2+4+1+2+11+11+1 = 32
     # for its seven of these).
     assert calls == 3 * 12
-    assert judge.stats.calls == calls  # type: ignore[attr-defined]
+    assert judge.stats.calls == calls
 
     second, judge2 = run()
     assert len(llm_server.requests) == calls  # nothing paid twice
-    assert judge2.stats.calls == 0 and judge2.stats.cache_hits >= calls  # type: ignore[attr-defined]
+    assert judge2.stats.calls == 0 and judge2.stats.cache_hits >= calls
     for name in JUDGE_METRICS:
-        assert second.aggregates[name].value == result.aggregates[name].value  # type: ignore[attr-defined]
+        assert second.aggregates[name].value == result.aggregates[name].value
 
 
 def test_no_models_means_no_judge() -> None:
