@@ -220,16 +220,27 @@ def generate_round(
     return messages + late
 
 
-def write_jsonl(path: Path, rounds: int = 3, *, seed: int = 7, now: datetime | None = None) -> int:
-    """The JSON traces and feedback of `rounds` rounds as JSONL (for `ragpulse produce`)."""
+def write_jsonl(
+    path: Path,
+    rounds: int = 3,
+    *,
+    feedback: bool = True,
+    seed: int = 7,
+    now: datetime | None = None,
+) -> int:
+    """The JSON traces (and feedback events) of `rounds` rounds as JSONL: a file for
+    `ragpulse produce`, or without feedback a dataset for `ragpulse evaluate`."""
     topics = DemoTopics()
     count = 0
     with open(path, "wb") as out:
         for round_no in range(rounds):
             for message in generate_round(round_no, now=now, seed=seed, malformed=False):
-                if message.topic != topics.otlp:
-                    out.write(message.value + b"\n")
-                    count += 1
+                if message.topic == topics.otlp:
+                    continue
+                if not feedback and message.value.startswith(b'{"type":"feedback"'):
+                    continue
+                out.write(message.value + b"\n")
+                count += 1
     return count
 
 
@@ -237,8 +248,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Write the demo's JSON sample traffic as JSONL.")
     parser.add_argument("output", type=Path, help="JSONL file to write")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of traffic (default: 3)")
+    parser.add_argument(
+        "--no-feedback",
+        action="store_true",
+        help="traces only (a dataset for `ragpulse evaluate`)",
+    )
     args = parser.parse_args()
-    print(f"wrote {write_jsonl(args.output, args.rounds)} records to {args.output}")
+    count = write_jsonl(args.output, args.rounds, feedback=not args.no_feedback)
+    print(f"wrote {count} records to {args.output}")
 
 
 if __name__ == "__main__":
