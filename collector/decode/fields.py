@@ -40,6 +40,17 @@ def opt_str(value: Any, path: str) -> str | None:
     raise wrong_type(path, "string or null", value)
 
 
+def opt_short_str(value: Any, path: str, max_len: int = 256) -> str | None:
+    """A string stored in a bounded column (ids, model names)."""
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise wrong_type(path, "string or null", value)
+    if len(value) > max_len:
+        raise DecodeError(INVALID_VALUE, f"{path}: length {len(value)} exceeds {max_len}")
+    return value
+
+
 def opt_bool(value: Any, path: str) -> bool | None:
     if value is None or type(value) is bool:
         return value
@@ -47,8 +58,12 @@ def opt_bool(value: Any, path: str) -> bool | None:
 
 
 def opt_int(value: Any, path: str) -> int | None:
-    if value is None or type(value) is int:
-        return value
+    if type(value) is int:
+        if -(2**31) <= value < 2**31:
+            return value
+        raise DecodeError(INVALID_VALUE, f"{path}: {value} is outside the 32-bit integer range")
+    if value is None:
+        return None
     if type(value) is bool:
         raise DecodeError(INVALID_VALUE, f"{path}: boolean {str(value).lower()} is not an integer")
     raise wrong_type(path, "integer or null", value)

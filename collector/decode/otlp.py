@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -133,6 +134,11 @@ def fragments_from_request(request: ExportTraceServiceRequest) -> list[OtlpFragm
                     end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
                     resource=resource,
                 )
+                if b"\\u0000" in orjson.dumps(summary):
+                    raise DecodeError(
+                        INVALID_OTLP,
+                        f"{path}: a string contains U+0000 (NUL), which cannot be stored",
+                    )
                 spans = by_trace.setdefault(trace_id, {})
                 spans[span_id] = _later(spans.get(span_id), summary)
                 total += 1

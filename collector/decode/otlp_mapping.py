@@ -56,7 +56,7 @@ def summarize_span(
     ):
         value = _first_str(attrs, names)
         if value is not None:
-            out[key] = value
+            out[key] = value[:256]  # bounded columns; an OTLP span is not rejected for it
     usage = _usage(attrs)
     if usage:
         out["usage"] = usage

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, NoReturn
+
+import orjson
 
 from collector.decode import fields as f
 from collector.decode.errors import (
@@ -34,30 +36,57 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def decode_json_message(value: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """Decode one Kafka message value into a JSON object, or raise `DecodeError`."""
+    """Decode one Kafka message value into a JSON object, or raise `DecodeError`.
+
+    orjson parses the common, valid case; anything it rejects is re-parsed with the
+    standard library only to name the precise problem (byte offset, line and column).
+    """
     if not value or value.isspace():
         raise DecodeError(EMPTY, "message value is empty" if not value else "only whitespace")
     if len(value) > max_bytes:
         raise DecodeError(OVERSIZED, f"message is {len(value)} bytes, limit is {max_bytes}")
+    if value[:3] == b"\xef\xbb\xbf":
+        value = value[3:]
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        _explain(value, exc)
+    if type(obj) is not dict:
+        raise f.wrong_type("top level", "object", obj)
+    if b"\\u0000" in value and _has_nul(obj):
+        raise DecodeError(INVALID_VALUE, "a string contains U+0000 (NUL), which cannot be stored")
+    return obj
+
+
+def _explain(value: bytes, fast_error: orjson.JSONDecodeError) -> NoReturn:
+    """Raise the precise `DecodeError` for a payload orjson rejected."""
     try:
         text = value.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DecodeError(
             NOT_UTF8, f"invalid UTF-8 at byte offset {exc.start}: {exc.reason}"
         ) from None
-    if text[0] == "\ufeff":
-        text = text[1:]
     try:
-        obj = _decoder.decode(text)
+        _decoder.decode(text)
     except json.JSONDecodeError as exc:
         raise DecodeError(
             INVALID_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
         ) from None
     except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
         raise DecodeError(INVALID_JSON, str(exc)) from None
-    if type(obj) is not dict:
-        raise f.wrong_type("top level", "object", obj)
-    return obj
+    # valid for the standard library but not storable: a lone surrogate, an integer
+    # beyond 64 bits, a number overflowing to infinity
+    raise DecodeError(INVALID_JSON, str(fast_error))
+
+
+def _has_nul(value: Any) -> bool:
+    if type(value) is str:
+        return "\x00" in value
+    if type(value) is dict:
+        return any("\x00" in k or _has_nul(v) for k, v in value.items())
+    if type(value) is list:
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def parse_message(
@@ -96,8 +125,8 @@ def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
         question=question,
         answer=f.opt_str(get("answer"), "answer"),
         contexts=_contexts(get("contexts")),
-        session_id=f.opt_str(get("session_id"), "session_id"),
-        user_id=f.opt_str(get("user_id"), "user_id"),
+        session_id=f.opt_short_str(get("session_id"), "session_id"),
+        user_id=f.opt_short_str(get("user_id"), "user_id"),
         turn=f.opt_int(get("turn"), "turn"),
         reference=f.opt_str(get("reference"), "reference"),
         relevant_ids=f.opt_str_list(get("relevant_ids"), "relevant_ids"),
@@ -106,7 +135,7 @@ def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
         judge_label=f.opt_bool(get("judge_label"), "judge_label"),
         cache_hit=_cache(get("cache"), "hit"),
         cache_similarity=_cache(get("cache"), "similarity"),
-        model=f.opt_str(get("model"), "model"),
+        model=f.opt_short_str(get("model"), "model"),
         usage=f.opt_object(get("usage"), "usage"),
         latency_ms=f.opt_number(get("latency_ms"), "latency_ms"),
         tags=_tags(tags) if tags is not None else None,
@@ -183,7 +212,7 @@ def _judge(value: Any) -> JudgeRecord | None:
     return JudgeRecord(
         decision=f.opt_bool(value.get("decision"), "judge.decision"),
         score=f.opt_number(value.get("score"), "judge.score"),
-        model=f.opt_str(value.get("model"), "judge.model"),
+        model=f.opt_short_str(value.get("model"), "judge.model"),
         latency_ms=f.opt_number(value.get("latency_ms"), "judge.latency_ms"),
     )
 

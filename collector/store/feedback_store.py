@@ -17,8 +17,9 @@ from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from collector.decode.records import FeedbackEvent
+from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.models import Feedback, utcnow
-from collector.store.repository import TRACES, is_postgresql, upsert_insert
+from collector.store.repository import TRACES
 
 FEEDBACK: Table = Feedback.__table__  # type: ignore[assignment]
 
@@ -63,12 +64,8 @@ def insert_feedback(session: Session, events: Sequence[FeedbackEvent]) -> list[F
         }
         for ev in unique.values()
     ]
-    stmt = (
-        upsert_insert(session, FEEDBACK)
-        .on_conflict_do_nothing(index_elements=["event_hash"])
-        .returning(FEEDBACK.c.event_hash)
-    )
-    inserted = set(session.execute(stmt, rows).scalars())
+    keys = ["event_hash"]
+    inserted = {r[0] for r in insert_ignore_returning(session, FEEDBACK, rows, keys, keys)}
     return [ev for h, ev in unique.items() if h in inserted]
 
 

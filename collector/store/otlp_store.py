@@ -20,9 +20,10 @@ from sqlalchemy.orm import Session
 
 from collector.decode.otlp import OtlpFragment
 from collector.decode.otlp_mapping import record_from_spans
+from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.feedback_store import TraceState
 from collector.store.models import utcnow
-from collector.store.repository import TRACES, is_postgresql, trace_row, upsert_insert
+from collector.store.repository import TRACES, trace_row
 
 # the columns recomputed from spans (all others belong to feedback or are fixed)
 _SPAN_COLUMNS = (
@@ -133,12 +134,8 @@ def _merge(
         )
     inserted: set[str] = set()
     if inserts:
-        stmt = (
-            upsert_insert(session, t)
-            .on_conflict_do_nothing(index_elements=["trace_id"])
-            .returning(t.c.trace_id)
-        )
-        inserted = set(session.execute(stmt, inserts).scalars())
+        keys = ["trace_id"]
+        inserted = {r[0] for r in insert_ignore_returning(session, t, inserts, keys, keys)}
     lost = {r["trace_id"] for r in inserts} - inserted
     for trace_id, state in states.items():
         if trace_id in lost:

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collector.decode.records import TraceRecord
+from collector.store.bulk import insert_ignore_returning
 from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
 
 TRACES: Table = Trace.__table__  # type: ignore[assignment]
@@ -35,17 +35,6 @@ class DeadLetterRow:
     raw: bytes
     reason: str
     detail: str
-
-
-def upsert_insert(session: Session, table: Table) -> Any:
-    """The back end's `INSERT` construct that knows `ON CONFLICT` (PostgreSQL or SQLite)."""
-    if session.get_bind().dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
-
-
-def is_postgresql(session: Session) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
 
 
 def trace_row(
@@ -98,12 +87,9 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
         return []
     now = utcnow()
     rows = [trace_row(rec, now) for rec in unique.values()]
-    stmt = (
-        upsert_insert(session, TRACES)
-        .on_conflict_do_nothing(index_elements=["trace_id"])
-        .returning(TRACES.c.trace_id)
-    )
-    inserted = set(session.execute(stmt, rows).scalars())
+    inserted = {
+        r[0] for r in insert_ignore_returning(session, TRACES, rows, ["trace_id"], ["trace_id"])
+    }
     return [rec for tid, rec in unique.items() if tid in inserted]
 
 
@@ -125,12 +111,8 @@ def insert_dead_letters(session: Session, letters: Sequence[DeadLetterRow]) -> i
         }
         for d in letters
     ]
-    stmt = (
-        upsert_insert(session, DEAD_LETTERS)
-        .on_conflict_do_nothing(index_elements=["topic", "partition", "offset"])
-        .returning(DEAD_LETTERS.c.id)
-    )
-    return len(session.execute(stmt, rows).all())
+    conflict = ["topic", "partition", "offset"]
+    return len(insert_ignore_returning(session, DEAD_LETTERS, rows, conflict, ["id"]))
 
 
 def insert_samples(session: Session, decisions: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -140,9 +122,5 @@ def insert_samples(session: Session, decisions: Iterable[tuple[str, str]]) -> li
         return []
     now = utcnow()
     rows = [{"trace_id": t, "purpose": p, "sampled_at": now} for t, p in unique]
-    stmt = (
-        upsert_insert(session, SAMPLES)
-        .on_conflict_do_nothing(index_elements=["trace_id", "purpose"])
-        .returning(SAMPLES.c.trace_id, SAMPLES.c.purpose)
-    )
-    return [(t, p) for t, p in session.execute(stmt, rows).all()]
+    keys = ["trace_id", "purpose"]
+    return [(t, p) for t, p in insert_ignore_returning(session, SAMPLES, rows, keys, keys)]
