@@ -40,10 +40,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy collector evaluators exporters
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/metrics.py
-	$(BIN)/python benchmarks/judge.py
-	$(BIN)/python benchmarks/ingest.py
-	$(BIN)/python benchmarks/monitor.py
+	$(BIN)/python -m benchmarks.metrics
+	$(BIN)/python -m benchmarks.judge
+	$(BIN)/python -m benchmarks.ingest
+	$(BIN)/python -m benchmarks.monitor
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*
