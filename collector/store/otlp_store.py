@@ -107,7 +107,7 @@ def _merge(
             result.duplicates += 1
             continue
         record = record_from_spans(trace_id, merged)
-        values = trace_row(record, now, spans=merged)
+        values = trace_row(record, now, spans=dict(sorted(merged.items())))
         has_truth = row is not None and (row.relevant_ids is not None or row.relevance is not None)
         states[trace_id] = TraceState(
             trace_id=trace_id,
