@@ -75,7 +75,7 @@ def opt_number(value: Any, path: str) -> float | None:
         return None
     if kind is float:
         if math.isfinite(value):
-            return value
+            return float(value)
         raise DecodeError(INVALID_VALUE, f"{path}: {value} is not a finite number")
     if kind is int:
         return float(value)

@@ -83,7 +83,9 @@ def _parse_json(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
             for j, ss in enumerate(_list(rs, "scopeSpans")):
                 for k, span in enumerate(_list(ss, "spans")):
                     _ids_to_base64(span, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
-        return json_format.ParseDict(obj, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+        request = ExportTraceServiceRequest()
+        json_format.ParseDict(obj, request, ignore_unknown_fields=True)
+        return request
     except (json_format.ParseError, TypeError, AttributeError) as exc:
         raise DecodeError(
             INVALID_OTLP, f"not an OTLP/JSON ExportTraceServiceRequest: {exc}"

@@ -9,6 +9,7 @@ exporter would (`otlp_proto` / `otlp_json` with hex ids).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -111,12 +112,14 @@ def trace_hex(spans: Sequence[ReadableSpan]) -> str:
 
 
 def proto_message(spans: Sequence[ReadableSpan]) -> bytes:
-    return bytes(encode_spans(spans).SerializeToString())
+    data: bytes = encode_spans(spans).SerializeToString()
+    return data
 
 
 def protobuf_json_message(spans: Sequence[ReadableSpan]) -> bytes:
     """protobuf's canonical JSON (`MessageToJson`: base64 ids)."""
-    return MessageToJson(encode_spans(spans)).encode("utf-8")
+    text: str = MessageToJson(encode_spans(spans))
+    return text.encode("utf-8")
 
 
 def json_message(spans: Sequence[ReadableSpan]) -> bytes:
@@ -132,6 +135,4 @@ def json_message(spans: Sequence[ReadableSpan]) -> bytes:
 
 
 def _b64_to_hex(text: str) -> str:
-    import base64
-
     return base64.b64decode(text).hex()

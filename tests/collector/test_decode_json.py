@@ -197,12 +197,13 @@ def test_feedback_topic_implies_feedback_and_rejects_traces() -> None:
 
 def test_feedback_field_errors() -> None:
     base = make_feedback(1)
-    for changes, reason, field in [
+    cases: list[tuple[dict[str, Any], str, str]] = [
         ({"rating": "5"}, "wrong_type", "rating"),
         ({"judge_label": "yes"}, "wrong_type", "judge_label"),
         ({"relevant_ids": [1]}, "wrong_type", "relevant_ids[0]"),
         ({"timestamp": "soon"}, "invalid_value", "timestamp"),
-    ]:
+    ]
+    for changes, reason, field in cases:
         with pytest.raises(DecodeError) as info:
             parse_message(base | changes)
         assert info.value.reason == reason and info.value.detail.startswith(field)

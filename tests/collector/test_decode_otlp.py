@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -83,12 +85,12 @@ def test_fragments_in_any_order_merge_to_the_whole() -> None:
     spans = rag_spans()
     whole = _one(decode_otlp_message(proto_message(spans)))
     parts = [_one(decode_otlp_message(proto_message([s]))) for s in reversed(spans)]
-    merged: dict[str, object] = {}
+    merged: dict[str, Mapping[str, Any]] = {}
     for part in parts:
-        merged = merge_span_sets(merged, part.spans)  # type: ignore[arg-type]
-    again = merge_span_sets(merged, parts[0].spans)  # type: ignore[arg-type]
+        merged = merge_span_sets(merged, part.spans)
+    again = merge_span_sets(merged, parts[0].spans)
     assert merged == again == dict(whole.spans)
-    assert record_from_spans(whole.trace_id, merged) == record_from_spans(  # type: ignore[arg-type]
+    assert record_from_spans(whole.trace_id, merged) == record_from_spans(
         whole.trace_id, whole.spans
     )
 

@@ -236,7 +236,7 @@ def test_otlp_result_is_independent_of_arrival_order(db_url: str) -> None:
 
     spans = rag_spans()
     parts = [proto_message([s]) for s in spans]
-    results = []
+    results: list[dict[str, list[dict[str, Any]]]] = []
     for sequence in (parts, list(reversed(parts))):
         if db_url.startswith("sqlite"):
             url = db_url.replace("ragpulse.db", f"order{len(results)}.db")

@@ -67,7 +67,7 @@ def make_trace(
     questions, sentences = (
         (_RU_QUESTIONS, _RU_SENTENCES) if lang == "ru" else (_EN_QUESTIONS, _EN_SENTENCES)
     )
-    contexts = [
+    contexts: list[dict[str, Any]] = [
         {
             "id": f"doc-{(i * 7 + k) % 500}",
             "url": f"https://kb.example.org/{lang}/doc-{(i * 7 + k) % 500}",
