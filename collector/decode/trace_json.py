@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from typing import Any, NoReturn
 
 import orjson
@@ -181,14 +182,20 @@ def _contexts(value: Any) -> tuple[ContextRecord, ...]:
         if type(item) is not dict:
             raise f.wrong_type(f"contexts[{i}]", "object", item)
         get = item.get
-        out.append(
-            ContextRecord(
-                id=f.opt_str(get("id"), f"contexts[{i}].id"),
-                url=f.opt_str(get("url"), f"contexts[{i}].url"),
-                text=f.opt_str(get("text"), f"contexts[{i}].text"),
-                score=f.opt_number(get("score"), f"contexts[{i}].score"),
-            )
-        )
+        cid, url, text, score = get("id"), get("url"), get("text"), get("score")
+        # hot path: check types inline, build the field path only for an error
+        if not (
+            (cid is None or type(cid) is str)
+            and (url is None or type(url) is str)
+            and (text is None or type(text) is str)
+        ):
+            for key in ("id", "url", "text"):
+                f.opt_str(get(key), f"contexts[{i}].{key}")
+        if score is not None and type(score) is not float:
+            score = f.opt_number(score, f"contexts[{i}].score")
+        elif score is not None and not math.isfinite(score):
+            f.opt_number(score, f"contexts[{i}].score")
+        out.append(ContextRecord(cid, url, text, score))
     return tuple(out)
 
 

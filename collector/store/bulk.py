@@ -61,13 +61,15 @@ def _pg_insert(
     returning: tuple[str, ...],
 ) -> list[tuple[Any, ...]]:
     sql, json_flags = _pg_statement(table, columns, conflict, returning)
-    params = [
-        tuple(
-            (None if row[c] is None else Jsonb(row[c], dumps=orjson.dumps)) if is_json else row[c]
-            for c, is_json in zip(columns, json_flags, strict=True)
-        )
-        for row in rows
-    ]
+    json_positions = [i for i, is_json in enumerate(json_flags) if is_json]
+    dumps = orjson.dumps
+    params = []
+    for row in rows:
+        values = [row[c] for c in columns]
+        for i in json_positions:
+            if values[i] is not None:
+                values[i] = Jsonb(values[i], dumps=dumps)
+        params.append(values)
     driver = session.connection().connection.driver_connection
     if driver is None:
         raise RuntimeError("the session's connection has no driver connection")

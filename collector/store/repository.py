@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import String, Table, any_, bindparam, select
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from collector.decode.records import TraceRecord
-from collector.store.bulk import insert_ignore_returning
+from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
 
 TRACES: Table = Trace.__table__  # type: ignore[assignment]
@@ -83,6 +84,8 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
     unique: dict[str, TraceRecord] = {}
     for rec in records:
         unique.setdefault(rec.trace_id, rec)
+    for tid in existing_trace_ids(session, list(unique)):
+        del unique[tid]  # cheap to ask; a replayed 8 KB trace is costly to send and parse
     if not unique:
         return []
     now = utcnow()
@@ -91,6 +94,19 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
         r[0] for r in insert_ignore_returning(session, TRACES, rows, ["trace_id"], ["trace_id"])
     }
     return [rec for tid, rec in unique.items() if tid in inserted]
+
+
+def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
+    """Which of `trace_ids` are stored already (one query)."""
+    if not trace_ids:
+        return []
+    column = TRACES.c.trace_id
+    if is_postgresql(session):
+        ids = bindparam("ids", value=list(trace_ids), type_=postgresql.ARRAY(String))
+        match = column == any_(ids)
+    else:
+        match = column.in_(list(trace_ids))
+    return list(session.execute(select(column).where(match)).scalars())
 
 
 def insert_dead_letters(session: Session, letters: Sequence[DeadLetterRow]) -> int:
