@@ -28,6 +28,10 @@ from collector.store.session import make_engine, make_session_factory
 logger = logging.getLogger(__name__)
 
 
+class StartupError(RuntimeError):
+    """A part the service needs (database, Kafka) cannot be reached at start."""
+
+
 class Component(Protocol):
     """A background part of the service, started before the consumer and stopped after."""
 
@@ -39,19 +43,23 @@ class Component(Protocol):
 def prepare_database(url: str, *, migrate: bool) -> None:
     """Migrate when asked to (or for SQLite, where it is cheap and local); otherwise check
     that the schema is at the newest revision and raise `ConfigError` if it is not."""
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy.exc import OperationalError
+
     from collector.store.migrate import current_heads, upgrade
 
-    if migrate or url.startswith("sqlite"):
-        upgrade(url)
-        return
-    from alembic.runtime.migration import MigrationContext
-
-    engine = make_engine(url)
     try:
-        with engine.connect() as conn:
-            current = set(MigrationContext.configure(conn).get_current_heads())
-    finally:
-        engine.dispose()
+        if migrate or url.startswith("sqlite"):
+            upgrade(url)
+            return
+        engine = make_engine(url)
+        try:
+            with engine.connect() as conn:
+                current = set(MigrationContext.configure(conn).get_current_heads())
+        finally:
+            engine.dispose()
+    except OperationalError as exc:
+        raise StartupError(f"cannot reach the database: {exc.orig or exc}") from exc
     if current != set(current_heads()):
         raise ConfigError(
             f"the database schema is not current (at {sorted(current) or 'nothing'}, "

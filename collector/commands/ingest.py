@@ -39,15 +39,20 @@ def run(args: argparse.Namespace) -> int:
     from collector.kafka import quiet_client_logs
 
     quiet_client_logs()
-    from collector.service import Service, prepare_database
+    from collector.kafka.consumer import KafkaUnavailableError
+    from collector.service import Service, StartupError, prepare_database
 
     if args.until_idle <= 0:
         print("ragpulse ingest: --until-idle must be positive", file=sys.stderr)
         return 2
     settings = load_settings(args.config)
-    prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
-    service = Service(settings)
-    service.install_signal_handlers()
-    service.run(idle_timeout_s=args.until_idle)
+    try:
+        prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
+        service = Service(settings)
+        service.install_signal_handlers()
+        service.run(idle_timeout_s=args.until_idle)
+    except (StartupError, KafkaUnavailableError) as exc:
+        print(f"ragpulse ingest: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(service.stats.summary()), flush=True)
     return 0

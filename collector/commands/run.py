@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from typing import Any
 
 from collector.settings import load_settings
@@ -39,10 +40,15 @@ def run(args: argparse.Namespace) -> int:
     from collector.kafka import quiet_client_logs
 
     quiet_client_logs()
-    from collector.service import Service, prepare_database
+    from collector.kafka.consumer import KafkaUnavailableError
+    from collector.service import Service, StartupError, prepare_database
 
     settings = load_settings(args.config)
-    prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
+    try:
+        prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
+    except StartupError as exc:
+        print(f"ragpulse run: {exc}", file=sys.stderr)
+        return 1
     service = Service(settings)
     from collector.jobs.monitoring import Monitoring
 
@@ -58,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
         ",".join(settings.kafka.bootstrap_servers),
         settings.kafka.group_id,
     )
-    totals = service.run()
+    try:
+        totals = service.run()
+    except KafkaUnavailableError as exc:
+        print(f"ragpulse run: {exc}", file=sys.stderr)
+        return 1
     logger.info(
         "stopped: consumed %d, stored %d, duplicates %d, invalid %d, sampled %d",
         totals.consumed,

@@ -2,7 +2,8 @@
 
 Delivery is at-least-once with idempotent writes (SPEC §3). For every polled batch:
 
-1. convert the records to `RawMessage`s and call `Ingestor.ingest_batch` in a new session;
+1. convert the records to `RawMessage`s and call `Ingestor.ingest_batch` in a new session
+   (on a worker thread, while this thread polls the next batch);
 2. commit the database transaction;
 3. commit the batch's offsets (last offset + 1 per partition);
 4. count it in `ConsumerStats`.
@@ -24,6 +25,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
@@ -46,6 +49,10 @@ def is_database_unavailable(exc: BaseException) -> bool:
 
 
 LAG_REFRESH_S = 5.0
+
+
+class KafkaUnavailableError(RuntimeError):
+    """The consumer could not connect to the Kafka cluster at start."""
 
 
 def make_kafka_consumer(kafka: KafkaSettings, **overrides: Any) -> Any:
@@ -91,7 +98,7 @@ def to_raw_messages(records: Mapping[Any, Sequence[Any]]) -> list[RawMessage]:
                     offset=record.offset,
                     key=record.key,
                     value=record.value,
-                    timestamp_ms=record.timestamp if record.timestamp is not None else None,
+                    timestamp_ms=record.timestamp,
                 )
             )
     return messages
@@ -104,6 +111,15 @@ def next_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
 
 def first_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
     return {tp: batch[0].offset for tp, batch in records.items() if batch}
+
+
+@dataclass(frozen=True)
+class _InFlight:
+    """A batch being stored on the worker thread."""
+
+    future: Future[BatchResult]
+    records: Mapping[Any, Sequence[Any]]
+    size: int
 
 
 class TraceConsumer:
@@ -133,22 +149,38 @@ class TraceConsumer:
     def run(self, stop: threading.Event, idle_timeout_s: float | None = None) -> BatchResult:
         """Consume until `stop` is set, or, with `idle_timeout_s`, until no message arrived
         for that long once partitions were assigned. Returns the totals of this run."""
+        from kafka.errors import KafkaError
+
         totals = BatchResult()
-        consumer = self._consumer = self._consumer_factory(self.kafka)
+        try:
+            consumer = self._consumer = self._consumer_factory(self.kafka)
+        except KafkaError as exc:
+            servers = ",".join(self.kafka.bootstrap_servers)
+            raise KafkaUnavailableError(f"cannot reach Kafka at {servers}: {exc}") from exc
         started = time.monotonic()
         last_message: float | None = None
         warned_unassigned = False
+        # One batch is stored on a worker thread while the next one is polled here, so
+        # fetching overlaps the database write; the consumer is only touched on this
+        # thread, and a batch's offsets are committed only after its transaction.
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ragpulse-store")
+        inflight: _InFlight | None = None
         try:
             while not stop.is_set():
                 records = consumer.poll(
                     timeout_ms=self.kafka.poll_timeout_ms, max_records=self.kafka.max_poll_records
                 )
                 now = time.monotonic()
+                if inflight is not None:
+                    result = self._finish(consumer, inflight, records, stop)
+                    inflight = None
+                    if result is None:  # failed: this poll's records were rewound too
+                        continue
+                    totals.add(result)
                 if records:
                     last_message = now
-                    result = self._process(consumer, records, stop)
-                    if result is not None:
-                        totals.add(result)
+                    messages = to_raw_messages(records)
+                    inflight = _InFlight(pool.submit(self._store, messages), records, len(messages))
                     self._refresh_lag(consumer, force=False)
                     continue
                 self._refresh_lag(consumer, force=False)
@@ -170,25 +202,34 @@ class TraceConsumer:
                     if last_message is None and now - started >= join_limit:
                         logger.warning("no partition assigned after %.0fs: stopping", join_limit)
                         break
+            if inflight is not None:  # stopping: the batch in hand is finished and committed
+                result = self._finish(consumer, inflight, {}, stop)
+                if result is not None:
+                    totals.add(result)
         finally:
+            pool.shutdown(wait=True)
             self._refresh_lag(consumer, force=True)
             consumer.close(autocommit=False)
             self._consumer = None
         return totals
 
-    def _process(
-        self, consumer: Any, records: Mapping[Any, Sequence[Any]], stop: threading.Event
+    def _finish(
+        self,
+        consumer: Any,
+        inflight: _InFlight,
+        polled: Mapping[Any, Sequence[Any]],
+        stop: threading.Event,
     ) -> BatchResult | None:
-        """Store one batch and commit its offsets; on failure rewind and wait (None)."""
-        messages = to_raw_messages(records)
+        """Wait for the stored batch; commit its offsets and count it. On failure rewind
+        to its start (and to the start of `polled`, fetched meanwhile), back off, None."""
         try:
-            result = self._store(messages)
+            result = inflight.future.result()
         except Exception as exc:
-            self._failed(exc, len(messages))
-            self._rewind_and_wait(consumer, records, stop)
+            self._failed(exc, inflight.size)
+            self._rewind_and_wait(consumer, [inflight.records, polled], stop)
             return None
         self._delay_s = self._retry_initial_s
-        self._commit_offsets(consumer, records)
+        self._commit_offsets(consumer, inflight.records)
         self.stats.record(result)
         self.batches += 1
         return result
@@ -208,16 +249,23 @@ class TraceConsumer:
             logger.exception("batch of %d messages failed, retrying in %.1fs", size, self._delay_s)
 
     def _rewind_and_wait(
-        self, consumer: Any, records: Mapping[Any, Sequence[Any]], stop: threading.Event
+        self,
+        consumer: Any,
+        batches: Sequence[Mapping[Any, Sequence[Any]]],
+        stop: threading.Event,
     ) -> None:
-        """Seek every partition of the failed batch back to its first record, then wait
+        """Seek every partition of the failed batches back to its first record, then wait
         out the backoff with all partitions paused while polling, so the group membership
         (bounded by max_poll_interval_ms) survives; the next poll fetches the batch again.
 
         Seeking also drops records kafka-python buffered past the batch: resuming a paused
         partition with such a buffer left it stalled (kafka-python 3.0.12).
         """
-        for tp, offset in first_offsets(records).items():
+        rewind: dict[Any, int] = {}
+        for records in batches:
+            for tp, offset in first_offsets(records).items():
+                rewind[tp] = min(offset, rewind.get(tp, offset))
+        for tp, offset in rewind.items():
             if tp in consumer.assignment():
                 consumer.seek(tp, offset)
         consumer.pause(*consumer.assignment())

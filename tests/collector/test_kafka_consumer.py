@@ -376,3 +376,34 @@ def test_database_outage_is_retried_without_loss(
     assert "database unavailable, retrying in" in caplog.text
     assert service.stats.totals.stored == 400
     assert sum(_committed(kafka_topics).values()) == 400
+
+
+class _FailsOnce:
+    """Delegates to the real ingestor but raises a bug-like error on the first batch."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def ingest_batch(self, session: Any, messages: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("simulated bug in a batch")
+        return self.inner.ingest_batch(session, messages)
+
+
+def test_any_other_batch_failure_is_logged_counted_and_retried(
+    sqlite_url: str, kafka_topics: KafkaTopics, caplog: pytest.LogCaptureFixture
+) -> None:
+    _produce(kafka_topics, [trace_bytes(i) for i in range(30)])
+    settings = _settings(sqlite_url, kafka_topics, retry_initial_s=0.1)
+    service = Service(settings, registry=CollectorRegistry())
+    service.consumer.ingestor = _FailsOnce(service.consumer.ingestor)  # type: ignore[assignment]
+    service.run(idle_timeout_s=1.0)
+    assert sorted(_trace_ids(sqlite_url)) == sorted(trace_id(i) for i in range(30))
+    errors = service.registry.get_sample_value(
+        "ragpulse_consumer_errors_total", {"kind": "ingest_error"}
+    )
+    assert errors == 1
+    assert "simulated bug in a batch" in caplog.text and "Traceback" in caplog.text
+    assert sum(_committed(kafka_topics).values()) == 30
