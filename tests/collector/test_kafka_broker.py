@@ -91,3 +91,72 @@ def test_broker_stops_and_frees_its_port(tmp_path: Path) -> None:
     assert not broker.running()
     broker.stop()  # idempotent
     EmbeddedBroker(port=broker.port).start().stop()  # the port is free again
+
+
+def test_broker_and_produce_commands(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+    broker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "collector.cli",
+            "broker",
+            "--port",
+            "0",
+            "--partitions",
+            "2",
+            "--topics",
+            "a,b",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert broker.stdout is not None
+        first = broker.stdout.readline()
+        assert first.startswith("broker ready: bootstrap servers 127.0.0.1:"), first
+        bootstrap = first.rsplit(" ", 1)[1].strip()
+        path = tmp_path / "in.jsonl"
+        path.write_text('{"n": 1}\n{"n": 2}\n{"n": 3}\n', encoding="utf-8")
+        produced = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "collector.cli",
+                "produce",
+                str(path),
+                "--topic",
+                "b",
+                "--rate",
+                "100",
+            ],
+            env={**env, "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS": bootstrap},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert produced.returncode == 0, produced.stderr
+        assert "published 3 messages to b" in produced.stderr
+        assert sorted(_drain(bootstrap, "b", 2, 3)) == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}']
+        missing = subprocess.run(
+            [sys.executable, "-m", "collector.cli", "produce", str(tmp_path / "nope.jsonl")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert missing.returncode == 2 and "no such file" in missing.stderr
+        broker.send_signal(signal.SIGINT)
+        out, _ = broker.communicate(timeout=20)
+    finally:
+        if broker.poll() is None:
+            broker.kill()
+    assert broker.returncode == 0
+    assert "broker stopped" in out
