@@ -21,7 +21,7 @@ from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +48,21 @@ class _QuietHandler(WSGIRequestHandler):
         logger.debug("http %s", format % args)
 
 
+def scrape(registry: CollectorRegistry, quality: Any = None) -> bytes:
+    """The `/metrics` body: the registry's series, then the pre-rendered quality families
+    (`QualityCollector.render()`, kept out of the registry so they are formatted once)."""
+    body = generate_latest(registry)
+    return body + quality.render() if quality is not None else body
+
+
 def build_app(
     registry: CollectorRegistry,
     readiness: Callable[[], Readiness] = always_ready,
     basic_auth: tuple[str, str] | None = None,
+    quality: Any = None,
 ) -> WSGIApp:
+    """`quality` (a `QualityCollector` not registered on `registry`) is served pre-rendered,
+    always in the text format 0.0.4 (which Prometheus accepts whatever it asks for)."""
     metrics_app = make_wsgi_app(registry)
     expected = None
     if basic_auth is not None:
@@ -72,6 +82,9 @@ def build_app(
                 )
                 return [b"unauthorized\n"]
         if path == "/metrics":
+            if quality is not None:
+                start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
+                return [scrape(registry, quality)]
             result: Iterable[bytes] = metrics_app(environ, start_response)
             return result
         if path == "/healthz":
@@ -140,12 +153,13 @@ def serve(
     registry: CollectorRegistry,
     settings: Any,
     readiness: Callable[[], Readiness] = always_ready,
+    quality: Any = None,
 ) -> MetricsServer:
     """Start the endpoint described by `settings.exporter` (an `ExporterSettings`)."""
     auth = None
     if settings.basic_auth_username is not None and settings.basic_auth_password is not None:
         auth = (settings.basic_auth_username, settings.basic_auth_password.get_secret_value())
-    app = build_app(registry, readiness, auth)
+    app = build_app(registry, readiness, auth, quality)
     return MetricsServer(
         app,
         settings.host,

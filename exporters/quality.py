@@ -88,6 +88,11 @@ class ResultsCache:
     def __len__(self) -> int:
         return len(self._points)
 
+    @property
+    def version(self) -> int:
+        """Changes whenever the points change (the exporter re-renders only then)."""
+        return self._version
+
     def load_latest(self, session: Session) -> int:
         """Fill the cache from the newest row of every (metric, window, group); once, at start."""
         newest = (

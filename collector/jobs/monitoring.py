@@ -52,7 +52,8 @@ class Monitoring:
         self.operations = OperationsMetrics(registry)
         self.operations.set_judge_budget(settings.judge.max_usd_per_day)
         self.telemetry = Telemetry(settings.otel)
-        registry.register(QualityCollector(self.results, settings.scheduler.group_labels))
+        # Served pre-rendered next to the registry (see exporters/prometheus.py).
+        self.quality = QualityCollector(self.results, settings.scheduler.group_labels)
         self.runner: JobRunner | None = None
         self.scheduler: Scheduler | None = None
         self.server: MetricsServer | None = None
@@ -94,6 +95,10 @@ class Monitoring:
                     feed.sync()
                 except Exception:
                     logger.exception("could not read new judgments for the judge counters")
+                try:
+                    self.quality.render()  # here, so no scrape pays for the formatting
+                except Exception:
+                    logger.exception("could not render the quality series")
 
             self.runner.on_done = after
             self.scheduler = Scheduler(
@@ -101,7 +106,9 @@ class Monitoring:
                 self.settings.scheduler.interval_s,
                 self.settings.scheduler.initial_delay_s,
             ).start()
-        self.server = serve(self.registry, self.settings.exporter, self.readiness)
+        self.server = serve(
+            self.registry, self.settings.exporter, self.readiness, quality=self.quality
+        )
         return self
 
     def readiness(self) -> Readiness:

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
 from collector.jobs.scheduler import ux_options
 from collector.jobs.windows import parse_windows
@@ -29,6 +30,13 @@ def make_embedder(settings: Settings) -> Any:
 
     cfg = settings.embeddings
     return Embedder(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+
+
+def shared_embedder(embedder: Any) -> Any:
+    """`embedder` behind the cross-run cache of recent texts (once, never wrapped twice)."""
+    if embedder is None or isinstance(embedder, RecentEmbeddings):
+        return embedder
+    return RecentEmbeddings(embedder)
 
 
 def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
@@ -60,7 +68,7 @@ def job_environment(
         session_factory=factory,
         windows=parse_windows(settings.scheduler.windows),
         group_labels=settings.scheduler.group_labels,
-        embedder=embedder if embedder is not None else make_embedder(settings),
+        embedder=shared_embedder(embedder if embedder is not None else make_embedder(settings)),
         judge=judge if judge is not None else make_judge(settings, factory),
         options=ux_options(settings),
         results=results,
