@@ -70,6 +70,9 @@ class JobDefinition:
     """Which candidates dataset metrics look at (default: `candidates`)."""
     dataset_cap: int = 5000
     dataset_groups: bool = True
+    factory: Callable[[JobDefinition, JobEnvironment], IncrementalJob] | None = None
+    """Builds a job that computes its own metrics (not registry metrics) instead of the
+    per-trace `IncrementalJob` (e.g. judge_consistency, over the judgments table)."""
 
 
 @dataclass

@@ -52,6 +52,9 @@ def definitions(settings: Settings) -> dict[str, JobDefinition]:
     out: dict[str, JobDefinition] = {}
     for module in JOB_MODULES:
         definition: JobDefinition = module.definition(settings)
+        if definition.factory is not None:
+            out[definition.name] = definition  # its metrics are computed by the job itself
+            continue
         known = []
         for metric in definition.metrics:
             try:
@@ -159,7 +162,7 @@ def build_runner(
     unknown = [n for n in chosen if n not in defs]
     if unknown:
         raise ValueError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(JOB_NAMES)}")
-    jobs = {name: IncrementalJob(defs[name], env) for name in chosen}
+    jobs = {name: (defs[name].factory or IncrementalJob)(defs[name], env) for name in chosen}
     return JobRunner(jobs, engine, operations=operations, telemetry=telemetry)
 
 

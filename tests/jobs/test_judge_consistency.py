@@ -1,0 +1,134 @@
+"""judge_consistency re-judges recent traces over real HTTP (litellm -> scripted server)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+
+from collector.jobs.judge_consistency import judgment_score
+from collector.jobs.scheduler import build_runner
+from collector.jobs.setup import job_environment, make_judge
+from collector.settings import load_settings
+from collector.store.models import Judgment, MetricResult, Trace
+from collector.store.session import make_engine, make_session_factory
+from evaluators.registry import EvalContext
+from evaluators.runner import evaluate
+from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
+from tests.jobs.helpers import add_trace, row_to_sample
+
+
+class _NoEmbedder:
+    model_name = "none"
+
+    def encode(self, texts: Any) -> Any:
+        raise AssertionError("judge_consistency needs no embeddings")
+
+
+def _latest(factory: Any, metric: str, window: str) -> MetricResult:
+    with factory() as session:
+        row: MetricResult = session.scalars(
+            select(MetricResult)
+            .where(MetricResult.metric == metric, MetricResult.window == window)
+            .order_by(MetricResult.id.desc())
+            .limit(1)
+        ).one()
+    return row
+
+
+def test_rejudges_a_sample_and_computes_the_judge_metrics(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    e2e_alpha = iter([0.9, 0.2])  # the repeat disagrees by more than delta = 0.5
+
+    def reply(body: dict[str, Any]) -> Reply:
+        text = prompt_text(body)
+        if "ragpulse judge task: e2e_score" in text and "alpha" in text:
+            return Reply(content={"score": next(e2e_alpha), "reason": "scripted"})
+        return auto_reply(body)
+
+    llm_server.fallback = reply
+    settings = load_settings(
+        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
+        scheduler={"jobs": ["judge_consistency"], "consistency_sample": 5},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    now = datetime.now(UTC)
+    with factory() as session:
+        for name in ("alpha", "beta"):
+            add_trace(
+                session,
+                name,
+                now - timedelta(minutes=3),
+                purposes=("judge",),
+                question=f"What is {name}?",
+                answer=f"{name} is a test answer.",
+                reference=f"{name} is the reference answer.",
+                contexts=[{"id": "d1", "text": f"{name} is described here."}],
+            )
+        session.commit()
+        rows = list(session.scalars(select(Trace)))
+    env = job_environment(
+        settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings, factory)
+    )
+    env.to_sample = row_to_sample
+    # What rag_quality does first: one cached judgment per trace, metric and model.
+    first = evaluate(
+        [row_to_sample(r) for r in rows],
+        ["e2e_score", "answer_relevance"],
+        EvalContext(judge=env.judge, options=env.options),
+    )
+    first_calls = len(llm_server.requests)
+    assert first_calls == 4, first.per_sample
+
+    runner = build_runner(settings, engine, env)
+    (report,) = runner.run_many()
+    assert (report.status, report.new_traces) == ("ok", 2), report.message
+    # The cache was bypassed: every judgment was asked again over HTTP.
+    assert len(llm_server.requests) == 2 * first_calls
+    consistency = _latest(factory, "judge_consistency", "1h")
+    assert (consistency.value, consistency.n) == (0.75, 4)  # alpha's e2e score moved by 0.7
+    assert consistency.ci_lower is not None and consistency.ci_lower < 0.75
+    errors = _latest(factory, "judge_error_rate", "24h")
+    assert (errors.value, errors.n) == (0.0, 8)
+    latency = _latest(factory, "judge_latency_ms_avg", "7d")
+    assert latency.n == 8 and latency.value is not None and latency.value > 0
+    assert "judge-a" in latency.signature
+
+    # Both traces are re-judged already: the next run asks nothing and keeps the numbers.
+    (again,) = runner.run_many()
+    assert (again.status, again.new_traces) == ("ok", 0)
+    assert len(llm_server.requests) == 2 * first_calls
+    assert _latest(factory, "judge_consistency", "24h").value == 0.75
+    with factory() as session:
+        assert session.scalar(select(func.count()).select_from(Judgment)) == 8
+    engine.dispose()
+
+
+def test_without_a_judge_the_job_is_a_visible_skip(sqlite_url: str) -> None:
+    settings = load_settings(scheduler={"jobs": ["judge_consistency"]})
+    engine = make_engine(sqlite_url)
+    env = job_environment(settings, engine, embedder=_NoEmbedder())
+    (report,) = build_runner(settings, engine, env).run_many()
+    assert report.status == "skipped" and "no judge" in report.message
+    row = _latest(make_session_factory(engine), "judge_consistency", "24h")
+    assert row.value is None and row.skip_reasons == {"no judge configured": 0}
+    engine.dispose()
+
+
+@pytest.mark.parametrize(
+    ("parsed", "score"),
+    [
+        ({"score": 0.4, "reason": "x"}, 0.4),
+        ({"ratings": [{"context": 1, "score": 2}, {"context": 2, "score": 0}]}, 0.5),
+        ({"verdicts": [{"context": 1, "useful": 1}, {"context": 2, "useful": 1}]}, 1.0),
+        ({"statements": [{"statement": "a", "attributed": 0}]}, 0.0),
+        ({"statements": ["a", "b"]}, None),
+        (None, None),
+    ],
+)
+def test_judgment_score(parsed: Any, score: float | None) -> None:
+    assert judgment_score(parsed) == score
