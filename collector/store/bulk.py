@@ -14,9 +14,11 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
+import psycopg
 from psycopg.types.json import Jsonb
 from sqlalchemy import JSON, Table
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 
@@ -74,12 +76,16 @@ def _pg_insert(
     if driver is None:
         raise RuntimeError("the session's connection has no driver connection")
     out: list[tuple[Any, ...]] = []
-    with driver.cursor() as cur:
-        cur.executemany(sql, params, returning=True)
-        while True:
-            out.extend(cur.fetchall())
-            if not cur.nextset():
-                break
+    try:
+        with driver.cursor() as cur:
+            cur.executemany(sql, params, returning=True)
+            while True:
+                out.extend(cur.fetchall())
+                if not cur.nextset():
+                    break
+    except psycopg.Error as exc:
+        # callers (the consumer's retry loop) handle SQLAlchemy's exception types
+        raise DBAPIError.instance(sql, None, exc, psycopg.Error) from exc
     return out
 
 

@@ -260,3 +260,17 @@ def test_otlp_result_is_independent_of_arrival_order(db_url: str) -> None:
                 drop_postgres_database(url)
     assert results[0] == results[1]
     assert results[0]["traces"][0]["question"] == QUESTION
+
+
+def test_database_errors_propagate_as_sqlalchemy_errors(
+    sessions: sessionmaker[Session], engine: Engine
+) -> None:
+    """The consumer rolls back and retries on SQLAlchemy errors; nothing is swallowed."""
+    from sqlalchemy.exc import DBAPIError
+
+    with engine.begin() as conn:
+        conn.execute(text("DROP TABLE samples"))
+    with sessions() as session, pytest.raises(DBAPIError):
+        ingestor().ingest_batch(session, [msg(TOPIC, 0, trace_bytes(1))])
+    with sessions() as session:  # the trace insert was not committed
+        assert session.execute(text("SELECT count(*) FROM traces")).scalar() == 0
