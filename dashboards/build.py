@@ -51,7 +51,7 @@ TIERS: list[tuple[str, list[str]]] = [
             "judge_recall",
             "judge_f1",
             "judge_latency_ms",
-            "rougeL_f",
+            "judge_consistency",
         ],
     ),
     (

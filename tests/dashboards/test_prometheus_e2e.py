@@ -18,10 +18,11 @@ from sqlalchemy import Engine
 from collector.ingest import BatchResult
 from collector.jobs.monitoring import Monitoring
 from collector.kafka.stats import ConsumerStats
+from collector.samples import trace_to_sample
 from collector.settings import load_settings
 from collector.store.session import make_engine, make_session_factory
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
-from tests.jobs.helpers import add_trace, row_to_sample
+from tests.jobs.helpers import add_trace
 
 ROOT = Path(__file__).resolve().parents[2] / "dashboards"
 
@@ -108,7 +109,7 @@ def test_dashboards_and_rules_on_a_real_prometheus(
 
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
-        to_sample=row_to_sample,
+        to_sample=trace_to_sample,
     )
     runner = build_runner(settings, engine, env, operations=monitoring.operations)
     feed = JudgmentsFeed(monitoring.operations, make_session_factory(engine))

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, func, select
 from collector.jobs.engine import IncrementalJob, JobEnvironment
 from collector.jobs.scheduler import JobRunner, build_runner, definitions
 from collector.jobs.windows import parse_windows
+from collector.samples import trace_to_sample
 from collector.settings import Settings, load_settings
 from collector.store.migrate import upgrade
 from collector.store.models import JobState, MetricResult, Trace
@@ -23,7 +24,7 @@ from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import OperationsMetrics
 from exporters.quality import ResultsCache
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
-from tests.jobs.helpers import add_trace, row_to_sample
+from tests.jobs.helpers import add_trace
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -46,7 +47,7 @@ def _env(engine: Engine, settings: Settings, **kw: Any) -> JobEnvironment:
         windows=parse_windows(settings.scheduler.windows),
         group_labels=settings.scheduler.group_labels,
         results=kw.pop("results", ResultsCache()),
-        to_sample=kw.pop("to_sample", row_to_sample),
+        to_sample=kw.pop("to_sample", trace_to_sample),
         **kw,
     )
 
@@ -170,7 +171,7 @@ def test_no_judge_is_a_visible_skip(engine: Engine, settings: Settings) -> None:
 def _slow(seconds: float) -> Any:
     def to_sample(row: Trace) -> Any:
         time.sleep(seconds)
-        return row_to_sample(row)
+        return trace_to_sample(row)
 
     return to_sample
 

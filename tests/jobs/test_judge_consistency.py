@@ -11,13 +11,14 @@ from sqlalchemy import func, select
 from collector.jobs.judge_consistency import judgment_score
 from collector.jobs.scheduler import build_runner
 from collector.jobs.setup import job_environment, make_judge
+from collector.samples import trace_to_sample
 from collector.settings import load_settings
 from collector.store.models import Judgment, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
-from tests.jobs.helpers import add_trace, row_to_sample
+from tests.jobs.helpers import add_trace
 
 
 class _NoEmbedder:
@@ -74,10 +75,10 @@ def test_rejudges_a_sample_and_computes_the_judge_metrics(
     env = job_environment(
         settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings, factory)
     )
-    env.to_sample = row_to_sample
+    env.to_sample = trace_to_sample
     # What rag_quality does first: one cached judgment per trace, metric and model.
     first = evaluate(
-        [row_to_sample(r) for r in rows],
+        [trace_to_sample(r) for r in rows],
         ["e2e_score", "answer_relevance"],
         EvalContext(judge=env.judge, options=env.options),
     )
