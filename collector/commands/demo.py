@@ -19,12 +19,13 @@ logger = logging.getLogger(__name__)
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="run everything embedded: broker, SQLite, sample traffic, the service",
+        help="run everything embedded: broker, SQLite, sample traffic, the service, /metrics",
         description="Start the embedded Kafka-compatible broker, a SQLite database under "
         "--dir (migrated), a producer replaying the bundled sample traffic (Russian and "
         "English RAG traces of three tenants, feedback, OTLP spans and a few malformed "
         "messages, with fresh ids and timestamps every round), and the service consuming "
-        "it. Ctrl-C stops everything cleanly. The broker keeps nothing after it stops; "
+        "it, running the evaluation jobs and serving /metrics. Ctrl-C stops everything "
+        "cleanly. The broker keeps nothing after it stops; "
         "the database stays in --dir.",
     )
     parser.add_argument(
@@ -46,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 
 def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings:
-    """The user's settings pointed at the embedded parts, with short group timeouts (the
-    embedded broker holds a rejoin until the rebalance timeout, see collector/kafka/broker.py)."""
+    """The user's settings pointed at the embedded parts (see collector/kafka/broker.py for
+    how the embedded broker treats group timeouts)."""
     kafka = base.kafka.model_copy(
         update={
             "bootstrap_servers": [bootstrap],
@@ -55,12 +56,25 @@ def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings
             "feedback_topic": "rag.feedback",
             "otlp_topic": "otlp_spans",
             "otlp_encoding": "otlp_proto",
-            "max_poll_interval_ms": 5000,
-            "session_timeout_ms": 3000,
+            # The demo's broker is fresh on every start, so no dead member can hold a
+            # join for long; leave room for batches slowed by the evaluation jobs.
+            "max_poll_interval_ms": 30_000,
+            "session_timeout_ms": 10_000,
         }
     )
     database = base.database.model_copy(update={"url": SecretStr(database_url)})
     return base.model_copy(update={"kafka": kafka, "database": database})
+
+
+def _exporter_port(settings: Settings) -> Settings:
+    """Keep the configured /metrics port when it is free, else take any free one."""
+    from collector.kafka.broker import free_port, port_is_free
+
+    host, port = settings.exporter.host, settings.exporter.port
+    if port and port_is_free(host, port):
+        return settings
+    exporter = settings.exporter.model_copy(update={"port": free_port(host)})
+    return settings.model_copy(update={"exporter": exporter})
 
 
 def _traffic(settings: Settings, rate: float, stop: threading.Event) -> None:
@@ -113,8 +127,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"ragpulse demo: {exc}", file=sys.stderr)
         return 1
     try:
-        settings = demo_settings(base, database_url, broker.bootstrap_servers)
+        from collector.jobs.monitoring import Monitoring
+
+        settings = _exporter_port(demo_settings(base, database_url, broker.bootstrap_servers))
         service = Service(settings)
+        service.add(
+            Monitoring(settings, service.engine, service.registry, consumer=service.consumer)
+        )
         service.install_signal_handlers()
         producer = threading.Thread(
             target=_traffic,
@@ -127,6 +146,11 @@ def run(args: argparse.Namespace) -> int:
         print("  topics     rag.traces, rag.feedback, otlp_spans")
         print(f"  database   {database_url}")
         print(f"  traffic    bundled sample traces at {args.rate:g} messages/s")
+        print(f"  metrics    http://{settings.exporter.host}:{settings.exporter.port}/metrics")
+        print(
+            f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
+            f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"
+        )
         print("  Ctrl-C to stop", flush=True)
         producer.start()
         totals = service.run()

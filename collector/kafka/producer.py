@@ -49,6 +49,7 @@ def make_producer(kafka: KafkaSettings, **overrides: Any) -> Any:
     options.update(
         {
             "acks": 1,
+            "enable_idempotence": False,  # acks=1 excludes it; say so instead of a warning
             "linger_ms": 10,
             "batch_size": 256 * 1024,
             "max_request_size": max(kafka.max_message_bytes + 4096, 1024 * 1024),

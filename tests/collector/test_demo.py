@@ -9,6 +9,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,9 +62,20 @@ def test_write_jsonl_for_produce_and_evaluate(tmp_path: Path) -> None:
         assert "question" in json.loads(line)
 
 
+def _header(process: subprocess.Popen[str]) -> Iterator[str]:
+    """The lines the demo prints at start, up to "Ctrl-C to stop"."""
+    assert process.stdout is not None
+    for _ in range(20):
+        line = process.stdout.readline()
+        yield line
+        if "Ctrl-C" in line or not line:
+            return
+
+
 @pytest.mark.timeout(90)
 def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+    env.update({"RAGPULSE_EXPORTER__PORT": "0", "RAGPULSE_SCHEDULER__INITIAL_DELAY_S": "3600"})
     process = subprocess.Popen(
         [
             sys.executable,
@@ -93,15 +106,22 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
                         stored = conn.execute("SELECT count(*) FROM traces").fetchone()[0]
                     except sqlite3.OperationalError:
                         stored = 0
+        header = "".join(_header(process))
+        metrics_url = next(
+            line.split()[1] for line in header.splitlines() if line.strip().startswith("metrics")
+        )
+        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            exposition = response.read().decode()
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, err
-    assert "broker     127.0.0.1:" in out and "stopped: consumed" in out
+    assert "broker     127.0.0.1:" in header and "stopped: consumed" in out
     with sqlite3.connect(database) as conn:
         sources = dict(conn.execute("SELECT source, count(*) FROM traces GROUP BY source"))
         reasons = {r for (r,) in conn.execute("SELECT DISTINCT reason FROM dead_letters")}
     assert sources.get("json", 0) >= 100
+    assert "ragpulse_traces_stored_total" in exposition
     assert reasons <= {"invalid_json", "missing_field", "wrong_type", "not_utf8", "empty"}
