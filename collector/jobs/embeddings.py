@@ -12,6 +12,7 @@ Memory: `max_texts` float32 rows (50,000 x 384 dims = 77 MB) plus the texts.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +35,8 @@ class RecentEmbeddings:
         self.hits = 0
         self.encoded = 0
         """Texts handed to the inner encoder so far (cache misses)."""
+        self.encode_s = 0.0
+        """Seconds spent in the inner encoder so far."""
 
     @property
     def model_name(self) -> str:
@@ -49,7 +52,9 @@ class RecentEmbeddings:
             missing = list(dict.fromkeys(t for t in texts if t not in self._rows))
         # The inner encoder serializes model calls itself; encode outside our lock so a
         # cache hit elsewhere never waits for a long encode.
+        started = time.perf_counter()
         new = np.asarray(self.inner.encode(missing), dtype=np.float32) if missing else None
+        spent = time.perf_counter() - started
         with self._lock:
             found: dict[str, np.ndarray] = {}
             for text in texts:
@@ -59,6 +64,7 @@ class RecentEmbeddings:
                     found[text] = row
             if new is not None:
                 self.encoded += len(missing)
+                self.encode_s += spent
                 for text, block_row in zip(missing, new, strict=True):
                     # A copy, so an evicted row does not keep its whole batch alive.
                     row = block_row.copy()
