@@ -191,6 +191,8 @@ BAD_INPUTS = {
         {"trace_id": "x", "timestamp": "2026-01-01T00:00:00Z", "question": 42}
     ).encode(),
     "not_utf8": "Где мой заказ?".encode("cp1251"),
+    "empty": b"",
+    "oversized": trace_bytes(99, size_bytes=8000),  # max_message_bytes is 4096 below
 }
 
 
@@ -207,7 +209,7 @@ def test_bad_input_goes_to_dead_letters_and_the_next_message_is_stored(
             OutgoingMessage(trace_bytes(7), kafka_topics.traces, key),
         ],
     )
-    service = _ingest(_settings(sqlite_url, kafka_topics))
+    service = _ingest(_settings(sqlite_url, kafka_topics, max_message_bytes=4096))
     assert service.stats.summary()["invalid"] == 1
     assert _scalar(sqlite_url, "SELECT reason FROM dead_letters") == reason
     assert _scalar(sqlite_url, "SELECT raw FROM dead_letters") == raw
