@@ -18,7 +18,7 @@ def register(subparsers: Any) -> None:
         "evaluate",
         help="evaluate a JSONL dataset of traces offline",
         description="Compute metrics over a dataset of trace records (the same JSON objects "
-        "the service consumes, one per line) and print a table: value, 95%% CI, n, skipped, "
+        "the service consumes, one per line) and print a table: value, 95% CI, n, skipped, "
         "errors. Embedding metrics use the configured embedding model (offline by default); "
         "LLM-judge metrics run only when judge.models is configured (else they are skipped). "
         "When the configured database exists and is migrated, the run is recorded in `runs`.",
