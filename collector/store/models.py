@@ -251,3 +251,20 @@ class JobState(Base):
     last_status: Mapped[str | None] = mapped_column(String(16))
     last_message: Mapped[str | None] = mapped_column(Text)
     last_duration_s: Mapped[float | None] = mapped_column(Float)
+
+
+class EmbeddingRow(Base):
+    """A text's embedding under one model, kept so no text is encoded twice (restarts too).
+
+    `text_hash` is the SHA-256 hex of the UTF-8 text; `vector` the float32 row as raw
+    bytes (native little-endian, `dim * 4` bytes, L2-normalized as the embedder returns it).
+    """
+
+    __tablename__ = "embeddings"
+    __table_args__ = (UniqueConstraint("model", "text_hash", name="uq_embeddings_model_text"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    model: Mapped[str] = mapped_column(String(256))
+    text_hash: Mapped[str] = mapped_column(String(64))
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
