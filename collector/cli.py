@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if (args.log_level or "INFO") != "DEBUG":
+        # Their INFO lines (plugin set-up, every job start/finish) drown our own summaries.
+        for noisy in ("alembic", "apscheduler", "LiteLLM", "httpx"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         code: int = args.func(args)
     except ConfigError as exc:
