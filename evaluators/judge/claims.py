@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.judge.prompts.base import fence
+from evaluators.judge.metric import by_item, texts_of
+from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, numbered
 from evaluators.judge.prompts.statements import STATEMENTS
+from evaluators.sample import Sample
 
 
 def clean_items(items: list[str]) -> list[str]:
@@ -30,3 +32,31 @@ async def extract_statements(
     user = f"{fence('question', question)}\n\n{fence('text', text)}"
     data = await judge.ask(STATEMENTS, user, model=model, metric=metric, trace_id=trace_id)
     return clean_items(list(data["statements"]))
+
+
+async def share_in_contexts(
+    judge: Any,
+    prompt: Prompt,
+    sample: Sample,
+    items: list[str],
+    *,
+    model: str,
+    metric: str,
+    heading: str,
+    verdict: str,
+) -> float:
+    """Share of `items` the judge finds backed by the sample's contexts, in one request.
+
+    `prompt` asks for `{"verdicts": [{"item": i, verdict: bool}, ...]}` over the numbered
+    items listed under `heading` after all fenced contexts.
+    """
+    user = f"{fence_contexts(texts_of(sample))}\n\n{heading}:\n{numbered(items)}"
+    flags = await judge.ask(
+        prompt,
+        user,
+        model=model,
+        metric=metric,
+        trace_id=sample.trace_id,
+        check=lambda d: by_item(d["verdicts"], "item", verdict, len(items)),
+    )
+    return float(sum(flags) / len(items))

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.judge.claims import clean_items
-from evaluators.judge.metric import by_item, judge_metric, texts_of
-from evaluators.judge.prompts.base import fence, fence_contexts, numbered
+from evaluators.judge.claims import clean_items, share_in_contexts
+from evaluators.judge.metric import judge_metric, texts_of
+from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
@@ -40,16 +40,16 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
     entities = clean_items(list(data["entities"]))
     if not entities:
         return Skipped("no entities")
-    user = f"{fence_contexts(texts_of(sample))}\n\nEntities:\n{numbered(entities)}"
-    found = await judge.ask(
+    return await share_in_contexts(
+        judge,
         ENTITY_PRESENCE,
-        user,
+        sample,
+        entities,
         model=model,
         metric=FAMILY,
-        trace_id=sample.trace_id,
-        check=lambda d: by_item(d["verdicts"], "item", "found", len(entities)),
+        heading="Entities",
+        verdict="found",
     )
-    return float(sum(found) / len(entities))
 
 
 SPEC = judge_metric(

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluators.judge.claims import extract_statements
-from evaluators.judge.metric import by_item, judge_metric, texts_of
-from evaluators.judge.prompts.base import fence_contexts, numbered
+from evaluators.judge.claims import extract_statements, share_in_contexts
+from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.statements import STATEMENT_SUPPORT, STATEMENTS
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
@@ -40,16 +39,16 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
     )
     if not statements:
         return Skipped("no statements")
-    user = f"{fence_contexts(texts_of(sample))}\n\nClaims:\n{numbered(statements)}"
-    supported = await judge.ask(
+    return await share_in_contexts(
+        judge,
         STATEMENT_SUPPORT,
-        user,
+        sample,
+        statements,
         model=model,
         metric=FAMILY,
-        trace_id=sample.trace_id,
-        check=lambda d: by_item(d["verdicts"], "item", "supported", len(statements)),
+        heading="Claims",
+        verdict="supported",
     )
-    return float(sum(supported) / len(statements))
 
 
 SPEC = judge_metric(
