@@ -29,6 +29,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, decode_outcome, encode_outcome
+from collector.jobs.trace_rows import SampleMemo, sample_rows
 from collector.jobs.windows import OVERALL, Group, Window, group_for, group_values
 from collector.store.models import JobOutcome, JobState, MetricResult, Trace
 from evaluators.aggregate import Aggregate
@@ -87,7 +88,8 @@ class JobEnvironment:
     options: dict[str, Any] = field(default_factory=dict)
     results: ResultsCache | None = None
     retention: timedelta = timedelta(days=30)
-    to_sample: Callable[[Trace], Sample] | None = None
+    to_sample: Callable[[Any], Sample] | None = None
+    """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,11 @@ def _epoch(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
-def _default_to_sample(row: Trace) -> Sample:
+def _updated_s(row: Any) -> float:
+    return _epoch(row.updated_at)
+
+
+def _default_to_sample(row: Any) -> Sample:
     from collector.samples import trace_to_sample
 
     sample: Sample = trace_to_sample(row)
@@ -128,6 +134,7 @@ class IncrementalJob:
         self._dataset_windows: dict[int, str] = {}
         self._dataset_at = 0.0
         self._to_sample = env.to_sample or _default_to_sample
+        self._memo = SampleMemo(self._to_sample)
         self._longest = max(w.seconds for w in env.windows)
 
     # -- public -------------------------------------------------------------------------
@@ -140,6 +147,7 @@ class IncrementalJob:
             return JobReport(
                 self.name, "skipped", 0, written, time.perf_counter() - started, NO_JUDGE
             )
+        self._memo.next_run()
         with self.env.session_factory() as session:
             state = session.get(JobState, self.name) or JobState(job=self.name)
             self._sync(session, state, now)
@@ -204,13 +212,13 @@ class IncrementalJob:
         pending = self._pending(session, now)
         if not pending:
             return 0
-        rows: list[Trace] = []
+        rows: list[Any] = []
         ids = [p[0] for p in pending]
         for start in range(0, len(ids), _CHUNK):
             part = ids[start : start + _CHUNK]
-            rows.extend(session.scalars(select(Trace).where(Trace.id.in_(part))))
+            rows.extend(session.execute(sample_rows().where(Trace.id.in_(part))))
         rows.sort(key=lambda r: (r.updated_at, r.id))
-        samples = [self._to_sample(r) for r in rows]
+        samples = self._memo.map_rows(rows, _updated_s)
         outcomes = self._outcomes(session, rows, samples)
         records = []
         for i, row in enumerate(rows):
@@ -236,7 +244,7 @@ class IncrementalJob:
         return len(rows)
 
     def _outcomes(
-        self, session: Session, rows: Sequence[Trace], samples: list[Sample]
+        self, session: Session, rows: Sequence[Any], samples: list[Sample]
     ) -> dict[str, list[Outcome]]:
         if not self.per_sample:
             return {}
@@ -254,7 +262,7 @@ class IncrementalJob:
             for m in self.per_sample
         }
 
-    def _context(self, session: Session, rows: Sequence[Trace]) -> list[Sample]:
+    def _context(self, session: Session, rows: Sequence[Any]) -> list[Sample]:
         """Earlier candidates within the look-back before the new traces (not re-scored)."""
         first = min(r.timestamp for r in rows)
         last = max(r.timestamp for r in rows)
@@ -262,28 +270,39 @@ class IncrementalJob:
         lookback = timedelta(seconds=self.definition.context_lookback_s)
         query = (
             self.definition.candidates(
-                select(Trace).where(Trace.timestamp >= first - lookback, Trace.timestamp <= last)
+                select(Trace.id, Trace.trace_id, Trace.updated_at).where(
+                    Trace.timestamp >= first - lookback, Trace.timestamp <= last
+                )
             )
             .order_by(Trace.timestamp.desc())
             .limit(20_000)
         )
-        return [self._to_sample(r) for r in session.scalars(query) if r.trace_id not in fresh]
+        keys = [
+            (row_id, trace_id, _epoch(updated))
+            for row_id, trace_id, updated in session.execute(query)
+            if trace_id not in fresh
+        ]
+        return [sample for _, sample in self._memo.samples(session, keys, _updated_s)]
 
     def _upsert(self, session: Session, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
         dialect = session.get_bind().dialect.name
         insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        for start in range(0, len(records), _CHUNK):
-            stmt = insert(JobOutcome).values(records[start : start + _CHUNK])
-            stmt = stmt.on_conflict_do_update(
-                index_elements=["job", "trace_id"],
-                set_={
-                    "trace_updated_at": stmt.excluded.trace_updated_at,
-                    "ts": stmt.excluded.ts,
-                    "groups": stmt.excluded.groups,
-                    "outcomes": stmt.excluded.outcomes,
-                },
-            )
-            session.execute(stmt)
+        stmt = insert(JobOutcome)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["job", "trace_id"],
+            set_={
+                "trace_updated_at": stmt.excluded.trace_updated_at,
+                "ts": stmt.excluded.ts,
+                "groups": stmt.excluded.groups,
+                "outcomes": stmt.excluded.outcomes,
+            },
+        )
+        # One cached statement, executed for many parameter sets (psycopg pipelines
+        # them); a multi-row VALUES would be re-compiled for every chunk.
+        for start in range(0, len(records), _CHUNK * 10):
+            session.execute(stmt, records[start : start + _CHUNK * 10])
 
     def _ctx(self) -> EvalContext:
         return EvalContext(
@@ -331,13 +350,22 @@ class IncrementalJob:
 
         longest = now - timedelta(seconds=self._longest)
         narrow = self.definition.dataset_candidates or self.definition.candidates
-        query = narrow(select(Trace).where(Trace.timestamp >= longest, Trace.timestamp <= now))
-        rows = list(
-            session.scalars(
-                query.order_by(Trace.timestamp.desc()).limit(self.definition.dataset_cap)
+        query = narrow(
+            select(Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp).where(
+                Trace.timestamp >= longest, Trace.timestamp <= now
             )
         )
-        samples = [(_epoch(r.timestamp), self._to_sample(r)) for r in rows]
+        keys = []
+        ts_of: dict[str, float] = {}
+        for row_id, trace_id, updated, ts in session.execute(
+            query.order_by(Trace.timestamp.desc()).limit(self.definition.dataset_cap)
+        ):
+            keys.append((row_id, trace_id, _epoch(updated)))
+            ts_of[trace_id] = _epoch(ts)
+        samples = [
+            (ts_of[trace_id], sample)
+            for trace_id, sample in self._memo.samples(session, keys, _updated_s)
+        ]
         names = [m.name for m in self.dataset]
         for window in self.env.windows:
             start = _epoch(now) - window.seconds
