@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Select, delete, select
+import orjson
+from sqlalchemy import Select, Text, cast, delete, select
 from sqlalchemy import insert as insert_rows
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, decode_outcome, encode_outcome
+from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, encode_outcome
 from collector.jobs.trace_rows import SampleMemo, sample_rows
 from collector.jobs.windows import OVERALL, Group, Window, group_for, group_values
 from collector.store.models import JobOutcome, JobState, MetricResult, Trace
@@ -167,12 +168,14 @@ class IncrementalJob:
     # -- state ----------------------------------------------------------------------------
 
     def _sync(self, session: Session, state: JobState, now: datetime) -> None:
+        # JSON read as text and parsed with orjson: after a restart this loads one row per
+        # trace of the longest window (a million for the UX job at ~100 traces a minute).
         query = select(
             JobOutcome.trace_id,
             JobOutcome.trace_updated_at,
             JobOutcome.ts,
-            JobOutcome.groups,
-            JobOutcome.outcomes,
+            cast(JobOutcome.groups, Text),
+            cast(JobOutcome.outcomes, Text),
         ).where(JobOutcome.job == self.name)
         if not self._loaded:
             query = query.where(JobOutcome.ts >= now - timedelta(seconds=self._longest))
@@ -181,12 +184,18 @@ class IncrementalJob:
             query = query.where(JobOutcome.trace_updated_at > self._watermark - GRACE)
         else:
             query = query.where(JobOutcome.ts >= now - timedelta(seconds=self._longest))
+        columns = self.columns
         for trace_id, updated, ts, groups, outcomes in session.execute(query):
             updated_s = _epoch(updated)
-            if self.columns.is_current(trace_id, updated_s):
+            if columns.is_current(trace_id, updated_s):
                 continue
-            decoded = {m: decode_outcome(v) for m, v in (outcomes or {}).items()}
-            self.columns.put(trace_id, updated_s, _epoch(ts), groups, decoded)
+            columns.put_encoded(
+                trace_id,
+                updated_s,
+                _epoch(ts),
+                orjson.loads(groups) if groups else None,
+                orjson.loads(outcomes) if outcomes else {},
+            )
         if state.watermark is not None and (
             self._watermark is None or state.watermark > self._watermark
         ):
@@ -346,7 +355,6 @@ class IncrementalJob:
     def _dataset_aggregates(
         self, session: Session, now: datetime
     ) -> Iterable[tuple[Window, WindowAggregate]]:
-        from evaluators.runner import evaluate
 
         longest = now - timedelta(seconds=self._longest)
         narrow = self.definition.dataset_candidates or self.definition.candidates
@@ -367,35 +375,44 @@ class IncrementalJob:
             for trace_id, sample in self._memo.samples(session, keys, _updated_s)
         ]
         names = [m.name for m in self.dataset]
+        # `samples` is newest first, so a window's subset is a prefix of it; windows whose
+        # prefixes are equally long (all candidates are recent) share one evaluation.
+        done: dict[int, list[WindowAggregate]] = {}
         for window in self.env.windows:
             start = _epoch(now) - window.seconds
-            subset = [s for ts, s in samples if ts >= start]
-            if not subset:
-                for metric in names:
-                    yield (
-                        window,
-                        WindowAggregate(
-                            OVERALL,
-                            Aggregate(metric, None, 0, skip_reasons={"no traces in window": 0}),
-                        ),
-                    )
+            size = sum(1 for ts, _ in samples if ts >= start)
+            if size not in done:
+                subset = [s for ts, s in samples if ts >= start]
+                done[size] = self._dataset_items(subset, names)
+            for item in done[size]:
+                yield window, item
+
+    def _dataset_items(self, subset: list[Sample], names: list[str]) -> list[WindowAggregate]:
+        from evaluators.runner import evaluate
+
+        if not subset:
+            return [
+                WindowAggregate(
+                    OVERALL, Aggregate(metric, None, 0, skip_reasons={"no traces in window": 0})
+                )
+                for metric in names
+            ]
+        items = []
+        labels = self.env.group_labels if self.definition.dataset_groups else ()
+        first = True
+        for label in labels or (None,):
+            result = evaluate(subset, names, self._ctx(), group_by=label)
+            if first:
+                items += [WindowAggregate(OVERALL, result.aggregates[m]) for m in names]
+                first = False
+            if label is None:
                 continue
-            labels = self.env.group_labels if self.definition.dataset_groups else ()
-            first = True
-            for label in labels or (None,):
-                result = evaluate(subset, names, self._ctx(), group_by=label)
-                if first:
-                    for metric in names:
-                        yield window, WindowAggregate(OVERALL, result.aggregates[metric])
-                    first = False
-                if label is None:
+            for value, aggregates in result.groups.items():
+                if value == "(none)":
                     continue
-                for value, aggregates in result.groups.items():
-                    if value == "(none)":
-                        continue
-                    group = group_for(label, value)
-                    for metric in names:
-                        yield window, WindowAggregate(group, aggregates[metric])
+                group = group_for(label, value)
+                items += [WindowAggregate(group, aggregates[m]) for m in names]
+        return items
 
     # -- output -----------------------------------------------------------------------------
 

@@ -126,17 +126,7 @@ class OutcomeColumns:
         outcomes: Mapping[str, Outcome],
     ) -> None:
         """Add (or replace) the contribution of one trace."""
-        old = self._pos.get(trace_id)
-        if old is not None:
-            self._alive[old] = False
-        self._grow(self._size + 1)
-        row = self._size
-        self._size += 1
-        self._ts[row] = ts
-        self._alive[row] = True
-        for label in self.group_labels:
-            value = (groups or {}).get(label)
-            self._codes[label][row] = -1 if value is None else self._code(label, str(value))
+        row = self._row(trace_id, updated_at, ts, groups)
         for metric, outcome in outcomes.items():
             col = self._metric_index.get(metric)
             if col is None:
@@ -150,11 +140,54 @@ class OutcomeColumns:
             else:
                 self._status[row, col] = FAILED
                 self._reason[row, col] = self._reason_code(outcome.error_type)
+
+    def put_encoded(
+        self,
+        trace_id: str,
+        updated_at: float,
+        ts: float,
+        groups: Mapping[str, str] | None,
+        encoded: Mapping[str, Any],
+    ) -> None:
+        """`put` from the stored JSON form (`encode_outcome`), without building outcomes:
+        loading a job's state after a restart reads one such row per trace in the window."""
+        row = self._row(trace_id, updated_at, ts, groups)
+        for metric, value in encoded.items():
+            col = self._metric_index.get(metric)
+            if col is None:
+                continue
+            if isinstance(value, dict):
+                if "skipped" in value:
+                    self._status[row, col] = SKIPPED
+                    self._reason[row, col] = self._reason_code(str(value["skipped"]))
+                else:
+                    self._status[row, col] = FAILED
+                    self._reason[row, col] = self._reason_code(str(value.get("error", "unknown")))
+            else:
+                self._status[row, col] = SCORE
+                self._values[row, col] = float(value)
+
+    def _row(
+        self, trace_id: str, updated_at: float, ts: float, groups: Mapping[str, str] | None
+    ) -> int:
+        """A fresh row for the trace (its older row, if any, no longer counts)."""
+        old = self._pos.get(trace_id)
+        if old is not None:
+            self._alive[old] = False
+        self._grow(self._size + 1)
+        row = self._size
+        self._size += 1
+        self._ts[row] = ts
+        self._alive[row] = True
+        for label in self.group_labels:
+            value = (groups or {}).get(label)
+            self._codes[label][row] = -1 if value is None else self._code(label, str(value))
         self._pos[trace_id] = row
         self._updated[trace_id] = updated_at
         if len(self._trace_at) <= row:
             self._trace_at.extend([""] * (self._cap - len(self._trace_at)))
         self._trace_at[row] = trace_id
+        return row
 
     def prune(self, before_ts: float) -> int:
         """Drop contributions older than `before_ts`; compact when most rows are dead."""
