@@ -9,13 +9,13 @@ Runs on the session's connection, inside its transaction.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
 import orjson
 import psycopg
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Json, Jsonb
 from sqlalchemy import JSON, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError
@@ -62,19 +62,17 @@ def _pg_insert(
     conflict: tuple[str, ...],
     returning: tuple[str, ...],
 ) -> list[tuple[Any, ...]]:
-    sql, json_flags = _pg_statement(table, columns, conflict, returning)
-    json_positions = [i for i, is_json in enumerate(json_flags) if is_json]
+    sql = _pg_statement(table, columns, conflict, returning)
+    wrappers = _json_wrappers(table, columns)
     dumps = orjson.dumps
     params = []
     for row in rows:
         values = [row[c] for c in columns]
-        for i in json_positions:
+        for i, wrap in wrappers:
             if values[i] is not None:
-                values[i] = Jsonb(values[i], dumps=dumps)
+                values[i] = wrap(values[i], dumps)
         params.append(values)
-    driver = session.connection().connection.driver_connection
-    if driver is None:
-        raise RuntimeError("the session's connection has no driver connection")
+    driver = _driver(session)
     out: list[tuple[Any, ...]] = []
     try:
         with driver.cursor() as cur:
@@ -89,21 +87,94 @@ def _pg_insert(
     return out
 
 
+COPY_CHUNK_BYTES = 256 * 1024
+
+
+def copy_new_rows(
+    session: Session, table: Table, columns: Sequence[str], lines: Iterable[bytes]
+) -> bool:
+    """PostgreSQL: `COPY` rows that should all be new, given as text-format lines
+    (`collector.store.copy_text`) of `columns`, consumed lazily (a generator lets the server
+    insert the first rows while the client still formats the rest).
+
+    Much cheaper than INSERT for the server (no per-row executor, plan or conflict check
+    beyond the unique indexes) and for the client (no parameter binding). Runs inside a
+    savepoint: if any row violates a unique constraint (a concurrent writer stored it
+    after the caller's check), everything this call wrote is rolled back and False is
+    returned, so the caller can fall back to `insert_ignore_returning`. Other errors
+    propagate as `DBAPIError`.
+    """
+    driver = _driver(session)
+    sql = _copy_statement(table, tuple(columns))
+    try:
+        with driver.cursor() as cur:
+            cur.execute("SAVEPOINT ragpulse_copy")
+            try:
+                with cur.copy(sql) as copy:
+                    # stream in chunks: the server inserts one while the next is built
+                    chunk: list[bytes] = []
+                    size = 0
+                    for line in lines:
+                        chunk.append(line)
+                        size += len(line)
+                        if size >= COPY_CHUNK_BYTES:
+                            copy.write(b"".join(chunk))
+                            chunk.clear()
+                            size = 0
+                    if chunk:
+                        copy.write(b"".join(chunk))
+            except psycopg.errors.UniqueViolation:
+                cur.execute("ROLLBACK TO SAVEPOINT ragpulse_copy")
+                cur.execute("RELEASE SAVEPOINT ragpulse_copy")
+                return False
+            cur.execute("RELEASE SAVEPOINT ragpulse_copy")
+    except psycopg.Error as exc:
+        raise DBAPIError.instance(sql, None, exc, psycopg.Error) from exc
+    return True
+
+
+def _driver(session: Session) -> psycopg.Connection[Any]:
+    driver = session.connection().connection.driver_connection
+    if driver is None:
+        raise RuntimeError("the session's connection has no driver connection")
+    return driver  # type: ignore[no-any-return]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@lru_cache(maxsize=64)
+def _json_wrappers(
+    table: Table, columns: tuple[str, ...]
+) -> list[tuple[int, type[Json] | type[Jsonb]]]:
+    """(position, psycopg wrapper) of the JSON columns: Jsonb for jsonb, Json for json."""
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    out: list[tuple[int, type[Json] | type[Jsonb]]] = []
+    for i, name in enumerate(columns):
+        column_type = table.c[name].type
+        if isinstance(column_type, JSON):
+            jsonb = isinstance(column_type.dialect_impl(dialect), postgresql.JSONB)
+            out.append((i, Jsonb if jsonb else Json))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _copy_statement(table: Table, columns: tuple[str, ...]) -> str:
+    return f"COPY {_quote(table.name)} ({', '.join(_quote(c) for c in columns)}) FROM STDIN"
+
+
 @lru_cache(maxsize=64)
 def _pg_statement(
     table: Table,
     columns: tuple[str, ...],
     conflict: tuple[str, ...],
     returning: tuple[str, ...],
-) -> tuple[str, tuple[bool, ...]]:
-    def q(name: str) -> str:
-        return '"' + name.replace('"', '""') + '"'
-
-    json_flags = tuple(isinstance(table.c[c].type, JSON) for c in columns)
-    sql = (
+) -> str:
+    q = _quote
+    return (
         f"INSERT INTO {q(table.name)} ({', '.join(q(c) for c in columns)}) "
         f"VALUES ({', '.join(['%s'] * len(columns))}) "
         f"ON CONFLICT ({', '.join(q(c) for c in conflict)}) DO NOTHING "
         f"RETURNING {', '.join(q(c) for c in returning)}"
     )
-    return sql, json_flags

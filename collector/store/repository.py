@@ -17,7 +17,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from collector.decode.records import TraceRecord
-from collector.store.bulk import insert_ignore_returning, is_postgresql
+from collector.store import copy_text as ct
+from collector.store.bulk import copy_new_rows, insert_ignore_returning, is_postgresql
 from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
 
 TRACES: Table = Trace.__table__  # type: ignore[assignment]
@@ -76,6 +77,73 @@ def trace_row(
     }
 
 
+# column order of `trace_copy_line` (the COPY fast path); spans and feedback stay NULL
+TRACE_COLUMNS = (
+    "trace_id",
+    "timestamp",
+    "received_at",
+    "updated_at",
+    "source",
+    "question",
+    "answer",
+    "contexts",
+    "reference",
+    "relevant_ids",
+    "relevance",
+    "session_id",
+    "user_id",
+    "turn",
+    "judge_decision",
+    "judge_score",
+    "judge_model",
+    "judge_latency_ms",
+    "judge_label",
+    "cache_hit",
+    "cache_similarity",
+    "model",
+    "latency_ms",
+    "usage",
+    "tags",
+    "metadata",
+)
+
+
+def trace_copy_line(rec: TraceRecord, now: bytes) -> bytes:
+    """A new JSON trace as one COPY text line of `TRACE_COLUMNS` (`now`: encoded timestamp)."""
+    judge = rec.judge
+    text, json, number, boolean = ct.text, ct.json, ct.number, ct.boolean
+    return ct.line(
+        (
+            text(rec.trace_id),
+            ct.timestamp(rec.timestamp),
+            now,
+            now,
+            text(rec.source),
+            text(rec.question),
+            text(rec.answer),
+            json([c.to_json() for c in rec.contexts]) if rec.contexts else ct.NULL,
+            text(rec.reference),
+            json(rec.relevant_ids),
+            json(rec.relevance),
+            text(rec.session_id),
+            text(rec.user_id),
+            number(rec.turn),
+            boolean(judge.decision) if judge else ct.NULL,
+            number(judge.score) if judge else ct.NULL,
+            text(judge.model) if judge else ct.NULL,
+            number(judge.latency_ms) if judge else ct.NULL,
+            boolean(rec.judge_label),
+            boolean(rec.cache_hit),
+            number(rec.cache_similarity),
+            text(rec.model),
+            number(rec.latency_ms),
+            json(rec.usage),
+            json(rec.tags),
+            json(rec.metadata),
+        )
+    )
+
+
 def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[TraceRecord]:
     """Insert records not stored yet; return the newly stored ones (the rest are duplicates).
 
@@ -89,6 +157,12 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
     if not unique:
         return []
     now = utcnow()
+    if is_postgresql(session):
+        stamp = ct.timestamp(now)
+        lines = (trace_copy_line(rec, stamp) for rec in unique.values())
+        if copy_new_rows(session, TRACES, TRACE_COLUMNS, lines):
+            return list(unique.values())
+        # a concurrent writer stored some meanwhile: the savepoint undid the COPY
     rows = [trace_row(rec, now) for rec in unique.values()]
     inserted = {
         r[0] for r in insert_ignore_returning(session, TRACES, rows, ["trace_id"], ["trace_id"])
