@@ -26,9 +26,9 @@ from typing import Any
 import orjson
 from sqlalchemy import Select, Text, cast, delete, select
 from sqlalchemy import insert as insert_rows
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, encode_outcome
 from collector.jobs.trace_rows import SampleMemo, sample_rows
 from collector.jobs.windows import OVERALL, Group, Window, group_for, group_values
@@ -246,7 +246,7 @@ class IncrementalJob:
                     "outcomes": {m: encode_outcome(o) for m, o in per_trace.items()},
                 }
             )
-        self._upsert(session, records)
+        upsert_outcomes(session, records)
         latest = max(r.updated_at for r in rows)
         if self._watermark is None or latest > self._watermark:
             self._watermark = latest
@@ -292,26 +292,6 @@ class IncrementalJob:
             if trace_id not in fresh
         ]
         return [sample for _, sample in self._memo.samples(session, keys, _updated_s)]
-
-    def _upsert(self, session: Session, records: list[dict[str, Any]]) -> None:
-        if not records:
-            return
-        dialect = session.get_bind().dialect.name
-        insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-        stmt = insert(JobOutcome)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["job", "trace_id"],
-            set_={
-                "trace_updated_at": stmt.excluded.trace_updated_at,
-                "ts": stmt.excluded.ts,
-                "groups": stmt.excluded.groups,
-                "outcomes": stmt.excluded.outcomes,
-            },
-        )
-        # One cached statement, executed for many parameter sets (psycopg pipelines
-        # them); a multi-row VALUES would be re-compiled for every chunk.
-        for start in range(0, len(records), _CHUNK * 10):
-            session.execute(stmt, records[start : start + _CHUNK * 10])
 
     def _ctx(self) -> EvalContext:
         return EvalContext(
