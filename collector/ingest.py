@@ -95,6 +95,14 @@ class _Decoded:
     dead: list[DeadLetterRow] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class DecodedBatch:
+    """A decoded batch ready for `Ingestor.store`."""
+
+    decoded: _Decoded
+    counts: BatchResult
+
+
 class Ingestor:
     """Decodes and stores batches; holds only configuration (no connections, no I/O)."""
 
@@ -108,8 +116,23 @@ class Ingestor:
 
     def ingest_batch(self, session: Session, messages: Sequence[RawMessage]) -> BatchResult:
         """Store one batch inside `session` without committing; return what happened."""
+        return self.store(session, self.decode(messages))
+
+    def decode(self, messages: Sequence[RawMessage]) -> DecodedBatch:
+        """Decode and validate a batch (pure CPU, no I/O); bad messages become dead letters.
+
+        Separate from `store` so the consumer can decode batch N+1 while batch N is being
+        written on another thread.
+        """
         result = BatchResult()
-        decoded = self._decode(messages, result)
+        return DecodedBatch(self._decode(messages, result), result)
+
+    def store(self, session: Session, batch: DecodedBatch) -> BatchResult:
+        """Write a decoded batch inside `session` without committing; return what happened."""
+        decoded = batch.decoded
+        result = BatchResult(
+            consumed=batch.counts.consumed, consumed_by_topic=dict(batch.counts.consumed_by_topic)
+        )
 
         insert_dead_letters(session, decoded.dead)
         invalid = Counter(d.reason for d in decoded.dead)

@@ -32,7 +32,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.ingest import BatchResult, Ingestor, RawMessage
+from collector.ingest import BatchResult, DecodedBatch, Ingestor, RawMessage
 from collector.kafka.producer import kafka_security_options
 from collector.kafka.stats import ConsumerStats
 from collector.settings import KafkaSettings
@@ -171,6 +171,7 @@ class TraceConsumer:
                     timeout_ms=self.kafka.poll_timeout_ms, max_records=self.kafka.max_poll_records
                 )
                 now = time.monotonic()
+                batch = self._decode(records) if records else None
                 if inflight is not None:
                     result = self._finish(consumer, inflight, records, stop)
                     inflight = None
@@ -179,8 +180,10 @@ class TraceConsumer:
                     totals.add(result)
                 if records:
                     last_message = now
-                    messages = to_raw_messages(records)
-                    inflight = _InFlight(pool.submit(self._store, messages), records, len(messages))
+                    messages, decoded = batch if batch is not None else ([], None)
+                    inflight = _InFlight(
+                        pool.submit(self._store, messages, decoded), records, len(messages)
+                    )
                     self._refresh_lag(consumer, force=False)
                     continue
                 self._refresh_lag(consumer, force=False)
@@ -284,10 +287,24 @@ class TraceConsumer:
         if stop.is_set():
             logger.info("stop requested while a batch waits; its offsets stay uncommitted")
 
-    def _store(self, messages: Sequence[RawMessage]) -> BatchResult:
+    def _decode(
+        self, records: Mapping[Any, Sequence[Any]]
+    ) -> tuple[list[RawMessage], DecodedBatch | None]:
+        """Decode on the polling thread, overlapping the write of the batch before; an
+        unexpected failure leaves decoding to `_store`, whose errors take the retry path."""
+        messages = to_raw_messages(records)
+        try:
+            return messages, self.ingestor.decode(messages)
+        except Exception:
+            return messages, None
+
+    def _store(self, messages: Sequence[RawMessage], decoded: DecodedBatch | None) -> BatchResult:
         session = self.session_factory()
         try:
-            result = self.ingestor.ingest_batch(session, messages)
+            if decoded is None:
+                result = self.ingestor.ingest_batch(session, messages)
+            else:
+                result = self.ingestor.store(session, decoded)
             session.commit()
             return result
         except BaseException:

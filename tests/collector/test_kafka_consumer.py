@@ -387,11 +387,17 @@ class _FailsOnce:
         self.inner = inner
         self.calls = 0
 
-    def ingest_batch(self, session: Any, messages: Any) -> Any:
+    def decode(self, messages: Any) -> Any:
+        return self.inner.decode(messages)
+
+    def store(self, session: Any, decoded: Any) -> Any:
         self.calls += 1
         if self.calls == 1:
             raise RuntimeError("simulated bug in a batch")
-        return self.inner.ingest_batch(session, messages)
+        return self.inner.store(session, decoded)
+
+    def ingest_batch(self, session: Any, messages: Any) -> Any:
+        return self.store(session, self.decode(messages))
 
 
 def test_any_other_batch_failure_is_logged_counted_and_retried(
