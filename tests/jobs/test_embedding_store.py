@@ -147,3 +147,13 @@ def test_real_model_vectors_round_trip(store: SqlEmbeddingStore, embedder: Embed
     assert counting.texts == 0
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(np.linalg.norm(second, axis=1), 1.0, rtol=1e-5)
+
+
+def test_the_first_encode_freezes_what_the_model_loaded() -> None:
+    import gc
+
+    from collector.jobs.embeddings import freeze_long_lived
+
+    RecentEmbeddings(VectorEmbedder(VECTORS)).encode(["a"])
+    assert gc.get_freeze_count() > 0
+    assert freeze_long_lived() is False  # once per process
