@@ -12,12 +12,18 @@
    computed by the evaluators: a real warm-up over 1M traces would have to encode 1M
    questions with MiniLM (see the measured encode rate in the output: hours on 2 cores).
    The timed part does not depend on those values, only on how many rows there are.
-   Then one untimed run of the non-judge jobs loads that state into memory (the scheduler
-   is a long-lived process; its time is reported as the first run after a restart),
-   `--new` traces arrive (COPY), and ONE incremental run of all non-judge jobs
+   Earlier runs would also have left the vectors of what they encoded in the `embeddings`
+   table; the benchmark computes, with the real model, those the timed runs read (the
+   distinct questions and answers of the last 90 minutes of earlier traces and the
+   questions of the newest 1,000 benchmark-sampled ones) and stores them the way a run
+   does; older texts are read by no run and are not encoded.
+   Then the process "restarts" (empty in-memory caches): the first run of the non-judge
+   jobs loads the state (timed and reported as the first run after a restart), `--new`
+   traces arrive (COPY), and ONE incremental run of all non-judge jobs
    (real_users_benchmark, judge_pipeline, ux, text_quality, embedding_quality) is timed
-   with the real offline MiniLM model. Beside it: one batched encode of the new questions
-   (fresh model call, no cache), which the UX job cannot avoid. Target: <= 10 s.
+   with the real offline MiniLM model, per job split into encoder time and the rest.
+   Beside it: one batched encode of the new questions (fresh model call, no cache), which
+   the UX job cannot avoid. Target: <= 10 s.
 2. Scrape. `--series` quality series (4 families x series/4 points: metric x window x
    tenant) in the exporter's in-memory cache, timed with `generate_latest` (median of 21),
    against building the same families from `metric_results` on each scrape (4 stored runs
@@ -399,24 +405,100 @@ def seed_job_state(url: str, facts: list[Facts], settings: Settings) -> dict[str
 
 
 @dataclass
+class JobRun:
+    """One job's run and what the shared embedder did during it."""
+
+    report: JobReport
+    encoded: int
+    encode_s: float
+    loaded: int
+    store_s: float
+
+
+@dataclass
 class JobFigures:
     traces: int
     new: int
     load_s: float
     seed_s: float
+    seeded_texts: int
+    seed_encode_s: float
     first_run_s: float
-    first_reports: list[JobReport]
+    first: list[JobRun]
     encode_s: float
     encode_n: int
     run_s: float
-    reports: list[JobReport]
-    encoded_in_run: int
-    encode_in_run_s: float
+    runs: list[JobRun]
     distinct_new: int
     outcome_rows: dict[str, int]
+    stored_embeddings: int
+
+    @property
+    def encoded_in_run(self) -> int:
+        return sum(r.encoded for r in self.runs)
+
+    @property
+    def encode_in_run_s(self) -> float:
+        return sum(r.encode_s for r in self.runs)
+
+
+def run_jobs(runner: Any, embedder: RecentEmbeddings) -> tuple[float, list[JobRun]]:
+    """Run the non-judge jobs one after the other (as `run_many` does), noting per job what
+    the shared embedder encoded and read from the embeddings table."""
+    runs = []
+    started = time.perf_counter()
+    for name in NON_JUDGE:
+        before = (embedder.encoded, embedder.encode_s, embedder.loaded, embedder.store_s)
+        report = runner.run(name)
+        runs.append(
+            JobRun(
+                report,
+                embedder.encoded - before[0],
+                embedder.encode_s - before[1],
+                embedder.loaded - before[2],
+                embedder.store_s - before[3],
+            )
+        )
+    total = time.perf_counter() - started
+    _check([r.report for r in runs])
+    return total, runs
+
+
+def earlier_texts(engine: Engine, since: datetime, benchmark_questions: int) -> list[str]:
+    """Distinct texts the jobs' earlier runs would have encoded and stored, as far as the
+    timed runs read them: questions and answers of the earlier traces since `since` (the
+    UX look-back of the new traces and the recent session candidates of the UX dataset
+    metrics) and the questions of the newest `benchmark_questions` benchmark-sampled
+    traces (embedding_quality's dataset candidates)."""
+    from sqlalchemy import select
+
+    from collector.store.models import SampleRecord, Trace
+
+    with make_session_factory(engine)() as session:
+        texts: dict[str, None] = {}
+        for question, answer in session.execute(
+            select(Trace.question, Trace.answer).where(Trace.timestamp >= since)
+        ):
+            texts[question] = None
+            if answer:
+                texts[answer] = None
+        for (question,) in session.execute(
+            select(Trace.question)
+            .join(
+                SampleRecord,
+                (SampleRecord.trace_id == Trace.trace_id)
+                & (SampleRecord.purpose == "real_users_benchmark"),
+            )
+            .order_by(Trace.timestamp.desc())
+            .limit(benchmark_questions)
+        ):
+            texts[question] = None
+    return list(texts)
 
 
 def bench_jobs(url: str, settings: Settings, traces: int, new: int) -> JobFigures:
+    from collector.store.embeddings import SqlEmbeddingStore
+
     now = datetime.now(UTC)
     earlier_end = now - timedelta(minutes=10)
     started = time.perf_counter()
@@ -433,15 +515,25 @@ def bench_jobs(url: str, settings: Settings, traces: int, new: int) -> JobFigure
 
     engine = make_engine(url)
     try:
+        store = SqlEmbeddingStore(make_session_factory(engine))
         inner = make_embedder(settings)
         inner.encode(["model warm-up"])
-        embedder = RecentEmbeddings(inner)
+        # Earlier runs stored the vectors of what they encoded; compute those the timed
+        # runs read, with the real model, and store them the way a run does.
+        since = now - timedelta(seconds=settings.ux.cache_lookback_s) - timedelta(minutes=30)
+        texts = earlier_texts(engine, since, 1000)
+        seeding = RecentEmbeddings(inner, store=store)
+        seeding.encode(texts)
+        print(
+            f"seeded {len(texts):,} embeddings of earlier texts in {seeding.encode_s:.1f}s",
+            flush=True,
+        )
+
+        # A restart: empty memory, the embeddings table as earlier runs left it.
+        embedder = RecentEmbeddings(inner, settings.embeddings.cache_texts, store=store)
         env = job_environment(settings, engine, results=ResultsCache(), embedder=embedder)
         runner = build_runner(settings, engine, env, names=NON_JUDGE)
-        started = time.perf_counter()
-        first = runner.run_many()
-        first_run_s = time.perf_counter() - started
-        _check(first)
+        first_run_s, first = run_jobs(runner, embedder)
         print(f"first run after start-up (loads the state) {first_run_s:.1f}s", flush=True)
 
         arrive = datetime.now(UTC)
@@ -460,13 +552,9 @@ def bench_jobs(url: str, settings: Settings, traces: int, new: int) -> JobFigure
         encode_s = time.perf_counter() - started
         print(f"one batched encode of {len(questions):,} new questions {encode_s:.1f}s", flush=True)
 
-        encoded_before = embedder.encoded
-        encode_s_before = embedder.encode_s
-        started = time.perf_counter()
-        reports = runner.run_many()
-        run_s = time.perf_counter() - started
-        _check(reports)
+        run_s, runs = run_jobs(runner, embedder)
         print(f"incremental run of {', '.join(NON_JUDGE)}: {run_s:.1f}s", flush=True)
+        stored = store.count()
     finally:
         engine.dispose()
     return JobFigures(
@@ -474,16 +562,17 @@ def bench_jobs(url: str, settings: Settings, traces: int, new: int) -> JobFigure
         new,
         load_s,
         seed_s,
+        len(texts),
+        seeding.encode_s,
         first_run_s,
         first,
         encode_s,
         len(questions),
         run_s,
-        reports,
-        embedder.encoded - encoded_before,
-        embedder.encode_s - encode_s_before,
+        runs,
         len(set(questions)),
         outcome_rows,
+        stored,
     )
 
 
@@ -689,6 +778,71 @@ def bench_scrape(series: int, settings: Settings, repeat: int = 21) -> ScrapeFig
 # ---------------------------------------------------------------------------- report
 
 
+def job_lines(jobs: JobFigures) -> list[str]:
+    first = {r.report.job: r for r in jobs.first}
+    non_emb = jobs.run_s - jobs.encode_in_run_s
+    rate = jobs.encoded_in_run / jobs.encode_in_run_s if jobs.encode_in_run_s else 0.0
+    lines = [
+        f"Jobs: {jobs.traces:,} stored traces over 7 days (COPY: {jobs.load_s:.0f} s), "
+        f"job state of earlier runs seeded as described in the module docstring "
+        f"({', '.join(f'{k} {v:,}' for k, v in jobs.outcome_rows.items())} job_outcomes "
+        f"rows, {jobs.seed_s:.0f} s). The embeddings table holds what earlier runs would "
+        f"have stored and the timed runs read: real MiniLM vectors of the "
+        f"{jobs.seeded_texts:,} distinct questions and answers of the earlier traces of the "
+        "last 90 minutes and the questions of the newest 1,000 benchmark-sampled traces "
+        f"(encoded in {jobs.seed_encode_s:.0f} s, "
+        f"{jobs.seeded_texts / max(jobs.seed_encode_s, 1e-9):.0f} texts/s); older texts are "
+        "read by no run and were not encoded. Then a restart (empty memory) and the first "
+        f"run, then {jobs.new:,} new traces and one incremental run of all non-judge jobs "
+        f"with the real MiniLM model on CPU ({jobs.stored_embeddings:,} vectors stored at "
+        "the end).",
+        "",
+        "| job | first run after restart (loads state, no new traces) | incremental run, "
+        "new traces | of which embedding (texts encoded) | of which the rest | new/updated "
+        "evaluated |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for run in jobs.runs:
+        r = run.report
+        f = first[r.job]
+        lines.append(
+            f"| {r.job} | {f.report.seconds:.2f} s ({f.encoded:,} encoded, {f.loaded:,} read) "
+            f"| {r.seconds:.2f} s | {run.encode_s:.2f} s ({run.encoded:,}) "
+            f"| {r.seconds - run.encode_s:.2f} s | {r.new_traces:,} |"
+        )
+    verdict = "met" if jobs.run_s <= 10.0 else "MISSED"
+    lines += [
+        f"| **all non-judge jobs** | {jobs.first_run_s:.2f} s | **{jobs.run_s:.2f} s** | "
+        f"**{jobs.encode_in_run_s:.2f} s** ({jobs.encoded_in_run:,}) | **{non_emb:.2f} s** | |",
+        "",
+        f"- One batched encode of the {jobs.encode_n:,} new questions alone (MiniLM, "
+        f"fresh model call, no cache; {jobs.distinct_new:,} distinct texts after the "
+        f"embedder's de-duplication — repeated help-desk questions): "
+        f"**{jobs.encode_s:.2f} s** ({jobs.distinct_new / jobs.encode_s:.0f} texts/s).",
+        f"- In the timed run the jobs encoded {jobs.encoded_in_run:,} texts (new questions "
+        f"and answers/references not stored yet) in {jobs.encode_in_run_s:.2f} s "
+        f"({rate:.0f} texts/s); everything else (SQL, mapping, metrics, aggregation, "
+        f"embedding-table reads and writes {sum(r.store_s for r in jobs.runs):.2f} s, "
+        f"result writes) took **{non_emb:.2f} s**.",
+        f"- Target <= 10 s: **{verdict}**"
+        + (
+            ""
+            if jobs.run_s <= 10.0
+            else f" — the non-embedding part ({non_emb:.1f} s) is "
+            f"{'within' if non_emb <= 10 else 'over'} the budget, but embedding "
+            f"{jobs.encoded_in_run:,} new texts at the measured {rate:.0f} texts/s takes "
+            f"{jobs.encode_in_run_s:.1f} s on this shared 2-core CPU (MiniLM on CPU is the "
+            "bound: ONNX runtime was not faster; int8 quantization was 1.4x faster but "
+            "its vectors' cosine to the float32 ones fell to 0.94, so it is not used). "
+            "10,000 new traces fit into 10 s "
+            f"here only if at most ~{max(0.0, 10.0 - non_emb) * rate:,.0f} of their texts "
+            "are new to the model."
+        ),
+        "",
+    ]
+    return lines
+
+
 def render(jobs: JobFigures | None, scrape: ScrapeFigures | None, command: str) -> str:
     load = os.getloadavg()[0]
     lines = [
@@ -700,48 +854,7 @@ def render(jobs: JobFigures | None, scrape: ScrapeFigures | None, command: str) 
         "",
     ]
     if jobs is not None:
-        per_job = {r.job: r for r in jobs.reports}
-        first = {r.job: r for r in jobs.first_reports}
-        lines += [
-            f"Jobs: {jobs.traces:,} stored traces over 7 days (COPY: {jobs.load_s:.0f} s), "
-            f"job state of earlier runs seeded as described in the module docstring "
-            f"({', '.join(f'{k} {v:,}' for k, v in jobs.outcome_rows.items())} job_outcomes "
-            f"rows, {jobs.seed_s:.0f} s), then {jobs.new:,} new traces and one incremental "
-            "run of all non-judge jobs with the real MiniLM model on CPU.",
-            "",
-            "| job | first run after start-up (loads state, no new traces) | "
-            "incremental run, new traces | new/updated evaluated |",
-            "| --- | ---: | ---: | ---: |",
-        ]
-        for name in NON_JUDGE:
-            r = per_job[name]
-            lines.append(
-                f"| {name} | {first[name].seconds:.2f} s | {r.seconds:.2f} s | {r.new_traces:,} |"
-            )
-        verdict = "met" if jobs.run_s <= 10.0 else "MISSED"
-        lines += [
-            f"| **all non-judge jobs** | {jobs.first_run_s:.2f} s | **{jobs.run_s:.2f} s** | |",
-            "",
-            f"- One batched encode of the {jobs.encode_n:,} new questions alone (MiniLM, "
-            f"fresh model call, no cache; {jobs.distinct_new:,} distinct texts after the "
-            f"embedder's de-duplication — repeated help-desk questions): "
-            f"**{jobs.encode_s:.2f} s** ({jobs.distinct_new / jobs.encode_s:.0f} texts/s).",
-            f"- In the timed run the jobs encoded {jobs.encoded_in_run:,} texts (new questions, "
-            "look-back questions, answers and references not in the cross-run cache) in "
-            f"{jobs.encode_in_run_s:.2f} s; everything else (SQL, mapping, metrics, "
-            f"aggregation, writes) took {jobs.run_s - jobs.encode_in_run_s:.2f} s.",
-            f"- Target <= 10 s: **{verdict}**"
-            + (
-                ""
-                if jobs.run_s <= 10.0
-                else f" — embedding alone takes {jobs.encode_in_run_s:.1f} s of the run on "
-                "this shared 2-core CPU (the standalone encode above confirms the rate), so "
-                "10,000 new questions cannot be embedded within 10 s here; the non-embedding "
-                f"part of the run ({jobs.run_s - jobs.encode_in_run_s:.1f} s) is "
-                f"{'within' if jobs.run_s - jobs.encode_in_run_s <= 10 else 'over'} the budget."
-            ),
-            "",
-        ]
+        lines += job_lines(jobs)
     if scrape is not None:
         ratio = scrape.database_ms / scrape.cache_ms if scrape.cache_ms else float("inf")
         ok = scrape.cache_ms <= 200.0 and ratio >= 5.0
