@@ -73,7 +73,7 @@ class KafkaSettings(_Group):
     otlp_encoding: Literal["otlp_proto", "otlp_json"] = "otlp_proto"
     group_id: str = "ragpulse"
     client_id: str = "ragpulse"
-    max_poll_records: int = Field(2000, ge=1)
+    max_poll_records: int = Field(5000, ge=1)
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     session_timeout_ms: int = Field(10_000, ge=1000)
     poll_timeout_ms: int = Field(500, ge=1)
