@@ -153,6 +153,10 @@ class IncrementalJob:
             state = session.get(JobState, self.name) or JobState(job=self.name)
             self._sync(session, state, now)
             new = self._evaluate_new(session, now)
+            # Commit the per-trace outcomes (idempotent upserts) before aggregating: dataset
+            # metrics may embed for minutes, and on SQLite an open write transaction would
+            # block the consumer and the embedding store for all that time.
+            session.commit()
             self.columns.prune(_epoch(now) - self._longest)
             points = self._aggregate(session, now, changed=bool(new))
             written = self._write(session, now, points)
