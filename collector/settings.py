@@ -138,9 +138,11 @@ class EmbeddingSettings(_Group):
     cache_texts: int = Field(50_000, ge=1)
     """Texts whose vectors the jobs keep in memory (least recently used dropped first);
     each costs dim x 4 bytes plus the text (384-dim MiniLM: 50,000 texts ~ 80 MB)."""
-    persist: bool = True
+    persist: bool | None = None
     """Keep the jobs' vectors in the `embeddings` table too, so a restart reads them back
-    instead of re-encoding the look-back (one bulk read and write per evaluation)."""
+    instead of re-encoding the look-back (one bulk read and write per evaluation).
+    Default (unset): on for PostgreSQL, off for SQLite, whose single writer the consumer
+    needs (with it on, SQLite writes stalled into 'database is locked')."""
     retention: str = "30d"
     """Stored vectors older than this are deleted (hourly); a text still in use is then
     encoded once more."""

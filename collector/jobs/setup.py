@@ -45,7 +45,11 @@ def shared_embedder(
         return RecentEmbeddings(embedder)
     cfg = settings.embeddings
     store = None
-    if cfg.persist and session_factory is not None:
+    persist = cfg.persist
+    if persist is None and session_factory is not None:
+        bind = session_factory.kw.get("bind")
+        persist = bind is not None and bind.dialect.name == "postgresql"
+    if persist and session_factory is not None:
         from collector.store.embeddings import SqlEmbeddingStore
 
         store = SqlEmbeddingStore(session_factory)

@@ -121,8 +121,15 @@ def test_a_failing_store_falls_back_to_encoding() -> None:
 def test_settings_wire_the_store(engine: Engine) -> None:
     env = job_environment(load_settings(), engine, embedder=VectorEmbedder(VECTORS), judge=None)
     assert isinstance(env.embedder, RecentEmbeddings)
-    assert isinstance(env.embedder.store, SqlEmbeddingStore)
     assert env.embedder.max_texts == 50_000
+    # default: persisted on PostgreSQL; SQLite keeps its single writer for the consumer
+    if engine.dialect.name == "postgresql":
+        assert isinstance(env.embedder.store, SqlEmbeddingStore)
+    else:
+        assert env.embedder.store is None
+    on = load_settings(embeddings={"persist": True})
+    env = job_environment(on, engine, embedder=VectorEmbedder(VECTORS), judge=None)
+    assert isinstance(env.embedder.store, SqlEmbeddingStore)
     off = load_settings(embeddings={"persist": False, "cache_texts": 10})
     env = job_environment(off, engine, embedder=VectorEmbedder(VECTORS), judge=None)
     assert env.embedder.store is None and env.embedder.max_texts == 10
