@@ -12,17 +12,15 @@ bootstrap converges to it, at a fraction of the cost).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from collector.jobs.windows import OVERALL, Group, group_for
-from evaluators.aggregate import Z_95, Aggregate, bootstrap_ci, wilson_interval
+from evaluators.aggregate import Aggregate, aggregate_scores
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.signature import Signature
 
@@ -273,27 +271,15 @@ def summarize(
     skip_reasons: Mapping[str, int],
     error_types: Mapping[str, int],
 ) -> Aggregate:
-    """Value, n and 95% CI of scored values (the same intervals as `aggregate_outcomes`)."""
-    n = int(scored.size)
-    value = lo = hi = None
-    if n:
-        value = float(scored.mean())
-        if proportion:
-            lo, hi = wilson_interval(float(np.clip(scored, 0.0, 1.0).sum()), n)
-        elif n <= BOOTSTRAP_MAX_N:
-            lo, hi = bootstrap_ci(scored, seed)
-        else:
-            half = Z_95 * float(scored.std(ddof=1)) / math.sqrt(n)
-            lo, hi = value - half, value + half
-    return Aggregate(
-        metric=metric,
-        value=value,
-        n=n,
-        ci_lower=lo,
-        ci_upper=hi,
-        skipped=sum(skip_reasons.values()),
-        errors=sum(error_types.values()),
-        skip_reasons=MappingProxyType(dict(skip_reasons)),
-        error_types=MappingProxyType(dict(error_types)),
+    """Value, n and 95% CI of scored values (the evaluators' intervals, with the normal
+    approximation above `BOOTSTRAP_MAX_N` values)."""
+    return aggregate_scores(
+        metric,
+        scored,
+        proportion=proportion,
+        seed=seed,
         signature=signature,
+        skip_reasons=skip_reasons,
+        error_types=error_types,
+        bootstrap_max_n=BOOTSTRAP_MAX_N,
     )
