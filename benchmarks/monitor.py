@@ -57,6 +57,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
+from collector.jobs import embedding_quality, judge_pipeline, real_users_benchmark, text_quality, ux
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobReport
 from collector.jobs.scheduler import JOB_NAMES, JUDGE_JOBS, build_runner
@@ -593,32 +594,13 @@ def _new_questions(engine: Engine, trace_ids: list[str]) -> list[str]:
 
 # ---------------------------------------------------------------------------- scrape
 
+# The quality metrics the non-judge jobs publish, as the jobs define them.
 METRICS = (
-    "hit_rate@1",
-    "hit_rate@5",
-    "hit_rate@10",
-    "mrr",
-    "ndcg@5",
-    "ndcg@10",
-    "recall@5",
-    "recall@10",
-    "precision@5",
-    "precision@10",
-    "judge_accuracy",
-    "judge_precision",
-    "judge_recall",
-    "judge_f1",
-    "judge_latency_ms",
-    "cache_hit_rate",
-    "cache_hit_rate_actual",
-    "context_preservation",
-    "multi_turn_consistency",
-    "rouge1_f",
-    "rouge2_f",
-    "rougeL_f",
-    "bleu",
-    "semantic_similarity",
-    "silhouette",
+    *real_users_benchmark.METRICS,
+    *judge_pipeline.METRICS,
+    *ux.METRICS,
+    *text_quality.METRICS,
+    *embedding_quality.METRICS,
 )
 WINDOWS = ("1h", "24h", "7d")
 
