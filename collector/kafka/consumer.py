@@ -33,6 +33,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, Opera
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.ingest import BatchResult, DecodedBatch, Ingestor, RawMessage
+from collector.kafka.idle import IdleClock
 from collector.kafka.producer import kafka_security_options
 from collector.kafka.stats import ConsumerStats
 from collector.settings import KafkaSettings
@@ -115,10 +116,13 @@ def first_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
 
 @dataclass(frozen=True)
 class _InFlight:
-    """A batch being stored on the worker thread."""
+    """A batch being stored on the worker thread: its future and, per partition, the first
+    offset (to rewind to on failure) and the next one (to commit on success). The polled
+    records themselves are not kept: their values are dropped once decoded."""
 
     future: Future[BatchResult]
-    records: Mapping[Any, Sequence[Any]]
+    first: dict[Any, int]
+    next: dict[Any, int]
     size: int
 
 
@@ -148,7 +152,8 @@ class TraceConsumer:
 
     def run(self, stop: threading.Event, idle_timeout_s: float | None = None) -> BatchResult:
         """Consume until `stop` is set, or, with `idle_timeout_s`, until no message arrived
-        for that long once partitions were assigned. Returns the totals of this run."""
+        for that long while holding the same partitions (see `IdleClock`). Returns the
+        totals of this run."""
         from kafka.errors import KafkaError
 
         totals = BatchResult()
@@ -158,7 +163,10 @@ class TraceConsumer:
             servers = ",".join(self.kafka.bootstrap_servers)
             raise KafkaUnavailableError(f"cannot reach Kafka at {servers}: {exc}") from exc
         started = time.monotonic()
-        last_message: float | None = None
+        idle = None
+        if idle_timeout_s is not None:
+            join_limit = idle_timeout_s + self.kafka.max_poll_interval_ms / 1000 + 10
+            idle = IdleClock(idle_timeout_s, join_limit, started)
         warned_unassigned = False
         # One batch is stored on a worker thread while the next one is polled here, so
         # fetching overlaps the database write; the consumer is only touched on this
@@ -176,35 +184,36 @@ class TraceConsumer:
                     result = self._finish(consumer, inflight, records, stop)
                     inflight = None
                     if result is None:  # failed: this poll's records were rewound too
+                        if idle is not None:
+                            idle.activity(time.monotonic())
                         continue
                     totals.add(result)
                 if records:
-                    last_message = now
+                    if idle is not None:
+                        idle.activity(now)
                     messages, decoded = batch if batch is not None else ([], None)
+                    # Raw values are needed again only if decoding failed; dropping them
+                    # here keeps one batch's bytes in memory, not two.
+                    future = pool.submit(self._store, messages if decoded is None else [], decoded)
                     inflight = _InFlight(
-                        pool.submit(self._store, messages, decoded), records, len(messages)
+                        future, first_offsets(records), next_offsets(records), len(messages)
                     )
+                    del batch, messages, decoded, records
                     self._refresh_lag(consumer, force=False)
                     continue
                 self._refresh_lag(consumer, force=False)
-                if consumer.assignment():
-                    if last_message is None:
-                        last_message = now  # idle time counts from the first assignment
-                elif not warned_unassigned and now - started > 30:
+                assignment = consumer.assignment()
+                if not assignment and not warned_unassigned and now - started > 30:
                     warned_unassigned = True
                     logger.warning(
                         "no partition assigned after %.0fs: do the topics %s exist?",
                         now - started,
                         ",".join(self.kafka.topics),
                     )
-                if idle_timeout_s is not None:
-                    if last_message is not None and now - last_message >= idle_timeout_s:
-                        logger.info("no message for %.1fs: stopping", idle_timeout_s)
-                        break
-                    join_limit = idle_timeout_s + self.kafka.max_poll_interval_ms / 1000 + 10
-                    if last_message is None and now - started >= join_limit:
-                        logger.warning("no partition assigned after %.0fs: stopping", join_limit)
-                        break
+                reason = idle.stop_reason(assignment, now) if idle is not None else None
+                if reason is not None:
+                    logger.info("%s: stopping", reason)
+                    break
             if inflight is not None:  # stopping: the batch in hand is finished and committed
                 result = self._finish(consumer, inflight, {}, stop)
                 if result is not None:
@@ -229,10 +238,10 @@ class TraceConsumer:
             result = inflight.future.result()
         except Exception as exc:
             self._failed(exc, inflight.size)
-            self._rewind_and_wait(consumer, [inflight.records, polled], stop)
+            self._rewind_and_wait(consumer, [inflight.first, first_offsets(polled)], stop)
             return None
         self._delay_s = self._retry_initial_s
-        self._commit_offsets(consumer, inflight.records)
+        self._commit_offsets(consumer, inflight.next)
         self.stats.record(result)
         self.batches += 1
         return result
@@ -254,7 +263,7 @@ class TraceConsumer:
     def _rewind_and_wait(
         self,
         consumer: Any,
-        batches: Sequence[Mapping[Any, Sequence[Any]]],
+        starts: Sequence[Mapping[Any, int]],
         stop: threading.Event,
     ) -> None:
         """Seek every partition of the failed batches back to its first record, then wait
@@ -265,8 +274,8 @@ class TraceConsumer:
         partition with such a buffer left it stalled (kafka-python 3.0.12).
         """
         rewind: dict[Any, int] = {}
-        for records in batches:
-            for tp, offset in first_offsets(records).items():
+        for start in starts:
+            for tp, offset in start.items():
                 rewind[tp] = min(offset, rewind.get(tp, offset))
         for tp, offset in rewind.items():
             if tp in consumer.assignment():
@@ -313,13 +322,11 @@ class TraceConsumer:
         finally:
             _close_quietly(session)
 
-    def _commit_offsets(self, consumer: Any, records: Mapping[Any, Sequence[Any]]) -> None:
+    def _commit_offsets(self, consumer: Any, next_offsets: Mapping[Any, int]) -> None:
         from kafka.errors import KafkaError
         from kafka.structs import OffsetAndMetadata
 
-        offsets = {
-            tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets(records).items()
-        }
+        offsets = {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in next_offsets.items()}
         try:
             consumer.commit(offsets)
         except KafkaError as exc:
