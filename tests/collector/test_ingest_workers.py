@@ -1,0 +1,123 @@
+"""`ragpulse ingest --workers N`: several consumer processes in one group, one summary.
+
+Real broker, real PostgreSQL, real processes: every produced trace is stored exactly once
+and every offset committed whether the workers stop by going idle or by SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+
+from collector.kafka.workers import (
+    WorkerFailedError,
+    WorkerResult,
+    _parse_summary,
+    combined_summary,
+    sum_summaries,
+    worker_command,
+)
+from tests.collector.test_kafka_consumer import _committed, _produce, _ragpulse, _scalar
+from tests.collector.traces import trace_bytes
+from tests.fixtures.broker import KafkaTopics
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_summaries_are_summed_key_by_key() -> None:
+    a = {"consumed": 3, "stored": 2, "duplicates": 1, "invalid": 0, "sampled": 1}
+    b = {"consumed": 5, "stored": 4, "duplicates": 0, "invalid": 1, "sampled": 2}
+    assert sum_summaries([a, b]) == {
+        "consumed": 8,
+        "stored": 6,
+        "duplicates": 1,
+        "invalid": 1,
+        "sampled": 3,
+    }
+
+
+def test_a_summary_is_the_last_json_line_with_every_key() -> None:
+    good = b'{"consumed": 1, "stored": 1, "duplicates": 0, "invalid": 0, "sampled": 0}'
+    assert _parse_summary(b"noise\n" + good + b"\n") == json.loads(good)
+    assert _parse_summary(b'{"consumed": 1}\n') is None
+    assert _parse_summary(b"") is None
+
+
+def test_a_failed_worker_is_named() -> None:
+    ok = {"consumed": 1, "stored": 1, "duplicates": 0, "invalid": 0, "sampled": 0}
+    results = [WorkerResult(0, 0, ok), WorkerResult(1, 1, None), WorkerResult(2, 0, None)]
+    with pytest.raises(WorkerFailedError, match="2 of 3 workers failed: worker 2 exited with 1"):
+        combined_summary(results)
+
+
+def test_worker_command_passes_the_config_and_runs_one_consumer() -> None:
+    command = worker_command(2.5, config="ragpulse.yaml", log_level="DEBUG")
+    assert command[1:] == [
+        "-m",
+        "collector.cli",
+        "--config",
+        "ragpulse.yaml",
+        "--log-level",
+        "DEBUG",
+        "ingest",
+        "--until-idle",
+        "2.5",
+        "--workers",
+        "1",
+    ]
+
+
+def test_workers_need_postgresql(sqlite_url: str, kafka_topics: KafkaTopics) -> None:
+    process = _ragpulse(
+        ["ingest", "--until-idle", "1", "--workers", "2"], kafka_topics.env(sqlite_url)
+    )
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "needs PostgreSQL" in err
+    assert out == ""
+
+
+def test_two_workers_store_every_trace_once(postgres_url: str, kafka_topics: KafkaTopics) -> None:
+    total = 600
+    _produce(kafka_topics, [trace_bytes(i) for i in range(total)] + [trace_bytes(5), b"{bad"])
+    env = {**kafka_topics.env(postgres_url), "RAGPULSE_KAFKA__MAX_POLL_RECORDS": "50"}
+    process = _ragpulse(["ingest", "--until-idle", "2", "--workers", "2", "--migrate"], env)
+    out, err = process.communicate(timeout=90)
+    assert process.returncode == 0, err
+    summary = json.loads(out)
+    assert summary["stored"] == total
+    assert summary["invalid"] == 1
+    # a rebalance while the second worker joins may hand a batch over: replays only add
+    # to consumed and duplicates, never to stored
+    assert summary["consumed"] >= total + 2
+    assert summary["consumed"] == summary["stored"] + summary["duplicates"] + 1
+    assert _scalar(postgres_url, "SELECT count(*) FROM traces") == total
+    assert _scalar(postgres_url, "SELECT count(DISTINCT trace_id) FROM traces") == total
+    assert _scalar(postgres_url, "SELECT count(*) FROM dead_letters") == 1
+    assert sum(_committed(kafka_topics).values()) == total + 2
+
+
+def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopics) -> None:
+    total = 300
+    _produce(kafka_topics, [trace_bytes(i) for i in range(total)])
+    process = _ragpulse(
+        ["ingest", "--until-idle", "600", "--workers", "2", "--migrate"],
+        kafka_topics.env(postgres_url),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (_scalar(postgres_url, "SELECT count(*) FROM traces") or 0) < total:
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the workers did not store every trace"
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert json.loads(out)["stored"] == total
+    assert sum(_committed(kafka_topics).values()) == total
