@@ -3,16 +3,18 @@
 One run, one topic of ~8 KB JSON traces on the embedded broker (3 partitions):
 
 (a) reference: a bare kafka-python consume loop (poll only, no decoding, no commits);
-(b) ragpulse's consumer (the `ragpulse ingest` code path) into a fresh PostgreSQL
-    database: decode, validate, bulk upsert, sample, commit the transaction, commit offsets;
-(c) `ragpulse ingest --until-idle` as a subprocess draining the whole backlog into another
-    fresh database, its peak RSS sampled with psutil.
+(b) `ragpulse ingest --until-idle 3 --workers N` as a subprocess draining the whole backlog
+    into a fresh PostgreSQL database (decode, validate, bulk upsert, sample, commit the
+    transaction, commit offsets), once per N in --workers (default 1 and 2), with the peak
+    RSS of its process tree sampled every 50 ms with psutil.
 
-Throughput of (a) and (b) is measured from the first record received to the last one
-processed (group join excluded), with this process's CPU time per trace beside it (steadier
-than wall time on a shared machine; PostgreSQL's own CPU is not in it).
-Targets: (b) >= 5,000 traces/s and >= 0.3 x (a); peak RSS of (c) < 400 MB with
---backlog 200000.
+(a) is timed from the first record received to the last (group join excluded), with this
+process's CPU per trace. (b) is timed inside the database: every batch stamps its rows'
+`received_at` when it is written, so the rate is the rows stored before the last batch
+began over the time since the first one began (start-up, group join and the idle wait are
+excluded); its CPU is the whole command's (children included) per trace.
+Targets: (b) >= 5,000 traces/s and >= 0.3 x (a); peak RSS < 400 MB with --backlog 200000.
+The machine has 2 cores, shared by the broker, PostgreSQL and the consumer processes.
 
     .venv/bin/python -m benchmarks.ingest                    # quick: 20,000 traces
     .venv/bin/python -m benchmarks.ingest --backlog 200000   # the full measurement
@@ -21,31 +23,29 @@ Targets: (b) >= 5,000 traces/s and >= 0.3 x (a); peak RSS of (c) < 400 MB with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import resource
 import subprocess
 import sys
-import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 from kafka import KafkaConsumer
-from prometheus_client import CollectorRegistry
 from sqlalchemy import create_engine, text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.ingest import BatchResult  # noqa: E402
 from collector.kafka import quiet_client_logs  # noqa: E402
 from collector.kafka.broker import EmbeddedBroker  # noqa: E402
 from collector.kafka.producer import make_producer, publish  # noqa: E402
-from collector.kafka.stats import ConsumerStats  # noqa: E402
-from collector.service import Service  # noqa: E402
-from collector.settings import KafkaSettings, load_settings  # noqa: E402
+from collector.settings import KafkaSettings  # noqa: E402
 from collector.store.migrate import upgrade  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 from tests.fixtures.db import create_postgres_database, drop_postgres_database  # noqa: E402
@@ -105,59 +105,45 @@ def bare_consume(bootstrap: str, topic: str, count: int) -> tuple[float, float]:
         consumer.close(autocommit=False)
 
 
-class _TimedStats(ConsumerStats):
-    """Counts as usual and remembers when the first and last committed batch ended."""
+@dataclass(frozen=True)
+class Drain:
+    """One `ragpulse ingest --workers N` run draining the backlog into a fresh database."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        super().__init__(registry)
-        self.first_batch_size = 0
-        self.first_end: float | None = None
-        self.last_end = 0.0
-        self.first_cpu = 0.0
-        self.last_cpu = 0.0
-
-    def record(self, result: BatchResult) -> None:
-        super().record(result)
-        now, cpu = time.perf_counter(), time.process_time()
-        if self.first_end is None:
-            self.first_end, self.first_cpu = now, cpu
-            self.first_batch_size = result.consumed
-        self.last_end, self.last_cpu = now, cpu
+    workers: int
+    summary: dict[str, int]
+    rate: float  # traces/s between the first and the last batch stored
+    cpu_us: float  # CPU of the whole command per trace (start-up included)
+    peak_mb: float  # peak RSS of the process tree
+    wall_s: float
 
 
-def ragpulse_consume(bootstrap: str, topic: str, count: int, url: str) -> tuple[float, float, int]:
-    """(b) the ragpulse consumer into PostgreSQL; (traces/s, client CPU µs/trace, stored)."""
-    settings = load_settings(
-        database={"url": url},
-        kafka={
-            "bootstrap_servers": [bootstrap],
-            "topics": [topic],
-            "group_id": f"bench-ragpulse-{uuid.uuid4().hex[:8]}",
-            **FAST_GROUP,
-        },
-    )
-    service = Service(settings, registry=CollectorRegistry())
-    stats = service.consumer.stats = _TimedStats(CollectorRegistry())
-
-    def stop_when_done() -> None:
-        while stats.totals.consumed < count and not service.stop_event.is_set():
-            time.sleep(0.05)
-        service.request_stop()
-
-    watcher = threading.Thread(target=stop_when_done, daemon=True)
-    watcher.start()
-    service.run()
-    watcher.join()
-    assert stats.first_end is not None
-    # The first batch's own duration is not known; rate over the rest of the stream.
-    measured = count - stats.first_batch_size
-    rate = measured / max(stats.last_end - stats.first_end, 1e-9)
-    cpu = (stats.last_cpu - stats.first_cpu) / measured * 1e6
-    return rate, cpu, stats.totals.stored
+def stored_rate(url: str) -> float:
+    """Traces per second from the traces' `received_at` (the moment each batch was written):
+    the rows stored before the last batch began, over the time since the first one began."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            first, last = conn.execute(
+                text("SELECT min(received_at), max(received_at) FROM traces")
+            ).one()
+            before_last = conn.execute(
+                text("SELECT count(*) FROM traces WHERE received_at < :last"), {"last": last}
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    return float(before_last) / max((last - first).total_seconds(), 1e-9)
 
 
-def drain_subprocess(bootstrap: str, topic: str, url: str) -> tuple[dict[str, int], float, float]:
-    """(c) `ragpulse ingest --until-idle 3` draining the backlog; (summary, peak MB, seconds)."""
+def _tree_rss(process: psutil.Process) -> int:
+    total = 0
+    for p in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += p.memory_info().rss
+    return total
+
+
+def drain(bootstrap: str, topic: str, url: str, workers: int) -> Drain:
+    """(b) `ragpulse ingest --until-idle 3 --workers N` as a subprocess draining the backlog."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     env.update(
         {
@@ -169,9 +155,19 @@ def drain_subprocess(bootstrap: str, topic: str, url: str) -> tuple[dict[str, in
             "RAGPULSE_KAFKA__SESSION_TIMEOUT_MS": str(FAST_GROUP["session_timeout_ms"]),
         }
     )
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", "ingest", "--until-idle", "3"],
+        [
+            sys.executable,
+            "-m",
+            "collector.cli",
+            "ingest",
+            "--until-idle",
+            "3",
+            "--workers",
+            str(workers),
+        ],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -181,7 +177,7 @@ def drain_subprocess(bootstrap: str, topic: str, url: str) -> tuple[dict[str, in
     peak = 0
     while process.poll() is None:
         try:
-            peak = max(peak, watched.memory_info().rss)
+            peak = max(peak, _tree_rss(watched))
         except psutil.NoSuchProcess:
             break
         time.sleep(0.05)
@@ -189,7 +185,12 @@ def drain_subprocess(bootstrap: str, topic: str, url: str) -> tuple[dict[str, in
     elapsed = time.perf_counter() - started
     if process.returncode != 0:
         raise SystemExit(f"ragpulse ingest failed with exit code {process.returncode}")
-    return json.loads(out), peak / 2**20, elapsed
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
+    summary = json.loads(out)
+    return Drain(
+        workers, summary, stored_rate(url), cpu / summary["stored"] * 1e6, peak / 2**20, elapsed
+    )
 
 
 def _count(url: str) -> int:
@@ -208,6 +209,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--size", type=int, default=8192, help="approximate bytes per trace (default: 8192)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 2],
+        help="comma-separated --workers values to run (b) with (default: 1,2)",
     )
     args = parser.parse_args()
     quiet_client_logs()
@@ -228,38 +235,32 @@ def main() -> None:
             flush=True,
         )
 
-        url = create_postgres_database("ragpulse_bench")
-        try:
-            upgrade(url)
-            rate, cpu, stored = ragpulse_consume(broker.bootstrap_servers, topic, args.backlog, url)
-            assert stored == _count(url) == args.backlog, (stored, _count(url))
-        finally:
-            drop_postgres_database(url)
-        print(
-            f"(b) ragpulse consumer -> PostgreSQL, offsets committed: {rate:,.0f} traces/s "
-            f"= {rate / bare:.2f} x (a) (client CPU {cpu:.0f} µs/trace, PostgreSQL not counted)",
-            flush=True,
-        )
-
-        url = create_postgres_database("ragpulse_bench")
-        try:
-            upgrade(url)
-            summary, peak_mb, elapsed = drain_subprocess(broker.bootstrap_servers, topic, url)
-            stored = _count(url)
-        finally:
-            drop_postgres_database(url)
-        print(
-            f"(c) `ragpulse ingest --until-idle 3` drained {summary['consumed']} traces "
-            f"(stored {stored}) in {elapsed:.1f}s wall incl. start-up, join and 3s idle; "
-            f"peak RSS {peak_mb:.0f} MB",
-            flush=True,
-        )
-        verdict = [
-            f"(b) >= 5000/s: {'yes' if rate >= 5000 else 'NO'}",
-            f"(b) >= 0.3 x (a): {'yes' if rate >= 0.3 * bare else 'NO'}",
-            f"peak RSS < 400 MB: {'yes' if peak_mb < 400 else 'NO'}",
-        ]
-        print("targets: " + "; ".join(verdict), flush=True)
+        results = []
+        for workers in args.workers:
+            url = create_postgres_database("ragpulse_bench")
+            try:
+                upgrade(url)
+                run = drain(broker.bootstrap_servers, topic, url, workers)
+                stored = _count(url)
+            finally:
+                drop_postgres_database(url)
+            if stored != args.backlog or run.summary["stored"] != args.backlog:
+                raise SystemExit(f"stored {stored} of {args.backlog} ({run.summary})")
+            results.append(run)
+            print(
+                f"(b) `ragpulse ingest --until-idle 3 --workers {workers}` -> PostgreSQL: "
+                f"{run.rate:,.0f} traces/s = {run.rate / bare:.2f} x (a) (CPU of the command "
+                f"{run.cpu_us:.0f} µs/trace); drained {args.backlog} in {run.wall_s:.1f}s wall "
+                f"incl. start-up, join and 3s idle; peak RSS {run.peak_mb:.0f} MB",
+                flush=True,
+            )
+        for run in results:
+            verdict = [
+                f"(b) >= 5000/s: {'yes' if run.rate >= 5000 else 'NO'}",
+                f"(b) >= 0.3 x (a): {'yes' if run.rate >= 0.3 * bare else 'NO'}",
+                f"peak RSS < 400 MB: {'yes' if run.peak_mb < 400 else 'NO'}",
+            ]
+            print(f"targets, --workers {run.workers}: " + "; ".join(verdict), flush=True)
 
 
 if __name__ == "__main__":
