@@ -1,6 +1,7 @@
 """Ingest throughput and memory: ragpulse's consumer against a bare kafka-python loop.
 
-One run, one topic of ~8 KB JSON traces on the embedded broker (3 partitions):
+One run, one topic of ~8 KB JSON traces on the embedded broker (6 partitions, so two
+consumer processes get three each; --partitions changes it):
 
 (a) reference: a bare kafka-python consume loop (poll only, no decoding, no commits);
 (b) `ragpulse ingest --until-idle 3 --workers N` as a subprocess draining the whole backlog
@@ -50,7 +51,7 @@ from collector.store.migrate import upgrade  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 from tests.fixtures.db import create_postgres_database, drop_postgres_database  # noqa: E402
 
-PARTITIONS = 3
+PARTITIONS = 6
 FAST_GROUP = {"max_poll_interval_ms": 10_000, "session_timeout_ms": 6000}
 
 
@@ -211,6 +212,12 @@ def main() -> None:
         "--size", type=int, default=8192, help="approximate bytes per trace (default: 8192)"
     )
     parser.add_argument(
+        "--partitions",
+        type=int,
+        default=PARTITIONS,
+        help=f"partitions of the topic (default: {PARTITIONS})",
+    )
+    parser.add_argument(
         "--workers",
         type=lambda v: [int(x) for x in v.split(",")],
         default=[1, 2],
@@ -220,7 +227,7 @@ def main() -> None:
     quiet_client_logs()
     topic = f"bench.traces.{uuid.uuid4().hex[:6]}"
     with EmbeddedBroker() as broker:
-        broker.create_topics([topic], partitions=PARTITIONS)
+        broker.create_topics([topic], partitions=args.partitions)
         started = time.perf_counter()
         mean = produce(broker.bootstrap_servers, topic, args.backlog, args.size)
         print(
