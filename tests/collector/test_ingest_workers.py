@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 
 import pytest
 
@@ -20,7 +19,13 @@ from collector.kafka.workers import (
     sum_summaries,
     worker_command,
 )
-from tests.collector.test_kafka_consumer import _committed, _produce, _ragpulse, _scalar
+from tests.collector.test_kafka_consumer import (
+    _committed,
+    _produce,
+    _ragpulse,
+    _scalar,
+    _wait_for,
+)
 from tests.collector.traces import trace_bytes
 from tests.fixtures.broker import KafkaTopics
 
@@ -108,11 +113,12 @@ def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopi
         kafka_topics.env(postgres_url),
     )
     try:
-        deadline = time.monotonic() + 60
-        while (_scalar(postgres_url, "SELECT count(*) FROM traces") or 0) < total:
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the workers did not store every trace"
-            time.sleep(0.2)
+        _wait_for(
+            lambda: _scalar(postgres_url, "SELECT count(*) FROM traces") == total,
+            60,
+            "the workers to store every trace",
+        )
+        assert process.poll() is None, "the workers stopped before SIGTERM"
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
     finally:
