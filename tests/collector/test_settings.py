@@ -57,6 +57,7 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_KAFKA__SESSION_TIMEOUT_MS": "900000"}, "session_timeout_ms"),
         ({"RAGPULSE_EXPORTER__TLS_CERT_FILE": "/x.pem"}, "tls_key_file"),
         ({"RAGPULSE_SCHEDULER__WINDOWS": "1h,fortnight"}, "fortnight"),
+        ({"RAGPULSE_EMBEDDINGS__PRECISION": "fp16"}, "embeddings.precision"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(

