@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 
 def make_engine(url: str, *, echo: bool = False, pool_size: int = 5) -> Engine:
     """Create an engine; SQLite gets WAL and a busy timeout so readers never block the writer."""
-    kwargs: dict[str, Any] = {"echo": echo, "future": True}
+    # orjson parses the JSON columns (contexts, tags, stored outcomes) ~5x faster than the
+    # standard library; what the database holds was validated JSON when it was written.
+    kwargs: dict[str, Any] = {"echo": echo, "future": True, "json_deserializer": orjson.loads}
     if url.startswith("sqlite"):
         kwargs["connect_args"] = {"timeout": 30, "check_same_thread": False}
     else:
