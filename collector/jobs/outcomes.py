@@ -12,7 +12,6 @@ bootstrap converges to it, at a fraction of the cost).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -246,8 +245,9 @@ class OutcomeColumns:
             for col, metric in enumerate(self.metrics):
                 st = status[mask, col]
                 scored = values[mask, col][st == SCORE]
-                skip = Counter(self._reasons[r] for r in reasons[mask, col][st == SKIPPED].tolist())
-                err = Counter(self._reasons[r] for r in reasons[mask, col][st == FAILED].tolist())
+                why = reasons[mask, col]
+                skip = self._count_reasons(why[st == SKIPPED])
+                err = self._count_reasons(why[st == FAILED])
                 aggregate = summarize(
                     metric,
                     scored,
@@ -259,6 +259,13 @@ class OutcomeColumns:
                 )
                 out.append(WindowAggregate(group, aggregate))
         return out
+
+    def _count_reasons(self, codes: np.ndarray) -> dict[str, int]:
+        """Reason text -> count for an array of reason codes (a window may hold a million)."""
+        if codes.size == 0:
+            return {}
+        counts = np.bincount(codes, minlength=len(self._reasons))
+        return {self._reasons[c]: int(counts[c]) for c in np.flatnonzero(counts).tolist()}
 
 
 def summarize(
