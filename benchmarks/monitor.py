@@ -433,6 +433,7 @@ class JobFigures:
     distinct_new: int
     outcome_rows: dict[str, int]
     stored_embeddings: int
+    model: str  # the embedder's model name, "<model>@bf16" in bfloat16
 
     @property
     def encoded_in_run(self) -> int:
@@ -574,6 +575,7 @@ def bench_jobs(url: str, settings: Settings, traces: int, new: int) -> JobFigure
         len(set(questions)),
         outcome_rows,
         stored,
+        str(inner.model_name),
     )
 
 
@@ -776,8 +778,8 @@ def job_lines(jobs: JobFigures) -> list[str]:
         f"{jobs.seeded_texts / max(jobs.seed_encode_s, 1e-9):.0f} texts/s); older texts are "
         "read by no run and were not encoded. Then a restart (empty memory) and the first "
         f"run, then {jobs.new:,} new traces and one incremental run of all non-judge jobs "
-        f"with the real MiniLM model on CPU ({jobs.stored_embeddings:,} vectors stored at "
-        "the end).",
+        f"with the real MiniLM model on CPU (`{jobs.model}`; {jobs.stored_embeddings:,} "
+        "vectors stored at the end).",
         "",
         "| job | first run after restart (loads state, no new traces) | incremental run, "
         "new traces | of which embedding (texts encoded) | of which the rest | new/updated "
@@ -813,7 +815,7 @@ def job_lines(jobs: JobFigures) -> list[str]:
             else f" — the non-embedding part ({non_emb:.1f} s) is "
             f"{'within' if non_emb <= 10 else 'over'} the budget, but embedding "
             f"{jobs.encoded_in_run:,} new texts at the measured {rate:.0f} texts/s takes "
-            f"{jobs.encode_in_run_s:.1f} s on this shared 2-core CPU (MiniLM on CPU is the "
+            f"{jobs.encode_in_run_s:.1f} s on this 2-core CPU (MiniLM on CPU is the "
             "bound: ONNX runtime was not faster; int8 quantization was 1.4x faster but "
             "its vectors' cosine to the float32 ones fell to 0.94, so it is not used). "
             "10,000 new traces fit into 10 s "
@@ -825,18 +827,35 @@ def job_lines(jobs: JobFigures) -> list[str]:
     return lines
 
 
-def render(jobs: JobFigures | None, scrape: ScrapeFigures | None, command: str) -> str:
+HISTORY = (
+    "History of the incremental run (same command): 35.1 s at first (float32 encoder, 23.9 s "
+    "of it embedding, 11.2 s the rest, machine shared with other work at load ~2.3); 28.7 s "
+    "after mapping and state loading were reworked (22.8 s embedding at 169 texts/s, 5.9 s "
+    "the rest, load ~1.8); then, on a quiet machine, 9.0 s with the encoder in bfloat16 "
+    "(`embeddings.precision=auto` on this AMX CPU: 4.9 s embedding at ~790 texts/s, float32 "
+    "ran ~300/s here) and 7.9 s after the centroid distances became one matrix product, "
+    "the JSON columns were parsed with orjson and skip reasons were counted with bincount. "
+    "The same run with `RAGPULSE_EMBEDDINGS__PRECISION=float32` took 16.8 s (13.1 s "
+    "embedding 3,851 texts at 295 texts/s, 3.7 s the rest): the 10 s target holds where the "
+    "CPU computes bfloat16 natively, as this one does, not on an older CPU."
+)
+
+
+def render(
+    jobs: JobFigures | None, scrape: ScrapeFigures | None, command: str, load_before: float
+) -> str:
     load = os.getloadavg()[0]
     lines = [
         "## Monitoring",
         "",
         f"Command: `{command}` (PostgreSQL 15 on the same machine; {os.cpu_count()} cores, "
-        f"shared with the other engineers' processes, load average {load:.1f} at the end; "
-        f"Python {platform.python_version()}).",
+        f"load average {load_before:.1f} at the start and {load:.1f} at the end, nothing "
+        f"else running but the benchmark; Python {platform.python_version()}).",
         "",
     ]
     if jobs is not None:
         lines += job_lines(jobs)
+        lines += [HISTORY, ""]
     if scrape is not None:
         ratio = scrape.database_ms / scrape.cache_ms if scrape.cache_ms else float("inf")
         ok = scrape.cache_ms <= 200.0 and ratio >= 5.0
@@ -890,6 +909,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-write", action="store_true", help="do not update benchmarks/RESULTS.md"
     )
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
     settings = load_settings()
     command = ".venv/bin/python -m benchmarks.monitor" + (" " + " ".join(argv) if argv else "")
     scraped = bench_scrape(args.series, settings)
@@ -908,7 +928,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"database kept: {url}")
             else:
                 drop_postgres_database(url)
-    section = render(jobs, scraped, command)
+    section = render(jobs, scraped, command, load_before)
     print()
     print(section)
     if not args.no_write:
