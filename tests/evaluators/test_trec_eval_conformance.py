@@ -1,6 +1,9 @@
 """Retrieval metrics reproduce NIST trec_eval's own test outputs to the printed 4 decimals.
 
-Data: `../shared/conformance/trec_eval/` beside the repository (see its README):
+Data: `tests/evaluators/data/trec_eval/`, an unchanged copy of the project's
+`../shared/conformance/trec_eval/` (see its README and NIST's notice in LICENSE.md), kept in
+the repository so a clone anywhere runs it; where the shared folder is beside the
+repository, a test checks the copy still equals it.
 `out.test.aq` is `trec_eval -m all_trec -q qrels.test results.test` and `out.test.aql` the
 same on the graded `qrels.rel_level` with `-l2`. Every per-query value and the `all` row
 (the mean over the evaluated queries) of success_1/5/10, recip_rank, P_k, recall_k and
@@ -24,7 +27,8 @@ from evaluators.registry import EvalContext, resolve
 from evaluators.sample import Context, Sample
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DATA = REPO_ROOT.parent / "shared" / "conformance" / "trec_eval"
+DATA = Path(__file__).resolve().parent / "data" / "trec_eval"
+SHARED = REPO_ROOT.parent / "shared" / "conformance" / "trec_eval"
 
 CUTOFFS = (5, 10, 15, 20, 30, 100)
 MEASURES: dict[str, str] = {
@@ -138,3 +142,11 @@ def test_every_requested_measure_is_printed_by_trec_eval() -> None:
     for expected_name in RUNS:
         printed = {measure for measure, _ in read_expected(DATA / expected_name)}
         assert set(MEASURES) <= printed, set(MEASURES) - printed
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no shared conformance folder at {SHARED}")
+def test_the_copy_equals_the_shared_conformance_data() -> None:
+    shared = sorted(p.name for p in SHARED.iterdir())
+    assert sorted(p.name for p in DATA.iterdir()) == shared
+    for name in shared:
+        assert (DATA / name).read_bytes() == (SHARED / name).read_bytes(), name
