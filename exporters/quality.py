@@ -1,8 +1,10 @@
 """The latest quality results, kept in memory so a scrape never touches the database.
 
-Jobs publish their aggregates here after every run; on start-up the cache is filled once
-from the newest `metric_results` row of every (metric, window, group). Keys are
-`(metric, window, group_key)`; `group_key` is "" for the overall group.
+Jobs publish their aggregates here after every run; on start-up the cache is filled from
+the newest `metric_results` row of every (metric, window, group), and an exporter that runs
+apart from the scheduler (`--role exporter`) reloads what was written since, on a timer
+(`exporters/refresh.py`). Keys are `(metric, window, group_key)`; `group_key` is "" for the
+overall group.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class ResultsCache:
         self._lock = threading.Lock()
         self._points: dict[tuple[str, str, str], QualityPoint] = {}
         self._version = 0
+        self._loaded_id = 0  # metric_results rows up to this id are in the cache
 
     def update(self, points: Iterable[QualityPoint]) -> None:
         """Replace the points with the same keys; others stay."""
@@ -94,7 +97,8 @@ class ResultsCache:
         return self._version
 
     def load_latest(self, session: Session) -> int:
-        """Fill the cache from the newest row of every (metric, window, group); once, at start."""
+        """Put the newest row of every (metric, window, group) written since the previous
+        load into the cache (at first, of all rows); returns how many points changed."""
         newest = (
             select(
                 MetricResult.metric,
@@ -102,10 +106,14 @@ class ResultsCache:
                 MetricResult.group_key,
                 func.max(MetricResult.id).label("id"),
             )
+            .where(MetricResult.id > self._loaded_id)
             .group_by(MetricResult.metric, MetricResult.window, MetricResult.group_key)
             .subquery()
         )
-        rows = session.scalars(select(MetricResult).join(newest, MetricResult.id == newest.c.id))
-        points = [QualityPoint.from_row(row) for row in rows]
-        self.update(points)
-        return len(points)
+        rows = list(
+            session.scalars(select(MetricResult).join(newest, MetricResult.id == newest.c.id))
+        )
+        if rows:
+            self.update(QualityPoint.from_row(row) for row in rows)
+            self._loaded_id = max(self._loaded_id, max(row.id for row in rows))
+        return len(rows)

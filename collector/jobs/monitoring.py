@@ -3,8 +3,10 @@
 `Monitoring` is a service component (`start()`/`stop()`): it loads the exporter's results
 cache once from `metric_results`, registers the quality collector and the operations
 metrics on the service's registry, starts the scheduler (roles `scheduler`/`all`) and the
-HTTP endpoint (roles `exporter`/`all`; the `consumer` role serves it too, for its
-counters). The embedder is created once here and shared by every job.
+HTTP endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the
+scheduler process writes every `scheduler.interval_s`; a `consumer` serves only its own
+counters, not quality series it could not keep current. The embedder is created once here
+and shared by every job.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from exporters.http import MetricsServer, Readiness, serve
 from exporters.otel import Telemetry
 from exporters.prometheus import OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
+from exporters.refresh import ResultsRefresher
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class Monitoring:
         self.runner: JobRunner | None = None
         self.scheduler: Scheduler | None = None
         self.server: MetricsServer | None = None
+        self.refresher: ResultsRefresher | None = None
         self._embedder = embedder
         self._judge = judge
 
@@ -64,14 +68,23 @@ class Monitoring:
     def schedules(self) -> bool:
         return self.role in ("all", "scheduler")
 
+    @property
+    def exports_quality(self) -> bool:
+        return self.role != "consumer"
+
     def start(self) -> Monitoring:
         factory = make_session_factory(self.engine)
-        try:
-            with factory() as session:
-                loaded = self.results.load_latest(session)
-            logger.info("loaded %d latest metric results for /metrics", loaded)
-        except Exception:
-            logger.exception("could not load the latest metric results")
+        if self.exports_quality:
+            try:
+                with factory() as session:
+                    loaded = self.results.load_latest(session)
+                logger.info("loaded %d latest metric results for /metrics", loaded)
+            except Exception:
+                logger.exception("could not load the latest metric results")
+        if self.role == "exporter":
+            self.refresher = ResultsRefresher(
+                self.results, factory, self.settings.scheduler.interval_s, self.quality
+            ).start()
         if self.schedules:
             env = job_environment(
                 self.settings,
@@ -107,7 +120,10 @@ class Monitoring:
                 self.settings.scheduler.initial_delay_s,
             ).start()
         self.server = serve(
-            self.registry, self.settings.exporter, self.readiness, quality=self.quality
+            self.registry,
+            self.settings.exporter,
+            self.readiness,
+            quality=self.quality if self.exports_quality else None,
         )
         return self
 
@@ -132,6 +148,8 @@ class Monitoring:
     def stop(self) -> None:
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
+        if self.refresher is not None:
+            self.refresher.stop()
         if self.server is not None:
             self.server.stop()
         self.telemetry.shutdown()

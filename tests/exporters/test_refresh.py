@@ -1,0 +1,155 @@
+"""A stand-alone exporter keeps up with results another process writes; a consumer-only
+process exports no quality series (it could not keep them current)."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.monitoring import Monitoring
+from collector.settings import load_settings
+from collector.store.models import MetricResult
+from collector.store.session import make_engine, make_session_factory
+from exporters.prometheus import QualityCollector
+from exporters.quality import ResultsCache
+from exporters.refresh import ResultsRefresher
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _write(factory: sessionmaker[Session], metric: str, value: float, group: str = "") -> None:
+    now = datetime.now(UTC)
+    with factory() as session:
+        session.add(
+            MetricResult(
+                job="real_users_benchmark",
+                metric=metric,
+                window="1h",
+                group_key=group,
+                group_labels={"tenant": group.partition("=")[2]} if group else None,
+                value=value,
+                n=5,
+                window_start=now - timedelta(hours=1),
+                window_end=now,
+                computed_at=now,
+                signature="ragpulse:test",
+            )
+        )
+        session.commit()
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _values(cache: ResultsCache) -> dict[tuple[str, str], Any]:
+    return {(p.metric, p.group_key): p.value for p in cache.snapshot()}
+
+
+def test_load_latest_reads_only_what_was_written_since(db_url: str) -> None:
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    cache = ResultsCache()
+    _write(factory, "mrr", 0.5)
+    _write(factory, "mrr", 0.6, "tenant=a")
+    with factory() as session:
+        assert cache.load_latest(session) == 2
+        assert cache.load_latest(session) == 0  # nothing new: the cache stays as it is
+    version = cache.version
+    _write(factory, "mrr", 0.7)
+    _write(factory, "mrr", 0.8)
+    _write(factory, "hit_rate@1", 0.9)
+    with factory() as session:
+        assert cache.load_latest(session) == 2  # the newest row per key only
+    engine.dispose()
+    assert cache.version > version
+    assert _values(cache) == {("mrr", ""): 0.8, ("mrr", "tenant=a"): 0.6, ("hit_rate@1", ""): 0.9}
+
+
+def test_refresher_loads_new_rows_and_renders_them(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    cache = ResultsCache()
+    collector = QualityCollector(cache, ["tenant"])
+    refresher = ResultsRefresher(cache, factory, 0.05, collector).start()
+    try:
+        _write(factory, "mrr", 0.25)
+        _wait(lambda: b'metric="mrr"' in collector.render(), "the new row on /metrics")
+    finally:
+        refresher.stop()
+        engine.dispose()
+    assert refresher.failures == 0
+
+
+def test_a_failed_refresh_is_counted_and_the_next_one_runs(sqlite_url: str) -> None:
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    calls = {"n": 0}
+
+    def flaky() -> Session:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("database went away")
+        return factory()
+
+    cache = ResultsCache()
+    _write(factory, "mrr", 0.4)
+    refresher = ResultsRefresher(cache, flaky, 0.05).start()  # type: ignore[arg-type]
+    try:
+        _wait(lambda: len(cache) == 1, "a later pass to load the row")
+    finally:
+        refresher.stop()
+        engine.dispose()
+    assert refresher.failures == 1
+
+
+def _metrics_body(monitoring: Monitoring) -> str:
+    assert monitoring.server is not None
+    url = f"http://127.0.0.1:{monitoring.server.port}/metrics"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        body: str = response.read().decode()
+    return body
+
+
+def test_exporter_role_serves_results_written_after_it_started(sqlite_url: str) -> None:
+    settings = load_settings(
+        database={"url": sqlite_url}, exporter={"port": 0}, scheduler={"interval_s": 0.1}
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    _write(factory, "mrr", 0.5)
+    monitoring = Monitoring(settings, engine, CollectorRegistry(), role="exporter").start()
+    try:
+        assert 'ragpulse_metric_value{metric="mrr"' in _metrics_body(monitoring)
+        _write(factory, "ndcg@10", 0.75)  # as the scheduler process would
+        _wait(
+            lambda: 'ragpulse_metric_value{metric="ndcg@10"' in _metrics_body(monitoring),
+            "the exporter to serve the new result",
+        )
+    finally:
+        monitoring.stop()
+        engine.dispose()
+
+
+def test_consumer_role_exports_no_quality_series(sqlite_url: str) -> None:
+    settings = load_settings(database={"url": sqlite_url}, exporter={"port": 0})
+    engine = make_engine(sqlite_url)
+    _write(make_session_factory(engine), "mrr", 0.5)
+    monitoring = Monitoring(settings, engine, CollectorRegistry(), role="consumer").start()
+    try:
+        body = _metrics_body(monitoring)
+    finally:
+        monitoring.stop()
+        engine.dispose()
+    assert "ragpulse_metric_value" not in body
+    assert monitoring.refresher is None
