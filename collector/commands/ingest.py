@@ -29,8 +29,8 @@ def register(subparsers: Any) -> None:
         type=float,
         required=True,
         metavar="SECONDS",
-        help="stop once no message arrived for this many seconds (counted from the moment "
-        "partitions are assigned)",
+        help="stop once no message arrived for this many seconds while holding the same "
+        "partitions (an assignment or a rebalance restarts the count)",
     )
     parser.add_argument(
         "--migrate", action="store_true", help="apply database migrations before consuming"
