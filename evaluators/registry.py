@@ -73,6 +73,10 @@ class MetricSpec:
     higher_is_better: bool = True
     uses_embedder: bool = False
     uses_judge: bool = False
+    reads: frozenset[str] | None = None
+    """The `Sample` fields `compute` reads besides `trace_id`, or None for any. Callers
+    that build samples from storage may then leave the others at their defaults: the UX
+    job does not fetch and map the retrieved contexts of every trace it scores."""
 
 
 @dataclass(frozen=True)

@@ -200,6 +200,7 @@ def multi_turn_consistency(
 
 _QUESTIONS = "questions + timestamps"
 _SESSIONS = "questions + session_id (turn/timestamp order)"
+_SESSION_FIELDS = frozenset({"question", "session_id", "turn", "timestamp"})
 for _spec in (
     MetricSpec(
         family="cache_hit_rate",
@@ -210,6 +211,7 @@ for _spec in (
         "window has cosine similarity above the cache threshold (0.85).",
         proportion=True,
         uses_embedder=True,
+        reads=frozenset({"question", "timestamp"}),
     ),
     MetricSpec(
         family="cache_hit_rate_actual",
@@ -218,6 +220,7 @@ for _spec in (
         needs="cache.hit",
         description="Share of traces the production semantic cache answered (cache.hit).",
         proportion=True,
+        reads=frozenset({"cache_hit"}),
     ),
     MetricSpec(
         family="context_preservation",
@@ -227,6 +230,7 @@ for _spec in (
         description="Mean cosine similarity of consecutive questions of a session, averaged "
         "over sessions.",
         uses_embedder=True,
+        reads=_SESSION_FIELDS,
     ),
     MetricSpec(
         family="multi_turn_consistency",
@@ -236,6 +240,7 @@ for _spec in (
         description="Per session, the share of near-duplicate question pairs whose answers "
         "agree (cos >= 0.7), averaged over sessions.",
         uses_embedder=True,
+        reads=_SESSION_FIELDS | {"answer"},
     ),
 ):
     register(_spec)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, encode_outcome
-from collector.jobs.trace_rows import SampleMemo, sample_rows
+from collector.jobs.trace_rows import SampleMemo, columns_for, sample_rows
 from collector.jobs.windows import OVERALL, Group, Window, group_for, group_values
 from collector.store.models import JobOutcome, JobState, MetricResult, Trace
 from evaluators.aggregate import Aggregate
@@ -111,6 +111,15 @@ def _updated_s(row: Any) -> float:
     return _epoch(row.updated_at)
 
 
+def sample_fields(metrics: Iterable[ResolvedMetric]) -> frozenset[str] | None:
+    """The `Sample` fields the metrics read (`MetricSpec.reads`); None when one of them
+    does not say, or there are none."""
+    reads = [m.spec.reads for m in metrics]
+    if not reads or any(r is None for r in reads):
+        return None
+    return frozenset().union(*(r for r in reads if r is not None))
+
+
 def _default_to_sample(row: Any) -> Sample:
     from collector.samples import trace_to_sample
 
@@ -135,7 +144,7 @@ class IncrementalJob:
         self._dataset_windows: dict[int, str] = {}
         self._dataset_at = 0.0
         self._to_sample = env.to_sample or _default_to_sample
-        self._memo = SampleMemo(self._to_sample)
+        self._memo = SampleMemo(self._to_sample, columns_for(sample_fields(resolved)))
         self._longest = max(w.seconds for w in env.windows)
 
     # -- public -------------------------------------------------------------------------
@@ -229,7 +238,8 @@ class IncrementalJob:
         ids = [p[0] for p in pending]
         for start in range(0, len(ids), _CHUNK):
             part = ids[start : start + _CHUNK]
-            rows.extend(session.execute(sample_rows().where(Trace.id.in_(part))))
+            query = sample_rows(self._memo.columns).where(Trace.id.in_(part))
+            rows.extend(session.execute(query))
         rows.sort(key=lambda r: (r.updated_at, r.id))
         samples = self._memo.map_rows(rows, _updated_s)
         outcomes = self._outcomes(session, rows, samples)

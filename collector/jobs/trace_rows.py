@@ -5,14 +5,20 @@ metrics' recent candidates). Selecting these columns with a Core query and mappi
 rows directly skips the ORM's identity map and per-object state, and leaves out columns
 no metric reads (usage, metadata, OTLP spans). A row has the same attribute names as a
 `Trace`, so `collector.samples.trace_to_sample` (or a test's mapper) takes either.
+
+A job whose metrics all declare the `Sample` fields they read (`MetricSpec.reads`) asks
+for only those: the other sample columns come back as NULL under their usual names, so
+the mapper is unchanged and the fields keep their defaults. The UX job thus neither
+transfers nor parses nor maps the retrieved contexts (JSON, a few KB per trace) of the
+10,000s of traces it scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Select, select
+from sqlalchemy import Select, null, select
 from sqlalchemy.orm import Session
 
 from collector.store.models import Trace
@@ -46,9 +52,49 @@ SAMPLE_COLUMNS = (
 )
 
 
-def sample_rows() -> Select[Any]:
-    """`SELECT <the sample columns> FROM traces`, to be narrowed by the caller."""
-    return select(*SAMPLE_COLUMNS)
+ALWAYS = frozenset({"id", "trace_id", "timestamp", "updated_at", "question", "tags"})
+"""Columns every job reads: the row's identity and version, the time and group tags the
+windows are built from, and the question (a `Sample` requires one)."""
+FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
+    "trace_id": ("trace_id",),
+    "question": ("question",),
+    "answer": ("answer",),
+    "contexts": ("contexts",),
+    "reference": ("reference",),
+    "relevance": ("relevance", "relevant_ids"),
+    "session_id": ("session_id",),
+    "user_id": ("user_id",),
+    "turn": ("turn",),
+    "timestamp": ("timestamp",),
+    "judge": ("judge_decision", "judge_score", "judge_model", "judge_latency_ms"),
+    "judge_label": ("judge_label",),
+    "cache_hit": ("cache_hit",),
+    "cache_similarity": ("cache_similarity",),
+    "tags": ("tags",),
+}
+"""`Sample` field -> the trace columns it is mapped from."""
+
+
+def columns_for(fields: Collection[str] | None) -> frozenset[str] | None:
+    """Names of the sample columns needed to fill `fields` (None: all of them)."""
+    if fields is None:
+        return None
+    unknown = sorted(set(fields) - FIELD_COLUMNS.keys())
+    if unknown:
+        raise ValueError(
+            f"unknown Sample field(s) {', '.join(unknown)}; known: {', '.join(FIELD_COLUMNS)}"
+        )
+    return ALWAYS.union(*(FIELD_COLUMNS[f] for f in fields))
+
+
+def sample_rows(columns: Collection[str] | None = None) -> Select[Any]:
+    """`SELECT <the sample columns> FROM traces`, to be narrowed by the caller.
+
+    With `columns` (see `columns_for`), the other sample columns are selected as NULL.
+    """
+    if columns is None:
+        return select(*SAMPLE_COLUMNS)
+    return select(*(c if c.key in columns else null().label(c.key) for c in SAMPLE_COLUMNS))
 
 
 Key = tuple[int, str, float]
@@ -65,8 +111,12 @@ class SampleMemo:
     at the end of the next one, so memory follows what a run reads.
     """
 
-    def __init__(self, to_sample: Callable[[Any], Sample]) -> None:
+    def __init__(
+        self, to_sample: Callable[[Any], Sample], columns: Collection[str] | None = None
+    ) -> None:
         self._to_sample = to_sample
+        self.columns = columns
+        """The sample columns fetched (`columns_for`); None: all."""
         self._current: dict[str, tuple[float, Sample]] = {}
         self._previous: dict[str, tuple[float, Sample]] = {}
         self.mapped = 0
@@ -108,7 +158,8 @@ class SampleMemo:
         self.reused += len(keys) - len(missing)
         for start in range(0, len(missing), CHUNK):
             part = missing[start : start + CHUNK]
-            rows = list(session.execute(sample_rows().where(Trace.id.in_(part))))
+            query = sample_rows(self.columns).where(Trace.id.in_(part))
+            rows = list(session.execute(query))
             for row, sample in zip(rows, self.map_rows(rows, updated_s), strict=True):
                 found[row.trace_id] = sample
         return [(trace_id, found[trace_id]) for _, trace_id, _ in keys if trace_id in found]
