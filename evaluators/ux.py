@@ -45,6 +45,7 @@ NO_EMBEDDER = "no embedder configured"
 NO_SESSION = "no session"
 SINGLE_TURN = "single-question session"
 _ROWS = 8192  # rows per block of row-wise dot products
+_HIT, _MISS = Score(1.0), Score(0.0)  # immutable, shared by all cache outcomes
 
 
 def option(ctx: EvalContext, name: str) -> float:
@@ -74,12 +75,34 @@ def cache_hit_rate(samples: Sequence[Sample], ctx: EvalContext, k: int | None) -
     times = np.array([_seconds(samples[i].timestamp) for i in timed])  # type: ignore[arg-type]
     order = np.argsort(times, kind="stable")
     ordered = [timed[j] for j in order]
-    emb = _encode_questions([samples[i] for i in ordered], ctx)
-    best = nearest_earlier_similarity(emb, times[order], option(ctx, "cache_lookback_s"))
+    questions = [samples[i].question for i in ordered]
+    emb = np.asarray(ctx.embedder.encode(questions), dtype=np.float32)
+    lookback = option(ctx, "cache_lookback_s")
     threshold = option(ctx, "cache_similarity_threshold")
-    for i, sim in zip(ordered, best, strict=True):
-        outcomes[i] = Score(1.0 if sim > threshold else 0.0)
+    # A question asked before within the look-back has that earlier copy's vector, so its
+    # best similarity is at least cos(e, e): when that exceeds the threshold it is a hit
+    # without comparing it with anything. Only the other rows are compared.
+    self_sim = np.einsum("ij,ij->i", emb, emb)
+    hit = asked_before(questions, times[order], lookback) & (self_sim > threshold)
+    rest = np.flatnonzero(~hit)
+    if rest.size:
+        best = nearest_earlier_similarity(emb, times[order], lookback, rows=rest)
+        hit[rest] = best > threshold
+    for i, is_hit in zip(ordered, hit.tolist(), strict=True):
+        outcomes[i] = _HIT if is_hit else _MISS
     return outcomes
+
+
+def asked_before(questions: Sequence[str], times: np.ndarray, lookback_s: float) -> np.ndarray:
+    """Per question (in time order): was the same text asked earlier within the look-back
+    (an earlier position j with times[j] >= times[i] - lookback_s)?"""
+    last: dict[str, float] = {}
+    out = np.zeros(len(questions), dtype=bool)
+    for i, (question, t) in enumerate(zip(questions, times.tolist(), strict=True)):
+        previous = last.get(question)
+        out[i] = previous is not None and previous >= t - lookback_s
+        last[question] = t
+    return out
 
 
 def cache_hit_rate_actual(

@@ -19,25 +19,29 @@ def nearest_earlier_similarity(
     times: np.ndarray,
     lookback_s: float,
     block: int = BLOCK,
+    rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """For row i (rows sorted by time): max cos(e_i, e_j) over earlier rows j < i with
     times[i] - times[j] <= lookback_s; -inf when there is none.
+
+    `rows` (ascending indices) limits the work to those rows: the result then has one
+    value per index in `rows`, each still taken over all earlier rows.
     """
     emb = np.asarray(embeddings, dtype=np.float32)
     t = np.asarray(times, dtype=np.float64)
-    n = emb.shape[0]
-    out = np.full(n, -np.inf, dtype=np.float32)
-    for b0 in range(0, n, block):
-        b1 = min(n, b0 + block)
-        rows = emb[b0:b1]
-        row_ids = np.arange(b0, b1)
-        earliest = t[b0:b1] - lookback_s
+    queries = np.arange(emb.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    out = np.full(queries.size, -np.inf, dtype=np.float32)
+    for b0 in range(0, queries.size, block):
+        row_ids = queries[b0 : b0 + block]
+        block_rows = emb[b0 : b0 + row_ids.size] if rows is None else emb[row_ids]
+        earliest = t[row_ids] - lookback_s
         lo = int(np.searchsorted(t, earliest[0], side="left"))
-        best = out[b0:b1]
-        for c0 in range(lo, b1, block):
-            c1 = min(b1, c0 + block)
-            sims = rows @ emb[c0:c1].T
-            needs_order = c1 > b0  # the block overlaps the rows themselves
+        end = int(row_ids[-1]) + 1
+        best = out[b0 : b0 + row_ids.size]
+        for c0 in range(lo, end, block):
+            c1 = min(end, c0 + block)
+            sims = block_rows @ emb[c0:c1].T
+            needs_order = c1 > row_ids[0]  # some column is not earlier than some row
             needs_window = t[c0] < earliest[-1]  # some column is too old for some row
             if needs_order or needs_window:
                 valid = np.ones(sims.shape, dtype=bool)

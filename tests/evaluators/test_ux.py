@@ -14,6 +14,7 @@ from evaluators.registry import DatasetValue, EvalContext
 from evaluators.runner import evaluate
 from evaluators.sample import Sample
 from evaluators.ux import (
+    asked_before,
     cache_hit_rate,
     context_preservation,
     multi_turn_consistency,
@@ -44,6 +45,64 @@ def test_nearest_earlier_similarity_matches_brute_force_across_blocks() -> None:
         earlier = [j for j in range(i) if times[i] - times[j] <= 20.0]
         want = max((float(emb[i] @ emb[j]) for j in earlier), default=-np.inf)
         assert got[i] == pytest.approx(want, abs=1e-6)
+
+
+def test_nearest_earlier_similarity_of_chosen_rows() -> None:
+    rng = np.random.default_rng(2)
+    n = 40
+    emb = _unit(rng.normal(size=(n, 5)))
+    times = np.sort(rng.uniform(0, 100, size=n))
+    rows = np.array([0, 3, 4, 17, 18, 30, 39])
+    everything = nearest_earlier_similarity(emb, times, lookback_s=25.0)
+    got = nearest_earlier_similarity(emb, times, lookback_s=25.0, block=3, rows=rows)
+    np.testing.assert_allclose(got, everything[rows], atol=1e-6)
+    assert got[0] == -np.inf
+
+
+def test_asked_before_within_the_look_back() -> None:
+    questions = ["a", "b", "a", "a", "b", "c"]
+    times = np.array([0.0, 5.0, 10.0, 30.0, 30.0, 31.0])
+    assert asked_before(questions, times, 20.0).tolist() == [
+        False,
+        False,
+        True,  # a at 0, 10 s earlier
+        True,  # a at 10, exactly 20 s earlier
+        False,  # b at 5, 25 s earlier
+        False,
+    ]
+
+
+def test_cache_hit_rate_matches_brute_force_with_repeated_questions() -> None:
+    rng = np.random.default_rng(3)
+    texts = [f"q{i}" for i in range(12)]
+    vectors = {t: rng.normal(size=4) for t in texts}
+    vectors["q0"] = vectors["q1"] + 0.1  # a near duplicate under another text
+    vectors["zero"] = np.zeros(4)  # a repeated all-zero row is no hit (cos 0)
+    embedder = VectorEmbedder(vectors)
+    asked = [str(rng.choice([*texts, "zero"])) for _ in range(60)]
+    samples = [Sample(f"t{i}", q, timestamp=_at(rng.uniform(0, 300))) for i, q in enumerate(asked)]
+    times = np.array([_seconds_of(s) for s in samples])
+    unit = embedder.encode(asked)
+    for lookback, threshold in ((60.0, 0.85), (400.0, 0.5), (60.0, 1.5), (0.0, 0.85)):
+        ctx = EvalContext(
+            embedder=embedder,
+            options={"cache_lookback_s": lookback, "cache_similarity_threshold": threshold},
+        )
+        want = []
+        for i in range(len(samples)):
+            earlier = [
+                j
+                for j in range(len(samples))
+                if (times[j], j) < (times[i], i) and times[i] - times[j] <= lookback
+            ]
+            best = max((float(unit[i] @ unit[j]) for j in earlier), default=-np.inf)
+            want.append(Score(1.0 if best > threshold else 0.0))
+        assert cache_hit_rate(samples, ctx, None) == want, (lookback, threshold)
+
+
+def _seconds_of(sample: Sample) -> float:
+    assert sample.timestamp is not None
+    return sample.timestamp.timestamp()
 
 
 def test_agreeing_pairs_match_brute_force_across_blocks() -> None:
