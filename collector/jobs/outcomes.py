@@ -216,13 +216,16 @@ class OutcomeColumns:
         self._pos = {t: i for i, t in enumerate(trace_at)}
         self._size = m
 
-    def groups_in(self, rows: np.ndarray) -> Iterator[tuple[Group, np.ndarray]]:
-        """(group, boolean mask over `rows`): overall, then one per label value present."""
-        yield OVERALL, np.ones(rows.size, dtype=bool)
+    def groups_in(self, selected: np.ndarray) -> Iterator[tuple[Group, np.ndarray]]:
+        """(group, boolean mask over all rows): overall (`selected` itself), then one per
+        label value present among the selected rows."""
+        yield OVERALL, selected
         for label in self.group_labels:
-            codes = self._codes[label][rows]
-            for code in np.unique(codes[codes >= 0]).tolist():
-                yield group_for(label, self._code_values[label][code]), codes == code
+            codes = self._codes[label][: self._size]
+            present = codes[selected]
+            counts = np.bincount(present[present >= 0], minlength=len(self._code_values[label]))
+            for code in np.flatnonzero(counts).tolist():
+                yield group_for(label, self._code_values[label][code]), selected & (codes == code)
 
     def aggregate(
         self,
@@ -232,30 +235,40 @@ class OutcomeColumns:
         signatures: Mapping[str, Signature],
         seed: int = 0,
     ) -> list[WindowAggregate]:
-        """Aggregates of every metric and group over contributions with ts in the window."""
+        """Aggregates of every metric and group over contributions with ts in the window.
+
+        Boolean masks over whole columns, in row order: a window of a million rows is
+        neither copied nor sorted per group, and each group's scored values come out in
+        the same order as the rows, so sums (and values) do not depend on the grouping.
+        """
         n = self._size
-        rows = np.nonzero(self._alive[:n] & (self._ts[:n] >= start_ts) & (self._ts[:n] <= end_ts))[
-            0
-        ]
-        status = self._status[rows]
-        values = self._values[rows]
-        reasons = self._reason[rows]
+        ts = self._ts[:n]
+        selected = self._alive[:n] & (ts >= start_ts) & (ts <= end_ts)
+        columns = []
+        for col in range(len(self.metrics)):
+            status = self._status[:n, col]
+            columns.append(
+                (
+                    self._values[:n, col],
+                    self._reason[:n, col],
+                    status == SCORE,
+                    status == SKIPPED,
+                    status == FAILED,
+                )
+            )
         out: list[WindowAggregate] = []
-        for group, mask in self.groups_in(rows):
-            for col, metric in enumerate(self.metrics):
-                st = status[mask, col]
-                scored = values[mask, col][st == SCORE]
-                why = reasons[mask, col]
-                skip = self._count_reasons(why[st == SKIPPED])
-                err = self._count_reasons(why[st == FAILED])
+        for group, mask in self.groups_in(selected):
+            for metric, (values, reasons, scored, skipped, failed) in zip(
+                self.metrics, columns, strict=True
+            ):
                 aggregate = summarize(
                     metric,
-                    scored,
+                    values[mask & scored],
                     proportion=proportions.get(metric, False),
                     seed=seed,
                     signature=signatures.get(metric, Signature()),
-                    skip_reasons=skip,
-                    error_types=err,
+                    skip_reasons=self._count_reasons(reasons[mask & skipped]),
+                    error_types=self._count_reasons(reasons[mask & failed]),
                 )
                 out.append(WindowAggregate(group, aggregate))
         return out
