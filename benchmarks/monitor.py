@@ -65,6 +65,7 @@ from collector.jobs.setup import job_environment, make_embedder
 from collector.sampling import Sampler
 from collector.settings import Settings, load_settings
 from collector.store.migrate import upgrade
+from collector.store.repository import TRACE_COLUMNS as STORED_COLUMNS
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import resolve
 from exporters.http import scrape
@@ -143,32 +144,9 @@ class Facts:
     cache_hit: bool
 
 
-TRACE_COLUMNS = (
-    "trace_id",
-    "timestamp",
-    "received_at",
-    "updated_at",
-    "source",
-    "question",
-    "answer",
-    "contexts",
-    "reference",
-    "relevant_ids",
-    "session_id",
-    "user_id",
-    "turn",
-    "judge_decision",
-    "judge_score",
-    "judge_model",
-    "judge_latency_ms",
-    "judge_label",
-    "cache_hit",
-    "cache_similarity",
-    "model",
-    "latency_ms",
-    "usage",
-    "tags",
-)
+# The stored columns the generated rows fill, in the table's order (no graded relevance,
+# no metadata in this traffic).
+TRACE_COLUMNS = tuple(c for c in STORED_COLUMNS if c not in ("relevance", "metadata"))
 
 
 def generate_traces(
