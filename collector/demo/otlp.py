@@ -92,9 +92,12 @@ def rag_spans(
     user_id: str,
     tenant: str,
     at: datetime,
+    trace_prefix: bytes = b"",
 ) -> tuple[bytes, Span, list[Span]]:
-    """(trace id, root span, child spans) of one answered question."""
-    trace_id = rng.getrandbits(128).to_bytes(16, "big")
+    """(trace id, root span, child spans) of one answered question; the trace id starts
+    with `trace_prefix` (at most 8 bytes, e.g. a per-run tag) and ends with random bits."""
+    random_bytes = 16 - len(trace_prefix[:8])
+    trace_id = trace_prefix[:8] + rng.getrandbits(8 * random_bytes).to_bytes(random_bytes, "big")
     root_id, retriever_id, llm_id = (rng.getrandbits(64).to_bytes(8, "big") for _ in range(3))
     retrieval_end = at + timedelta(milliseconds=rng.uniform(20, 150))
     end = retrieval_end + timedelta(milliseconds=rng.uniform(400, 2000))
@@ -159,6 +162,7 @@ def otlp_trace_messages(
     session_id: str,
     at: datetime,
     topic: str,
+    trace_prefix: bytes = b"",
 ) -> list[OutgoingMessage]:
     """One RAG trace as two `otlp_proto` messages: the children, then the root."""
     trace_id, root, children = rag_spans(
@@ -171,6 +175,7 @@ def otlp_trace_messages(
         user_id=f"{tenant}-u{rng.randint(1, 40):03d}",
         tenant=tenant,
         at=at,
+        trace_prefix=trace_prefix,
     )
     service = f"{tenant}-rag"
     key = trace_id.hex().encode()

@@ -7,7 +7,10 @@ usage, latency), feedback events that arrive later (some on the traces topic, so
 their trace), OTLP traces (protobuf, split over two messages, children first) and a few
 malformed messages (bad JSON, missing question, wrong type, non-UTF-8 bytes, empty).
 Each round has fresh trace and session ids and timestamps near `now`, so it looks live;
-the same `(round_no, seed, now)` always gives the same bytes.
+the same `(round_no, seed, now, run)` always gives the same bytes. `ragpulse demo` passes a
+fresh `run` tag (`new_run_tag()`) on every start, so the ids of a restarted demo never meet
+the ones kept in its database (a replayed id would be a duplicate, and the 1h windows
+would not move until the new round numbers passed the old ones).
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +38,11 @@ class DemoTopics:
 
 
 SESSIONS_PER_TENANT = 10
+
+
+def new_run_tag() -> str:
+    """12 hex digits unique to this start: the Unix time in seconds and 16 random bits."""
+    return f"{int(time.time()) & 0xFFFFFFFF:08x}{secrets.randbits(16):04x}"
 
 
 def _contexts(rng: random.Random, tenant: str, question: Question) -> list[dict[str, Any]]:
@@ -56,6 +66,7 @@ def _trace(
     rng: random.Random,
     *,
     round_no: int,
+    run: str,
     tenant: str,
     session_id: str,
     user_id: str,
@@ -65,7 +76,7 @@ def _trace(
     rephrased: bool,
     at: datetime,
 ) -> dict[str, Any]:
-    trace_id = f"r{round_no:05d}-{rng.getrandbits(64):016x}"
+    trace_id = f"{run}r{round_no:05d}-{rng.getrandbits(64):016x}"
     contexts = _contexts(rng, tenant, question)
     found = any(c["id"] == question.doc_id for c in contexts)
     correct = found and rng.random() < 0.85
@@ -154,15 +165,23 @@ def generate_round(
     seed: int = 7,
     topics: DemoTopics = DemoTopics(),
     malformed: bool = True,
+    run: str = "",
 ) -> list[OutgoingMessage]:
-    """One round of traffic (about 200 messages) ending at `now`, deterministic per round."""
-    rng = random.Random(seed * 1_000_003 + round_no)
+    """One round of traffic (about 200 messages) ending at `now`, deterministic per round.
+
+    `run` (hex digits, see `new_run_tag`) starts every trace and session id of the round.
+    """
+    if run and (len(run) % 2 or any(ch not in "0123456789abcdef" for ch in run)):
+        raise ValueError(f"run tag must be an even number of lower-case hex digits: {run!r}")
+    rng = random.Random(f"{seed}:{run}:{round_no}" if run else seed * 1_000_003 + round_no)
+    prefix = f"{run}-" if run else ""
+    otlp_prefix = bytes.fromhex(run[:16]) if run else b""
     now = now or datetime.now(UTC)
     start = now - timedelta(minutes=10)
     traces: list[dict[str, Any]] = []
     for tenant, questions in QUESTIONS.items():
         for s in range(SESSIONS_PER_TENANT):
-            session_id = f"{tenant}-s{round_no:05d}-{s:02d}-{rng.getrandbits(32):08x}"
+            session_id = f"{prefix}{tenant}-s{round_no:05d}-{s:02d}-{rng.getrandbits(32):08x}"
             user_id = f"{tenant}-u{rng.randint(1, 40):03d}"
             at = start + timedelta(seconds=rng.uniform(0, 420))
             question = rng.choice(questions)
@@ -175,6 +194,7 @@ def generate_round(
                     _trace(
                         rng,
                         round_no=round_no,
+                        run=prefix,
                         tenant=tenant,
                         session_id=session_id,
                         user_id=user_id,
@@ -210,9 +230,10 @@ def generate_round(
                 question=question,
                 contexts=_contexts(rng, tenant, question),
                 model=MODELS[tenant],
-                session_id=f"{tenant}-otel-{round_no:05d}-{i:02d}",
+                session_id=f"{prefix}{tenant}-otel-{round_no:05d}-{i:02d}",
                 at=start + timedelta(seconds=rng.uniform(0, 480)),
                 topic=topics.otlp,
+                trace_prefix=otlp_prefix,
             )
         )
     if malformed:
