@@ -26,7 +26,9 @@ def register(subparsers: Any) -> None:
         "messages, with fresh ids and timestamps every round), and the service consuming "
         "it, running the evaluation jobs and serving /metrics. Ctrl-C stops everything "
         "cleanly. The broker keeps nothing after it stops; "
-        "the database stays in --dir.",
+        "the database stays in --dir. When the `prometheus` binary is installed, a "
+        "Prometheus with the shipped alert rules scrapes /metrics (data under --dir) and "
+        "`ragpulse report` draws the Grafana dashboards from it into one HTML page.",
     )
     parser.add_argument(
         "--dir", default=".demo", help="directory for the database and logs (default: .demo)"
@@ -42,6 +44,18 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--partitions", type=int, default=3, help="partitions per topic (default: 3)"
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=9090,
+        help="port of the demo's Prometheus (started when the `prometheus` binary is "
+        "installed); if it is taken a free one is used (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-prometheus",
+        action="store_true",
+        help="do not start Prometheus even when it is installed",
     )
     parser.set_defaults(func=run)
 
@@ -77,8 +91,9 @@ def _exporter_port(settings: Settings) -> Settings:
     return settings.model_copy(update={"exporter": exporter})
 
 
-def _traffic(settings: Settings, rate: float, stop: threading.Event) -> None:
-    """Replay sample rounds until stopped; each round gets fresh ids and timestamps."""
+def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: str) -> None:
+    """Replay sample rounds until stopped; each round gets fresh ids and timestamps, and
+    every id carries this start's `run_tag`, so a restart never replays a stored id."""
     from collector.demo.traffic import generate_round
     from collector.kafka.producer import make_producer, publish
 
@@ -88,7 +103,7 @@ def _traffic(settings: Settings, rate: float, stop: threading.Event) -> None:
         while not stop.is_set():
             sent = publish(
                 producer,
-                generate_round(round_no),
+                generate_round(round_no, run=run_tag),
                 topic="rag.traces",
                 rate=rate,
                 should_stop=stop.is_set,
@@ -101,7 +116,31 @@ def _traffic(settings: Settings, rate: float, stop: threading.Event) -> None:
         producer.close(timeout=5)
 
 
+def _start_prometheus(args: argparse.Namespace, directory: Path, settings: Settings) -> Any:
+    """The demo's Prometheus, or None (printing why) when it is absent or fails."""
+    from collector.demo.prometheus import (
+        INSTALL_HINT,
+        PrometheusError,
+        find_prometheus,
+        start_prometheus,
+    )
+
+    if args.no_prometheus:
+        return None
+    binary = find_prometheus()
+    if binary is None:
+        print(f"  prometheus not installed: {INSTALL_HINT}; continuing with /metrics only")
+        return None
+    target = f"{settings.exporter.host}:{settings.exporter.port}"
+    try:
+        return start_prometheus(binary, directory / "prometheus", target, port=args.prometheus_port)
+    except (PrometheusError, OSError) as exc:
+        print(f"  prometheus failed: {exc}; continuing with /metrics only")
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
+    from collector.demo.traffic import new_run_tag
     from collector.kafka import quiet_client_logs
 
     quiet_client_logs()
@@ -135,9 +174,10 @@ def run(args: argparse.Namespace) -> int:
             Monitoring(settings, service.engine, service.registry, consumer=service.consumer)
         )
         service.install_signal_handlers()
+        run_tag = new_run_tag()
         producer = threading.Thread(
             target=_traffic,
-            args=(settings, args.rate, service.stop_event),
+            args=(settings, args.rate, service.stop_event, run_tag),
             name="ragpulse-demo-traffic",
             daemon=True,
         )
@@ -145,16 +185,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"  broker     {broker.bootstrap_servers} (log: {directory / 'broker.log'})")
         print("  topics     rag.traces, rag.feedback, otlp_spans")
         print(f"  database   {database_url}")
-        print(f"  traffic    bundled sample traces at {args.rate:g} messages/s")
+        print(
+            f"  traffic    bundled sample traces at {args.rate:g} messages/s "
+            f"(ids of this run start with {run_tag})"
+        )
         print(f"  metrics    http://{settings.exporter.host}:{settings.exporter.port}/metrics")
         print(
             f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
             f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"
         )
+        prometheus = _start_prometheus(args, directory, settings)
+        if prometheus is not None:
+            print(
+                f"  prometheus {prometheus.url} ({len(prometheus.rules)} rule files; "
+                f"log: {prometheus.log})"
+            )
+            print(
+                f"  dashboards ragpulse report --prometheus {prometheus.url} "
+                "--output report.html  (every Grafana panel in one HTML page)"
+            )
         print("  Ctrl-C to stop", flush=True)
         producer.start()
-        totals = service.run()
-        producer.join(10)
+        try:
+            totals = service.run()
+            producer.join(10)
+        finally:
+            if prometheus is not None:
+                prometheus.stop()
     finally:
         broker.stop()
     print(

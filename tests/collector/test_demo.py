@@ -11,12 +11,14 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from collector.demo.traffic import DemoTopics, generate_round, write_jsonl
+from collector.demo.prometheus import find_prometheus
+from collector.demo.traffic import DemoTopics, generate_round, new_run_tag, write_jsonl
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -54,6 +56,48 @@ def test_a_round_is_deterministic_and_has_every_kind_of_message() -> None:
     assert any(any("а" <= ch <= "я" for ch in t["question"]) for t in traces)
 
 
+def _ids(messages: list[Any]) -> tuple[set[str], set[str], list[datetime]]:
+    """Trace ids (JSON, feedback, OTLP), session ids and trace timestamps of a round."""
+    traces: set[str] = set()
+    sessions: set[str] = set()
+    stamps: list[datetime] = []
+    for message in messages:
+        if message.topic == DemoTopics().otlp:
+            traces.add(message.key.decode())
+            continue
+        try:
+            record = json.loads(message.value)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if isinstance(record, dict) and record.get("type") == "feedback":
+            continue
+        if isinstance(record, dict) and isinstance(record.get("question"), str):
+            traces.add(record["trace_id"])
+            sessions.add(record["session_id"])
+            stamps.append(datetime.fromisoformat(record["timestamp"]))
+    return traces, sessions, stamps
+
+
+def test_a_restarted_demo_never_replays_ids_of_the_kept_database() -> None:
+    """Each `ragpulse demo` start tags its ids afresh: the same round numbers of two runs
+    share no trace or session id, so a restart stores new traces at once."""
+    first_run, second_run = new_run_tag(), new_run_tag()
+    assert first_run != second_run
+    before = datetime.now(UTC)
+    first = _ids(generate_round(0, run=first_run))
+    second = _ids(generate_round(0, run=second_run))
+    assert len(first[0]) > 60 and len(second[0]) > 60
+    assert first[0].isdisjoint(second[0]) and first[1].isdisjoint(second[1])
+    assert all(i.startswith(first_run) for i in first[0] if "-" in i)  # JSON ids
+    otlp = [i for i in second[0] if "-" not in i]
+    assert otlp and all(len(i) == 32 and i.startswith(second_run) for i in otlp)
+    # Timestamps are now: inside the last ten minutes, so the 1h windows hold them.
+    for stamp in first[2] + second[2]:
+        assert before - timedelta(minutes=11) <= stamp <= datetime.now(UTC)
+    with pytest.raises(ValueError, match="hex"):
+        generate_round(0, run="not-hex")
+
+
 def test_write_jsonl_for_produce_and_evaluate(tmp_path: Path) -> None:
     with_feedback = write_jsonl(tmp_path / "all.jsonl", rounds=1, now=NOW)
     traces_only = write_jsonl(tmp_path / "traces.jsonl", rounds=1, now=NOW, feedback=False)
@@ -70,6 +114,31 @@ def _header(process: subprocess.Popen[str]) -> Iterator[str]:
         yield line
         if "Ctrl-C" in line or not line:
             return
+
+
+def _check_prometheus(header: str, metrics_url: str) -> str | None:
+    """The demo's Prometheus (when installed) scrapes its /metrics with the shipped rules,
+    and the header says how to draw the dashboards from it."""
+    if find_prometheus() is None:
+        assert "prometheus not installed: install the `prometheus` package" in header
+        return None
+    line = next(x for x in header.splitlines() if x.strip().startswith("prometheus"))
+    url = line.split()[1]
+    assert f"ragpulse report --prometheus {url} --output report.html" in header
+    target = metrics_url.split("/")[2]
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(f"{url}/api/v1/targets", timeout=5) as response:
+            targets = json.loads(response.read())["data"]["activeTargets"]
+        if any(t["scrapeUrl"].split("/")[2] == target and t["health"] == "up" for t in targets):
+            break
+        assert time.monotonic() < deadline, targets
+        time.sleep(0.5)
+    with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=5) as response:
+        groups = json.loads(response.read())["data"]["groups"]
+    shipped = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "rules"
+    assert {g["file"] for g in groups} == {str(p) for p in shipped.glob("*.yml")}
+    return url
 
 
 @pytest.mark.timeout(90)
@@ -112,6 +181,7 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         )
         with urllib.request.urlopen(metrics_url, timeout=10) as response:
             exposition = response.read().decode()
+        prometheus_url = _check_prometheus(header, metrics_url)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
@@ -119,6 +189,10 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
             process.kill()
     assert process.returncode == 0, err
     assert "broker     127.0.0.1:" in header and "stopped: consumed" in out
+    if prometheus_url is not None:  # stopped with the demo
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"{prometheus_url}/-/ready", timeout=2)
+        assert (tmp_path / "prometheus" / "data").is_dir()
     with sqlite3.connect(database) as conn:
         sources = dict(conn.execute("SELECT source, count(*) FROM traces GROUP BY source"))
         reasons = {r for (r,) in conn.execute("SELECT DISTINCT reason FROM dead_letters")}
