@@ -24,6 +24,7 @@ COMMANDS = (
     "broker",
     "demo",
     "migrate",
+    "report",
 )
 
 

@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.broker",
     "tests.fixtures.embedder",
     "tests.fixtures.llm_server",
+    "tests.fixtures.chromium",
 ]

@@ -1,0 +1,106 @@
+"""`ragpulse report --prometheus URL --output report.html`: the dashboards as one HTML page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_USAGE = 2
+
+
+def default_dashboards() -> Path:
+    """The shipped dashboards of the source tree."""
+    return Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="draw every Grafana dashboard panel from Prometheus into one static HTML page",
+        description="Query Prometheus's HTTP API with the PromQL of every panel of the "
+        "Grafana dashboards (the same legends, units and thresholds as the JSON) and write "
+        "a self-contained HTML page: one chart per panel, nothing fetched from the network "
+        "when it is opened. For a look at the dashboards without a Grafana server.",
+    )
+    parser.add_argument(
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="Prometheus base URL, e.g. http://127.0.0.1:9090 (`ragpulse demo` prints it)",
+    )
+    parser.add_argument(
+        "--output", required=True, type=Path, metavar="FILE.html", help="HTML file to write"
+    )
+    parser.add_argument(
+        "--dashboards",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="dashboard JSON file or folder (repeatable; default: the shipped "
+        "dashboards/grafana/dashboards)",
+    )
+    parser.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="time range ending now, e.g. 30m, 6h, 7d (default: each dashboard's own "
+        "range, shortened to when Prometheus has data)",
+    )
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="dashboard variable, e.g. --var tenant=bank (default: the dashboard's, "
+        "tenant = All, the overall value)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _fail(message: str) -> int:
+    print(f"ragpulse report: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def run(args: argparse.Namespace) -> int:
+    from exporters.report.dashboards import DashboardError, load_dashboards
+    from exporters.report.live import render_report
+    from exporters.report.promapi import PromClient, PrometheusUnreachable, parse_duration
+
+    chosen: dict[str, str] = {}
+    for item in args.var:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            return _fail(f"--var wants NAME=VALUE, got {item!r}")
+        chosen[name] = value
+    try:
+        since = parse_duration(args.since) if args.since else None
+    except ValueError as exc:
+        return _fail(f"--since: {exc}")
+    try:
+        dashboards = load_dashboards(args.dashboards or [default_dashboards()])
+    except DashboardError as exc:
+        return _fail(str(exc))
+    client = PromClient(args.prometheus)
+    try:
+        client.check()
+        html, summary = render_report(
+            client, dashboards, now=time.time(), since=since, chosen=chosen
+        )
+    except PrometheusUnreachable as exc:
+        return _fail(str(exc))
+    try:
+        args.output.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        return _fail(f"cannot write {args.output}: {exc.strerror or exc}")
+    print(
+        f"wrote {args.output}: {summary.panels} panels from {len(dashboards)} dashboards, "
+        f"{summary.with_data} with data"
+    )
+    for where in summary.empty:
+        print(f"  no data: {where}", file=sys.stderr)
+    for where in summary.errors:
+        print(f"  query failed: {where}", file=sys.stderr)
+    return 0

@@ -1,0 +1,2 @@
+"""Static HTML reports: the Grafana dashboards drawn from Prometheus (`ragpulse report`)
+and an offline evaluation's results (`ragpulse evaluate --output-html`)."""

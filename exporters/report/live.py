@@ -1,0 +1,302 @@
+"""`ragpulse report`: every panel of the Grafana dashboards drawn from Prometheus's HTTP API
+into one static HTML page — the same PromQL, legends, units and thresholds as the JSON."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
+from exporters.report.page import PanelHtml, grid_html, legend_html, page
+from exporters.report.promapi import (
+    PromClient,
+    QueryError,
+    Series,
+    format_duration,
+    parse_duration,
+)
+from exporters.report.svg import PALETTE, Line, sparkline, time_chart
+from exporters.report.units import format_value
+
+POINTS = 240
+STAT_TYPES = ("stat", "gauge", "bargauge")
+
+
+@dataclass
+class ReportSummary:
+    panels: int = 0
+    with_data: int = 0
+    empty: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    start: float
+    end: float
+    step: float
+
+
+@dataclass(frozen=True)
+class Named:
+    name: str
+    series: Series
+
+
+def time_range(
+    client: PromClient, dashboard: Dashboard, now: float, since: float | None
+) -> TimeRange:
+    """The dashboard's range (or `since` seconds), shortened to when Prometheus has data."""
+    if since is None:
+        try:
+            since = parse_duration(dashboard.time_from.removeprefix("now-"))
+        except ValueError:
+            since = 6 * 3600.0
+    start = now - since
+    first = client.first_sample_time(start, now)
+    if first is not None and first > start:
+        start = min(first, now - 60)
+    return TimeRange(start, now, float(max(1, math.ceil((now - start) / POINTS))))
+
+
+def grafana_variables(
+    dashboard: Dashboard, chosen: Mapping[str, str], span: TimeRange, scrape_s: float
+) -> dict[str, str]:
+    """Template variables (the dashboard defaults, then the user's) and Grafana's built-ins."""
+    values = {v.name: v.default for v in dashboard.variables}
+    values.update(chosen)
+    rng = span.end - span.start
+    values.update(
+        {
+            "__rate_interval": format_duration(max(span.step + scrape_s, 4 * scrape_s)),
+            "__interval": format_duration(span.step),
+            "__interval_ms": str(int(span.step * 1000)),
+            "__range": format_duration(rng),
+            "__range_s": str(int(rng)),
+            "__range_ms": str(int(rng * 1000)),
+        }
+    )
+    return values
+
+
+def fetch(
+    client: PromClient, panel: Panel, values: Mapping[str, str], span: TimeRange
+) -> list[Named]:
+    out = []
+    for target in panel.targets:
+        expr = substitute(target.expr, values)
+        for series in client.query_range(expr, span.start, span.end, span.step):
+            if series.values:
+                out.append(Named(legend(target.legend, series.labels), series))
+    return out
+
+
+def _reduce(values: Sequence[float], calc: str) -> float:
+    if calc in ("mean", "avg"):
+        return sum(values) / len(values)
+    reducers: dict[str, Any] = {"max": max, "min": min, "sum": sum}
+    if calc in reducers:
+        return float(reducers[calc](values))
+    if calc == "first" or calc == "firstNotNull":
+        return values[0]
+    return values[-1]  # last, lastNotNull (gaps are already dropped)
+
+
+def text_on(background: str) -> str:
+    """Black or white, whichever reads better on a `#rrggbb` background."""
+    if not (background.startswith("#") and len(background) == 7):
+        return "#ffffff"
+    r, g, b = (int(background[i : i + 2], 16) for i in (1, 3, 5))
+    return "#1f2328" if 0.299 * r + 0.587 * g + 0.114 * b > 150 else "#ffffff"
+
+
+def current(named: Sequence[Named]) -> list[Named]:
+    """The series still reported at the end of the range: a stat shows the present, not a
+    series that went stale (e.g. an exporter restarted on another port)."""
+    latest = max(item.series.times[-1] for item in named)
+    if len(named) < 2:
+        return list(named)
+    times = sorted({t for item in named for t in item.series.times})
+    step = min((b - a for a, b in itertools.pairwise(times)), default=1.0)
+    return [item for item in named if item.series.times[-1] >= latest - 2 * step]
+
+
+def stat_body(panel: Panel, named: Sequence[Named]) -> str:
+    calcs = (panel.options.get("reduceOptions") or {}).get("calcs") or ["lastNotNull"]
+    mode = str(panel.options.get("colorMode", "value"))
+    graph = str(panel.options.get("graphMode", "area")) != "none"
+    blocks = []
+    for i, item in enumerate(current(named)):
+        value = _reduce(item.series.values, str(calcs[0]))
+        color = panel.threshold_color(value) or PALETTE[i % len(PALETTE)]
+        text = format_value(value, panel.unit, panel.decimals)
+        style = f"background:{color};color:{text_on(color)}" if mode == "background" else ""
+        value_style = f' style="color:{color}"' if mode == "value" else ""
+        spark_color = text_on(color) if style else color
+        spark = sparkline(item.series.values, spark_color) if graph else ""
+        blocks.append(
+            f'<div class="stat{" bg" if style else ""}" style="{style}" data-value="{value!r}" '
+            f'data-color="{escape(color)}"><div class="value"{value_style}>{escape(text)}</div>'
+            f'<div class="name">{escape(item.name)}</div>{spark}</div>'
+        )
+    return f'<div class="stats">{"".join(blocks)}</div>'
+
+
+def table_body(panel: Panel, named: Sequence[Named]) -> str:
+    rows = []
+    for item in named:
+        value = item.series.values[-1]
+        color = panel.threshold_color(value) or "transparent"
+        rows.append(
+            f'<tr><td><span class="swatch" style="background:{color}"></span>'
+            f'{escape(item.name)}</td><td class="num">'
+            f"{escape(format_value(value, panel.unit, panel.decimals))}</td></tr>"
+        )
+    return f'<table class="values"><tr><th>series</th><th>last</th></tr>{"".join(rows)}</table>'
+
+
+def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> Line:
+    props = {**panel.custom, **panel.series_props(item.name)}
+    fixed = (props.get("color") or {}) if isinstance(props.get("color"), dict) else {}
+    owner = next((n for n in colors if item.name.startswith(n + " ")), None)
+    band = props.get("fillBelowTo") is not None or props.get("lineWidth") == 0
+    if fixed.get("fixedColor"):
+        color = css_color(str(fixed["fixedColor"]))
+    elif owner is not None and band:  # a CI band takes the colour of the line it surrounds
+        color = colors[owner]
+    else:
+        color = PALETTE[index % len(PALETTE)]
+    style = props.get("lineStyle") or {}
+    dash = {"dash": "6 4", "dot": "2 3"}.get(str(style.get("fill"))) if style else None
+    hidden = props.get("hideFrom") or {}
+    opacity = props.get("fillOpacity")
+    return Line(
+        name=item.name,
+        times=item.series.times,
+        values=item.series.values,
+        color=color,
+        width=float(props.get("lineWidth", 1.5)),
+        dash=dash,
+        right=props.get("axisPlacement") == "right",
+        bars=props.get("drawStyle") == "bars",
+        fill_below_to=props.get("fillBelowTo"),
+        fill_opacity=float(opacity) / 100 if isinstance(opacity, int | float) else 0.0,
+        in_legend=not bool(hidden.get("legend")),
+        key=",".join(f"{k}={v}" for k, v in sorted(item.series.labels.items()) if k != "__name__"),
+    )
+
+
+def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange) -> str:
+    colors: dict[str, str] = {}
+    lines = []
+    for i, item in enumerate(named):
+        line = _line(panel, i, item, colors)
+        colors.setdefault(item.name, line.color)
+        lines.append(line)
+    right_unit = next(
+        (panel.series_props(ln.name).get("unit") for ln in lines if ln.right), panel.unit
+    )
+    svg = time_chart(
+        lines,
+        start=span.start,
+        end=span.end,
+        step=span.step,
+        fmt=lambda v: format_value(v, panel.unit, panel.decimals),
+        right_fmt=lambda v: format_value(v, right_unit),
+        thresholds=[(v, css_color(c)) for v, c in panel.thresholds],
+        thresholds_style=panel.thresholds_style,
+        y_min=panel.min,
+        y_max=panel.max,
+    )
+    entries = [
+        (
+            ln.name,
+            ln.color,
+            f"{ln.name}: "
+            + format_value(
+                ln.values[-1], panel.series_props(ln.name).get("unit", panel.unit), panel.decimals
+            ),
+        )
+        for ln in lines
+        if ln.in_legend
+    ]
+    return svg + legend_html(entries)
+
+
+def render_panel(
+    client: PromClient, panel: Panel, values: Mapping[str, str], span: TimeRange
+) -> PanelHtml:
+    queries = tuple(substitute(t.expr, values) for t in panel.targets)
+
+    def done(body: str, state: str) -> PanelHtml:
+        return PanelHtml(
+            panel.title, body, state, panel.width, panel.description, panel.row, queries
+        )
+
+    if panel.type == "text":
+        content = str(panel.options.get("content", ""))
+        return done(f'<pre class="text">{escape(content)}</pre>', "ok" if content else "nodata")
+    if not panel.targets:
+        return done('<div class="status">no queries</div>', "nodata")
+    try:
+        named = fetch(client, panel, values, span)
+    except QueryError as exc:
+        return done(f'<div class="status">query failed: {escape(str(exc))}</div>', "error")
+    if not named:
+        return done('<div class="status">no data</div>', "nodata")
+    if panel.type in STAT_TYPES:
+        return done(stat_body(panel, named), "ok")
+    if panel.type == "table":
+        return done(table_body(panel, named), "ok")
+    return done(chart_body(panel, named, span), "ok")
+
+
+def render_report(
+    client: PromClient,
+    dashboards: Sequence[Dashboard],
+    *,
+    now: float,
+    since: float | None = None,
+    chosen: Mapping[str, str] | None = None,
+) -> tuple[str, ReportSummary]:
+    """The whole page and what it holds (panels with data, empty ones, failed ones)."""
+    scrape_s = client.scrape_interval()
+    summary = ReportSummary()
+    sections = []
+    shown_vars: dict[str, str] = {}
+    for dashboard in dashboards:
+        span = time_range(client, dashboard, now, since)
+        values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
+        shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
+        panels = [render_panel(client, p, values, span) for p in dashboard.panels]
+        for p in panels:
+            summary.panels += 1
+            where = f"{dashboard.title}: {p.title}"
+            if p.state == "ok":
+                summary.with_data += 1
+            elif p.state == "error":
+                summary.errors.append(where)
+            else:
+                summary.empty.append(where)
+        when = " – ".join(
+            datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            for t in (span.start, span.end)
+        )
+        sections.append(
+            f'<h2 class="dashboard" id="{escape(dashboard.uid)}">{escape(dashboard.title)}</h2>'
+            f'<p class="meta">{escape(dashboard.description)} · {when} · step '
+            f"{span.step:g}s · {escape(dashboard.path.name)}</p>" + grid_html(panels)
+        )
+    header = [
+        f"Prometheus {client.url} · generated "
+        f"{datetime.fromtimestamp(now, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
+        f"{summary.with_data} of {summary.panels} panels with data",
+    ]
+    if shown_vars:
+        header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))
+    return page("ragpulse dashboards", header, "".join(sections)), summary

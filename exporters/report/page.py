@@ -1,0 +1,147 @@
+"""The HTML shell of a report: one self-contained page (inline CSS, SVG and a little
+JavaScript; nothing loaded from the network)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+CSS = """
+:root { --fg: #1f2328; --muted: #656d76; --line: #d0d7de; --bg: #f6f8fa; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 16px 20px 40px; font: 13px/1.4 system-ui, -apple-system,
+  "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg); background: var(--bg); }
+header h1 { font-size: 20px; margin: 0 0 4px; }
+header p, .meta { color: var(--muted); margin: 2px 0; }
+h2.dashboard { font-size: 17px; margin: 26px 0 2px; }
+h3.row { grid-column: 1 / -1; font-size: 14px; margin: 14px 0 0; padding-bottom: 3px;
+  border-bottom: 1px solid var(--line); }
+.grid { display: grid; grid-template-columns: repeat(24, minmax(0, 1fr)); gap: 10px; }
+.panel { background: #fff; border: 1px solid var(--line); border-radius: 6px;
+  padding: 8px 10px; min-width: 0; }
+.panel h4 { font-size: 13px; margin: 0 0 4px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.panel[data-state="nodata"] { border-style: dashed; }
+.panel[data-state="error"] { border-color: #cf222e; }
+.panel .status { color: var(--muted); font-style: italic; padding: 24px 0; text-align: center; }
+.panel[data-state="error"] .status { color: #cf222e; font-style: normal; }
+svg.chart { display: block; font-size: 10px; }
+svg .grid { stroke: #eaeef2; stroke-width: 1; }
+svg .frame { fill: none; stroke: #d0d7de; }
+svg .axis { fill: var(--muted); font-size: 10px; }
+svg .series { fill: none; stroke-linejoin: round; }
+svg .threshold { stroke-width: 1.2; }
+svg g.off { display: none; }
+.legend { display: flex; flex-wrap: wrap; gap: 2px 12px; margin-top: 4px; font-size: 11px; }
+.legend span { cursor: pointer; white-space: nowrap; }
+.legend span.off { opacity: 0.35; }
+.legend i { display: inline-block; width: 10px; height: 3px; margin-right: 4px;
+  vertical-align: middle; }
+.stats { display: flex; gap: 6px; flex-wrap: wrap; }
+.stat { flex: 1 1 120px; border-radius: 4px; padding: 6px 8px; min-width: 0; }
+.stat .value { font-size: 26px; font-weight: 600; line-height: 1.2; }
+.stat .name { font-size: 11px; opacity: 0.85; overflow: hidden; text-overflow: ellipsis; }
+.stat.bg { color: #fff; }
+table.values { border-collapse: collapse; width: 100%; font-size: 12px; }
+table.values th, table.values td { text-align: left; padding: 3px 6px;
+  border-bottom: 1px solid #eaeef2; }
+table.values td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.swatch { display: inline-block; width: 9px; height: 9px; border-radius: 50%;
+  margin-right: 4px; }
+pre.text { white-space: pre-wrap; margin: 0; font: inherit; }
+details { margin-top: 4px; font-size: 11px; color: var(--muted); }
+details summary { cursor: pointer; }
+pre.query { white-space: pre-wrap; word-break: break-all; margin: 2px 0; font-size: 10px; }
+@media (max-width: 900px) { .panel { grid-column: 1 / -1 !important; } }
+"""
+
+# Legend clicks hide a series; when the page is laid out, the root element records how
+# many panels drew data (a headless browser test reads it).
+SCRIPT = """
+(function () {
+  document.querySelectorAll('.legend span[data-series]').forEach(function (item) {
+    item.addEventListener('click', function () {
+      var panel = item.closest('.panel');
+      var name = item.getAttribute('data-series');
+      item.classList.toggle('off');
+      panel.querySelectorAll('g[data-series]').forEach(function (g) {
+        if (g.getAttribute('data-series') === name) { g.classList.toggle('off'); }
+      });
+    });
+  });
+  var panels = document.querySelectorAll('.panel');
+  var withData = 0;
+  panels.forEach(function (p) {
+    var drawn = p.querySelector('svg .series, svg circle, svg rect, .stat, table.values, pre.text');
+    if (p.getAttribute('data-state') === 'ok' && drawn) { withData += 1; }
+  });
+  var root = document.documentElement;
+  root.setAttribute('data-panels', String(panels.length));
+  root.setAttribute('data-panels-with-data', String(withData));
+  root.setAttribute('data-report', 'rendered');
+})();
+"""
+
+
+@dataclass(frozen=True)
+class PanelHtml:
+    """A rendered panel: `state` is ok, nodata or error; `width` in Grafana's 24 columns."""
+
+    title: str
+    body: str
+    state: str
+    width: int = 8
+    description: str = ""
+    row: str = ""
+    queries: tuple[str, ...] = ()
+
+
+def legend_html(entries: Sequence[tuple[str, str, str]]) -> str:
+    """Legend of (series name, colour, text shown)."""
+    if not entries:
+        return ""
+    items = "".join(
+        f'<span data-series="{escape(name)}"><i style="background:{color}"></i>'
+        f"{escape(text)}</span>"
+        for name, color, text in entries
+    )
+    return f'<div class="legend">{items}</div>'
+
+
+def panel_html(panel: PanelHtml) -> str:
+    width = max(1, min(24, panel.width))
+    queries = "".join(f'<pre class="query">{escape(q)}</pre>' for q in panel.queries)
+    details = f"<details><summary>PromQL</summary>{queries}</details>" if queries else ""
+    return (
+        f'<section class="panel" data-state="{panel.state}" style="grid-column: span {width}" '
+        f'title="{escape(panel.description)}"><h4>{escape(panel.title)}</h4>{panel.body}'
+        f"{details}</section>"
+    )
+
+
+def grid_html(panels: Sequence[PanelHtml]) -> str:
+    """Panels in a 24-column grid, a heading before each new row title."""
+    parts = ['<div class="grid">']
+    row = None
+    for panel in panels:
+        if panel.row and panel.row != row:
+            anchor = re.sub(r"[^a-z0-9]+", "-", panel.row.lower()).strip("-")
+            parts.append(f'<h3 class="row" id="{escape(anchor)}">{escape(panel.row)}</h3>')
+        row = panel.row
+        parts.append(panel_html(panel))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def page(title: str, header_lines: Sequence[str], body: str) -> str:
+    lines = "".join(f"<p>{escape(line)}</p>" for line in header_lines)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><header><h1>{escape(title)}</h1>{lines}</header>{body}"
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )

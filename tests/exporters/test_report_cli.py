@@ -1,0 +1,109 @@
+"""`ragpulse report` user errors (one line, exit 2) and the Grafana conventions it follows
+(variables, legends, units, threshold colours)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from collector.cli import main
+from exporters.report.dashboards import legend, load_dashboard, substitute
+from exporters.report.units import format_value
+
+SHIPPED = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = main(["report", *args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "missing", "dashboard path not found: "),
+        (lambda d: d, "no dashboard JSON files in "),
+        (lambda d: (d / "bad.json").write_text("{oops") and d / "bad.json", "is not JSON: line 1"),
+        (lambda d: (d / "x.json").write_text("[1]") and d / "x.json", "is not a Grafana dashboard"),
+    ],
+)
+def test_a_bad_dashboard_path_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: object, message: str
+) -> None:
+    path = make(tmp_path)  # type: ignore[operator]
+    out = tmp_path / "r.html"
+    code, err = _run(
+        capsys,
+        "--prometheus",
+        "http://127.0.0.1:1",
+        "--output",
+        str(out),
+        "--dashboards",
+        str(path),
+    )
+    assert code == 2
+    assert err.startswith("ragpulse report: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_an_unreachable_prometheus_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    code, err = _run(capsys, "--prometheus", url, "--output", str(tmp_path / "r.html"))
+    assert code == 2
+    assert err.startswith(f"ragpulse report: cannot reach Prometheus at {url}: ")
+    assert err.count("\n") == 1
+
+
+def test_bad_since_and_var_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "r.html")
+    code, err = _run(capsys, "--prometheus", "http://x", "--output", out, "--since", "soon")
+    assert code == 2 and "--since: not a duration: 'soon'" in err
+    code, err = _run(capsys, "--prometheus", "http://x", "--output", out, "--var", "tenant")
+    assert code == 2 and "--var wants NAME=VALUE" in err
+
+
+def test_grafana_variables_legends_and_units() -> None:
+    values = {"tenant": "", "__rate_interval": "20s", "w": "1h"}
+    assert (
+        substitute('rate(x{tenant=~"$tenant",w="${w}",v="[[w]]"}[$__rate_interval])', values)
+        == 'rate(x{tenant=~"",w="1h",v="1h"}[20s])'
+    )
+    assert substitute('x{a="$unknown"}', values) == 'x{a="$unknown"}'
+    assert legend("{{model}} {{status}}", {"model": "m", "status": "ok"}) == "m ok"
+    assert legend("", {"__name__": "up", "job": "a"}) == 'up{job="a"}'
+    assert format_value(0.253, "percentunit") == "25.3%"
+    assert format_value(0.25, "s") == "250 ms" and format_value(90, "s") == "1.50 min"
+    assert format_value(2500, "short") == "2.50 K" and format_value(3.5, "ops") == "3.50 ops/s"
+    assert format_value(0.8123, None, 3) == "0.812"
+
+
+def test_thresholds_and_tenant_default_come_from_the_shipped_json() -> None:
+    board = load_dashboard(SHIPPED / "overview.json")
+    assert {v.name: v.default for v in board.variables} == {"tenant": ""}  # All = overall
+    raw = json.loads((SHIPPED / "overview.json").read_text())
+    checked = 0
+    for item in raw["panels"]:
+        steps = item.get("fieldConfig", {}).get("defaults", {}).get("thresholds", {})
+        steps = steps.get("steps", [])
+        if item["type"] != "stat" or len(steps) < 2:
+            continue
+        panel = next(p for p in board.panels if p.title == item["title"])
+        low = steps[1]["value"]
+        assert panel.threshold_color(low - 1e-9) != panel.threshold_color(low)
+        assert panel.threshold_color(low) == panel.threshold_color(low + 1e-9)
+        checked += 1
+    assert checked >= 3
