@@ -36,6 +36,13 @@ def register(subparsers: Any) -> None:
         help="also write aggregates and per-sample values as JSON",
     )
     parser.add_argument(
+        "--output-html",
+        metavar="FILE.html",
+        type=Path,
+        help="also write a self-contained HTML page: each metric's value with its 95%% "
+        "interval, the per-sample distribution and, with --group-by, the groups side by side",
+    )
+    parser.add_argument(
         "--group-by", metavar="TAG", help="also aggregate per value of this tag (e.g. tenant)"
     )
     parser.add_argument(
@@ -141,6 +148,10 @@ def _evaluate(
         args.output.write_text(
             json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
         )
+    if args.output_html is not None:
+        from exporters.report.offline import write_evaluation_report
+
+        write_evaluation_report(args.output_html, document, dataset=str(args.file))
     if recorder is not None:
         recorder.finish(
             "succeeded", document["aggregate"], combined_signature(result.aggregates.values())

@@ -11,11 +11,6 @@ from typing import Any
 EXIT_USAGE = 2
 
 
-def default_dashboards() -> Path:
-    """The shipped dashboards of the source tree."""
-    return Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
@@ -65,7 +60,7 @@ def _fail(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from exporters.report.dashboards import DashboardError, load_dashboards
+    from exporters.report.dashboards import SHIPPED, DashboardError, load_dashboards
     from exporters.report.live import render_report
     from exporters.report.promapi import PromClient, PrometheusUnreachable, parse_duration
 
@@ -80,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _fail(f"--since: {exc}")
     try:
-        dashboards = load_dashboards(args.dashboards or [default_dashboards()])
+        dashboards = load_dashboards(args.dashboards or [SHIPPED])
     except DashboardError as exc:
         return _fail(str(exc))
     client = PromClient(args.prometheus)

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The dashboards shipped in the source tree (dashboards/build.py writes them).
+SHIPPED = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
+
 
 class DashboardError(ValueError):
     """A dashboard path or file that cannot be used; the message is one line."""

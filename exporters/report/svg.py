@@ -296,7 +296,7 @@ class Interval:
 
 def interval_chart(rows: Sequence[Interval], fmt: Fmt, width: int = 480) -> str:
     """One row per estimate: a dot at the value and a bar over its confidence interval."""
-    row_h, margin_l, margin_r = 22, 120, 70
+    row_h, margin_l, margin_r = 22, 120, 112
     height = row_h * len(rows) + 22
     numbers = [v for r in rows for v in (r.value, r.low, r.high) if v is not None]
     lo, hi = _extent(numbers)
@@ -360,6 +360,8 @@ def histogram(values: Sequence[float], color: str, fmt: Fmt, width: int = 480) -
             f"<title>{c}</title></rect>"
         )
     out.append(
+        f'<text class="axis" x="{width / 2}" y="{height - 3}" text-anchor="middle">'
+        f"{len(values)} per-sample values</text>"
         f'<text class="axis" x="10" y="{height - 3}">{escape(fmt(lo))}</text>'
         f'<text class="axis" x="{width - 10}" y="{height - 3}" text-anchor="end">'
         f"{escape(fmt(hi))}</text></svg>"
