@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
+from exporters.report.figures import sparkline
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
 from exporters.report.promapi import (
     PromClient,
@@ -20,7 +21,7 @@ from exporters.report.promapi import (
     format_duration,
     parse_duration,
 )
-from exporters.report.svg import PALETTE, Line, sparkline, time_chart
+from exporters.report.svg import PALETTE, Line, time_chart
 from exporters.report.units import format_value
 
 POINTS = 240

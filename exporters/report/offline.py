@@ -19,8 +19,9 @@ from exporters.report.dashboards import (
     css_color,
     load_dashboards,
 )
+from exporters.report.figures import Interval, histogram, interval_chart
 from exporters.report.page import PanelHtml, grid_html, page
-from exporters.report.svg import PALETTE, Interval, histogram, interval_chart
+from exporters.report.svg import PALETTE
 from exporters.report.units import format_value
 
 Steps = tuple[tuple[float | None, str], ...]

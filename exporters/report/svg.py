@@ -4,6 +4,7 @@ to see them, nothing fetched from the network."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -60,16 +61,22 @@ def nice_ticks(low: float, high: float, count: int = 4) -> list[float]:
     return ticks
 
 
-def _extent(values: Sequence[float], extra: Sequence[float] = ()) -> tuple[float, float]:
+def extent(values: Sequence[float], extra: Sequence[float] = ()) -> tuple[float, float]:
     data = [*values, *extra]
     if not data:
         return 0.0, 1.0
     low, high = min(data), max(data)
     if math.isclose(low, high):
-        pad = abs(low) * 0.1 or 0.5
-        return low - pad, high + pad
-    pad = (high - low) * 0.08
-    return low - pad, high + pad
+        if low == 0:
+            return 0.0, 1.0
+        pad = abs(low) * 0.1
+        low, high = low - pad, high + pad
+    else:
+        pad = (high - low) * 0.08
+        low, high = low - pad, high + pad
+    if min(data) >= 0 > low:  # non-negative data: the axis starts at zero, not below
+        low = 0.0
+    return low, high
 
 
 def _time_label(t: float, span: float) -> str:
@@ -108,11 +115,11 @@ def time_chart(
     left = [ln for ln in lines if not ln.right]
     right = [ln for ln in lines if ln.right]
     steps = [v for v, _ in thresholds if v is not None] if thresholds_style != "off" else []
-    lo, hi = _extent([v for ln in left for v in ln.values], steps)
+    lo, hi = extent([v for ln in left for v in ln.values], steps)
     lo = y_min if y_min is not None else lo
     hi = y_max if y_max is not None else hi
     right_values = [v for ln in right for v in ln.values]
-    r_lo, r_hi = _extent(right_values)
+    r_lo, r_hi = extent(right_values)
     if right_values and min(right_values) >= 0:  # counts: from zero up
         r_lo, r_hi = 0.0, max(r_hi, 1.0)
     left_labels = [fmt(t) for t in nice_ticks(lo, hi)]
@@ -130,8 +137,9 @@ def time_chart(
         a, b = (r_lo, r_hi) if axis_right else (lo, hi)
         return margin_t + (1 - (v - a) / (b - a)) * plot_h
 
+    plot = f"{margin_l},{plot_w},{width},{start:.3f},{end:.3f},{margin_t},{plot_h}"
     out = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" '
+        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" data-plot="{plot}" '
         f'preserveAspectRatio="xMidYMid meet" xmlns="http://www.w3.org/2000/svg" role="img">'
     ]
     for tick in nice_ticks(lo, hi):
@@ -172,7 +180,27 @@ def time_chart(
         f'<rect class="frame" x="{margin_l}" y="{margin_t}" width="{plot_w}" height="{plot_h}"/>'
     )
     out.append("</svg>")
+    out.append(_hover_points(lines, fmt, right_fmt or fmt))
     return "".join(out)
+
+
+def _hover_points(lines: Sequence[Line], fmt: Fmt, right_fmt: Fmt) -> str:
+    """The formatted values at every time, for the page's hover read-out."""
+    times = sorted({t for ln in lines for t in ln.times})
+    series = []
+    for ln in lines:
+        at = dict(zip(ln.times, ln.values, strict=False))
+        show = right_fmt if ln.right else fmt
+        series.append(
+            {
+                "n": ln.name,
+                "c": ln.color,
+                "v": [show(at[t]) if t in at else None for t in times],
+            }
+        )
+    data = json.dumps({"t": times, "s": series}, ensure_ascii=False, separators=(",", ":"))
+    safe = data.replace("</", "<\\/")  # JSON inside <script>: no closing tag
+    return f'<script type="application/json" class="points">{safe}</script>'
 
 
 def _threshold_marks(
@@ -266,104 +294,3 @@ def _bars(
         + "".join(rects)
         + "</g>"
     )
-
-
-def sparkline(values: Sequence[float], color: str, width: int = 160, height: int = 28) -> str:
-    if len(values) < 2:
-        return ""
-    lo, hi = _extent(values)
-    n = len(values) - 1
-    points = " ".join(
-        f"{i / n * width:.1f},{(1 - (v - lo) / (hi - lo)) * height:.1f}"
-        for i, v in enumerate(values)
-    )
-    return (
-        f'<svg class="spark" viewBox="0 0 {width} {height}" width="100%" height="{height}" '
-        f'preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg">'
-        f'<polyline points="{points}" stroke="{color}" fill="none" stroke-width="1.5"/></svg>'
-    )
-
-
-@dataclass(frozen=True)
-class Interval:
-    label: str
-    value: float
-    low: float | None
-    high: float | None
-    color: str
-    note: str = ""
-
-
-def interval_chart(rows: Sequence[Interval], fmt: Fmt, width: int = 480) -> str:
-    """One row per estimate: a dot at the value and a bar over its confidence interval."""
-    row_h, margin_l, margin_r = 22, 120, 112
-    height = row_h * len(rows) + 22
-    numbers = [v for r in rows for v in (r.value, r.low, r.high) if v is not None]
-    lo, hi = _extent(numbers)
-    plot_w = width - margin_l - margin_r
-
-    def x(v: float) -> float:
-        return margin_l + (v - lo) / (hi - lo) * plot_w
-
-    out = [
-        f'<svg class="chart" viewBox="0 0 {width} {height}" width="100%" '
-        f'xmlns="http://www.w3.org/2000/svg" role="img">'
-    ]
-    for tick in nice_ticks(lo, hi):
-        out.append(
-            f'<line class="grid" x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="4" '
-            f'y2="{height - 18}"/><text class="axis" x="{x(tick):.1f}" y="{height - 5}" '
-            f'text-anchor="middle">{escape(fmt(tick))}</text>'
-        )
-    for i, r in enumerate(rows):
-        cy = 4 + row_h * i + row_h / 2
-        out.append(
-            f'<text class="axis" x="{margin_l - 6}" y="{cy + 3:.1f}" text-anchor="end">'
-            f"{escape(r.label[:22])}</text>"
-        )
-        if r.low is not None and r.high is not None:
-            out.append(
-                f'<line x1="{x(r.low):.1f}" x2="{x(r.high):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" '
-                f'stroke="{r.color}" stroke-width="4" stroke-opacity="0.45"/>'
-            )
-        out.append(
-            f'<circle class="estimate" cx="{x(r.value):.1f}" cy="{cy:.1f}" r="4.5" '
-            f'fill="{r.color}"/><text class="axis" x="{width - margin_r + 6}" '
-            f'y="{cy + 3:.1f}">{escape(fmt(r.value))}{escape(r.note)}</text>'
-        )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def histogram(values: Sequence[float], color: str, fmt: Fmt, width: int = 480) -> str:
-    """Distribution of per-sample values in up to 20 bins."""
-    if not values:
-        return ""
-    lo, hi = min(values), max(values)
-    bins = 1 if math.isclose(lo, hi) else min(20, max(5, int(math.sqrt(len(values)))))
-    counts = [0] * bins
-    for v in values:
-        index = 0 if bins == 1 else min(bins - 1, int((v - lo) / (hi - lo) * bins))
-        counts[index] += 1
-    height, margin_b = 70, 16
-    top = max(counts)
-    bar_w = (width - 20) / bins
-    out = [
-        f'<svg class="chart hist" viewBox="0 0 {width} {height}" width="100%" '
-        f'xmlns="http://www.w3.org/2000/svg" role="img">'
-    ]
-    for i, c in enumerate(counts):
-        h = c / top * (height - margin_b - 4)
-        out.append(
-            f'<rect x="{10 + i * bar_w:.1f}" y="{height - margin_b - h:.1f}" '
-            f'width="{bar_w * 0.9:.1f}" height="{h:.1f}" fill="{color}" fill-opacity="0.7">'
-            f"<title>{c}</title></rect>"
-        )
-    out.append(
-        f'<text class="axis" x="{width / 2}" y="{height - 3}" text-anchor="middle">'
-        f"{len(values)} per-sample values</text>"
-        f'<text class="axis" x="10" y="{height - 3}">{escape(fmt(lo))}</text>'
-        f'<text class="axis" x="{width - 10}" y="{height - 3}" text-anchor="end">'
-        f"{escape(fmt(hi))}</text></svg>"
-    )
-    return "".join(out)

@@ -234,5 +234,16 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             assert shown["rows"] == 2  # the two tenants of the traffic
         else:
             assert shown["lines"] > 0, panel.title
+    # Hovering a chart reads out every series' value at that time.
+    tip = page.evaluate(
+        "(() => { const svg = document.querySelectorAll('svg.chart[data-plot]')[5];"
+        " const box = svg.getBoundingClientRect();"
+        " svg.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,"
+        "   clientX: box.left + box.width * 0.8, clientY: box.top + box.height / 2}));"
+        " const tip = svg.closest('.panel').querySelector('.tip');"
+        " return [getComputedStyle(tip).display, tip.innerText]; })()"
+    )
+    assert tip[0] == "block" and " UTC" in tip[1] and tip[1].count(": ") >= 1, tip
+    assert page.console_errors == []
     gauge = next(r for r in rendered if r["title"] == "mrr gauge")
     assert gauge["stats"][0][1] == "#b877d9"  # Grafana's "purple": the step above 0.01
