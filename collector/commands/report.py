@@ -94,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}: {summary.panels} panels from {len(dashboards)} dashboards, "
         f"{summary.with_data} with data"
     )
+    if summary.panels and not summary.with_data:
+        print(
+            f"  no panel has data: does {args.prometheus} scrape ragpulse's /metrics "
+            "(and have the evaluation jobs run yet)?",
+            file=sys.stderr,
+        )
     for where in summary.empty:
         print(f"  no data: {where}", file=sys.stderr)
     for where in summary.errors:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,3 +108,16 @@ def test_thresholds_and_tenant_default_come_from_the_shipped_json() -> None:
         assert panel.threshold_color(low) == panel.threshold_color(low + 1e-9)
         checked += 1
     assert checked >= 3
+
+
+def test_a_prometheus_without_ragpulse_data_gives_a_page_and_a_hint(
+    prometheus_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prom = prometheus_server([f"127.0.0.1:{_closed_port()}"])  # scrapes nothing
+    out = tmp_path / "r.html"
+    code = main(["report", "--prometheus", prom.url, "--output", str(out)])
+    stdout, err = capsys.readouterr()
+    assert code == 0 and out.is_file()
+    assert ", 0 with data" in stdout
+    assert f"no panel has data: does {prom.url} scrape ragpulse's /metrics" in err
+    assert 'data-state="nodata"' in out.read_text()
