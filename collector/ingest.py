@@ -35,6 +35,7 @@ from collector.store.repository import (
     insert_samples,
     insert_traces,
 )
+from evaluators.ground_truth import RELEVANCE, RELEVANT_IDS, SHOWN_URL, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +71,9 @@ class BatchResult:
     invalid_by_reason: dict[str, int] = field(default_factory=dict)
     sampled_by_purpose: dict[str, int] = field(default_factory=dict)
     consumed_by_topic: dict[str, int] = field(default_factory=dict)
+    field_warnings: dict[str, int] = field(default_factory=dict)
+    """Per top-level field: optional values of stored traces kept raw under
+    metadata._invalid instead of costing the trace."""
 
     def add(self, other: BatchResult) -> None:
         self.consumed += other.consumed
@@ -82,6 +86,7 @@ class BatchResult:
             (self.invalid_by_reason, other.invalid_by_reason),
             (self.sampled_by_purpose, other.sampled_by_purpose),
             (self.consumed_by_topic, other.consumed_by_topic),
+            (self.field_warnings, other.field_warnings),
         ):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
@@ -93,6 +98,7 @@ class _Decoded:
     fragments: list[OtlpFragment] = field(default_factory=list)
     feedback: list[FeedbackEvent] = field(default_factory=list)
     dead: list[DeadLetterRow] = field(default_factory=list)
+    fragment_warnings: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,8 @@ class Ingestor:
     def __init__(self, settings: Settings) -> None:
         kafka = settings.kafka
         self._max_bytes = kafka.max_message_bytes
+        self._max_depth = settings.decode.max_depth
+        self._ground_truth = tuple(settings.ground_truth.priority)
         self._feedback_topic = kafka.feedback_topic
         self._otlp_topic = kafka.otlp_topic
         self._otlp_encoding = kafka.otlp_encoding
@@ -142,12 +150,18 @@ class Ingestor:
         new_traces = insert_traces(session, decoded.traces)
         result.stored += len(new_traces)
         result.duplicates += len(decoded.traces) - len(new_traces)
+        warned = Counter(f for rec in new_traces for f in rec.field_warnings)
+        warned.update(decoded.fragment_warnings)
+        result.field_warnings = dict(warned)
 
         decisions: dict[str, list[str]] = {}
         for rec in new_traces:
             decisions[rec.trace_id] = self._sampler.purposes_for(
                 rec.trace_id,
-                has_ground_truth=rec.has_ground_truth,
+                has_ground_truth=source_of(
+                    self._ground_truth, rec.relevance, rec.relevant_ids, rec.shown_urls
+                )
+                is not None,
                 has_answer=rec.answer is not None,
                 tags=rec.tags,
             )
@@ -177,10 +191,15 @@ class Ingestor:
         result.sampled_by_purpose = dict(Counter(p for _, p in recorded))
         return result
 
+    def _has_truth(self, explicit: bool, has_shown_url: bool) -> bool:
+        """Ground truth under the configured priority (relevance/relevant_ids/shown_url)."""
+        explicit_used = RELEVANCE in self._ground_truth or RELEVANT_IDS in self._ground_truth
+        return (explicit and explicit_used) or (has_shown_url and SHOWN_URL in self._ground_truth)
+
     def _purposes(self, state: TraceState) -> list[str]:
         return self._sampler.purposes_for(
             state.trace_id,
-            has_ground_truth=state.has_ground_truth,
+            has_ground_truth=self._has_truth(state.has_ground_truth, state.has_shown_url),
             has_answer=state.has_answer,
             tags=state.tags,
         )
@@ -192,12 +211,14 @@ class Ingestor:
             by_topic[msg.topic] += 1
             try:
                 if msg.topic == self._otlp_topic:
-                    out.fragments.extend(
-                        decode_otlp_message(msg.value, self._otlp_encoding, self._max_bytes)
+                    fragments = decode_otlp_message(
+                        msg.value, self._otlp_encoding, self._max_bytes, self._max_depth
                     )
+                    out.fragments.extend(fragments)
+                    out.fragment_warnings.update(w for fr in fragments for w in fr.warnings)
                     continue
                 item = parse_message(
-                    decode_json_message(msg.value, self._max_bytes),
+                    decode_json_message(msg.value, self._max_bytes, self._max_depth),
                     feedback_topic=msg.topic == self._feedback_topic,
                 )
             except DecodeError as exc:

@@ -1,22 +1,24 @@
 """Stored traces and validated records -> `evaluators.sample.Sample` (the metrics' only input).
 
-Ground truth: graded `relevance` when present, else `relevant_ids` as grade 1, else none.
+Ground truth: the first of graded `relevance`, `relevant_ids` (grade 1) and `shown_url`
+present, in the configured priority (`evaluators.ground_truth`), else none.
 Tags become strings (integral numbers without a decimal point) so group labels are uniform.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 from collector.decode.records import TraceRecord
 from collector.store.models import Trace
+from evaluators.ground_truth import DEFAULT_PRIORITY, resolve
 from evaluators.sample import Context, JudgeDecision, Sample
 
 
-def trace_to_sample(row: Trace) -> Sample:
-    """A stored trace as a sample."""
+def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> Sample:
+    """A stored trace as a sample; ground truth by `priority` (`evaluators.ground_truth`)."""
     judge = None
     if any(
         v is not None
@@ -28,13 +30,22 @@ def trace_to_sample(row: Trace) -> Sample:
             model=row.judge_model,
             latency_ms=row.judge_latency_ms,
         )
+    shown = getattr(row, "shown_url", None)
+    shown_urls = tuple(str(u) for u in shown) if shown else None
+    relevance, contexts, source = resolve(
+        priority,
+        row.relevance,
+        row.relevant_ids,
+        shown_urls,
+        tuple(_context(c) for c in row.contexts or () if isinstance(c, dict)),
+    )
     return Sample(
         trace_id=row.trace_id,
         question=row.question,
         answer=row.answer,
-        contexts=tuple(_context(c) for c in row.contexts or () if isinstance(c, dict)),
+        contexts=contexts,
         reference=row.reference,
-        relevance=_relevance(row.relevance, row.relevant_ids),
+        relevance=relevance,
         session_id=row.session_id,
         user_id=row.user_id,
         turn=row.turn,
@@ -44,21 +55,28 @@ def trace_to_sample(row: Trace) -> Sample:
         cache_hit=row.cache_hit,
         cache_similarity=row.cache_similarity,
         tags=_tags(row.tags),
+        shown_urls=shown_urls,
+        ground_truth=source,
     )
 
 
-def record_to_sample(rec: TraceRecord) -> Sample:
+def record_to_sample(rec: TraceRecord, priority: Sequence[str] = DEFAULT_PRIORITY) -> Sample:
     """A validated record (e.g. a dataset line) as a sample."""
     judge = rec.judge
+    relevance, contexts, source = resolve(
+        priority,
+        rec.relevance,
+        rec.relevant_ids,
+        rec.shown_urls,
+        tuple(Context(id=c.id, url=c.url, text=c.text, score=c.score) for c in rec.contexts),
+    )
     return Sample(
         trace_id=rec.trace_id,
         question=rec.question,
         answer=rec.answer,
-        contexts=tuple(
-            Context(id=c.id, url=c.url, text=c.text, score=c.score) for c in rec.contexts
-        ),
+        contexts=contexts,
         reference=rec.reference,
-        relevance=_relevance(rec.relevance, rec.relevant_ids),
+        relevance=relevance,
         session_id=rec.session_id,
         user_id=rec.user_id,
         turn=rec.turn,
@@ -75,6 +93,8 @@ def record_to_sample(rec: TraceRecord) -> Sample:
         cache_hit=rec.cache_hit,
         cache_similarity=rec.cache_similarity,
         tags=_tags(rec.tags),
+        shown_urls=rec.shown_urls,
+        ground_truth=source,
     )
 
 
@@ -88,16 +108,6 @@ def _context(c: Mapping[str, Any]) -> Context:
         if isinstance(score, int | float) and not isinstance(score, bool)
         else None,
     )
-
-
-def _relevance(
-    graded: Mapping[str, Any] | None, relevant_ids: Iterable[Any] | None
-) -> Mapping[str, int] | None:
-    if graded is not None:
-        return MappingProxyType({str(k): int(v) for k, v in graded.items()})
-    if relevant_ids is not None:
-        return MappingProxyType({str(k): 1 for k in relevant_ids})
-    return None
 
 
 def _tags(tags: Mapping[str, Any] | None) -> Mapping[str, str]:

@@ -30,6 +30,9 @@ from pydantic_settings import (
 )
 from pydantic_settings.exceptions import SettingsError
 
+from evaluators.ground_truth import SOURCES as GROUND_TRUTH_SOURCES
+from evaluators.ground_truth import check_priority
+
 ENV_PREFIX = "RAGPULSE_"
 
 
@@ -213,6 +216,33 @@ class SchedulerSettings(_Group):
         return value
 
 
+class DecodeSettings(_Group):
+    max_depth: int = Field(64, ge=2, le=200)
+    """Deepest JSON nesting accepted in a message (the top-level object is 1); deeper ones
+    are dead letters (`too_deep`). Far below what every writer and reader of the stored
+    JSON handles (orjson writes 254 levels); real traces nest under 10."""
+
+
+class GroundTruthSettings(_Group):
+    priority: CSV = list(GROUND_TRUTH_SOURCES)
+    """Where a trace's ground truth comes from, first available wins: `relevance` (graded),
+    `relevant_ids` (the trace's own, replaced by feedback's when feedback sends them),
+    `shown_url` (the document shown to the user, seed 004 §7). Leave a source out to
+    ignore it (e.g. `relevance,relevant_ids` never uses shown urls)."""
+
+    _csv = field_validator("priority", mode="before")(_split_csv)
+
+    @field_validator("priority")
+    @classmethod
+    def _sources(cls, value: list[str]) -> list[str]:
+        check_priority(value)
+        if len(set(value)) != len(value):
+            raise ValueError("a ground-truth source is listed twice")
+        if not value:
+            raise ValueError("at least one ground-truth source is needed")
+        return value
+
+
 class OtelSettings(_Group):
     endpoint: str | None = None
     service_name: str = "ragpulse"
@@ -237,6 +267,8 @@ class Settings(BaseSettings):
     exporter: ExporterSettings = ExporterSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     otel: OtelSettings = OtelSettings()
+    decode: DecodeSettings = DecodeSettings()
+    ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     @classmethod

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -63,13 +63,24 @@ class Sample:
     cache_hit: bool | None = None
     cache_similarity: float | None = None
     tags: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    shown_urls: tuple[str, ...] | None = None
+    """The document(s) shown to the user in the real dialog (trace field `shown_url`)."""
+    ground_truth: str | None = None
+    """Where `relevance` came from: relevance, relevant_ids or shown_url
+    (`evaluators.ground_truth`); None when there is none."""
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> Sample:
+    def from_record(
+        cls, record: Mapping[str, Any], priority: Sequence[str] | None = None
+    ) -> Sample:
         """Build a sample from an already validated trace record (SPEC §2 field names).
 
         Validation (types, required fields) is the caller's job; this only maps names.
+        Ground truth follows `priority` (`evaluators.ground_truth`, default: relevance,
+        relevant_ids, shown_url).
         """
+        from evaluators.ground_truth import DEFAULT_PRIORITY, resolve
+
         contexts = tuple(
             Context(
                 id=_opt_str(c.get("id")),
@@ -79,11 +90,15 @@ class Sample:
             )
             for c in (record.get("contexts") or ())
         )
-        relevance: dict[str, int] | None = None
-        if record.get("relevance") is not None:
-            relevance = {str(k): int(v) for k, v in record["relevance"].items()}
-        elif record.get("relevant_ids") is not None:
-            relevance = {str(k): 1 for k in record["relevant_ids"]}
+        shown = record.get("shown_url")
+        shown_urls = (shown,) if isinstance(shown, str) else tuple(shown) if shown else None
+        relevance, contexts, source = resolve(
+            DEFAULT_PRIORITY if priority is None else priority,
+            record.get("relevance"),
+            record.get("relevant_ids"),
+            shown_urls,
+            contexts,
+        )
         judge = record.get("judge")
         cache = record.get("cache") or {}
         ts = record.get("timestamp")
@@ -95,7 +110,7 @@ class Sample:
             answer=record.get("answer"),
             contexts=contexts,
             reference=record.get("reference"),
-            relevance=MappingProxyType(relevance) if relevance is not None else None,
+            relevance=relevance,
             session_id=record.get("session_id"),
             user_id=record.get("user_id"),
             turn=record.get("turn"),
@@ -112,6 +127,8 @@ class Sample:
             cache_hit=cache.get("hit"),
             cache_similarity=cache.get("similarity"),
             tags=MappingProxyType({str(k): str(v) for k, v in (record.get("tags") or {}).items()}),
+            shown_urls=shown_urls,
+            ground_truth=source,
         )
 
 

@@ -17,6 +17,8 @@ INVALID_VALUE: Final = "invalid_value"
 UNKNOWN_SCHEMA: Final = "unknown_schema"
 INVALID_OTLP: Final = "invalid_otlp"
 EMPTY: Final = "empty"
+TOO_DEEP: Final = "too_deep"
+DUPLICATE_KEY: Final = "duplicate_key"
 
 REASONS: Final = frozenset(
     {
@@ -29,6 +31,8 @@ REASONS: Final = frozenset(
         UNKNOWN_SCHEMA,
         INVALID_OTLP,
         EMPTY,
+        TOO_DEEP,
+        DUPLICATE_KEY,
     }
 )
 

@@ -116,7 +116,13 @@ def timestamp(value: Any, path: str) -> datetime:
             INVALID_VALUE,
             f"{path}: {value[:64]!r} is not an RFC 3339 date-time with a UTC offset",
         )
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise DecodeError(
+            INVALID_VALUE,
+            f"{path}: {value[:64]!r} falls outside years 1..9999 once converted to UTC",
+        ) from None
 
 
 def trace_id(value: Any, path: str = "trace_id") -> str:

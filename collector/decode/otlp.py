@@ -26,6 +26,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from collector.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, DecodeError
+from collector.decode.limits import DEFAULT_MAX_DEPTH
+from collector.decode.optional import FieldIssues
 from collector.decode.otlp_mapping import summarize_span
 from collector.decode.trace_json import DEFAULT_MAX_BYTES, decode_json_message
 
@@ -38,6 +40,8 @@ class OtlpFragment:
 
     trace_id: str
     spans: Mapping[str, Mapping[str, Any]]
+    warnings: tuple[str, ...] = ()
+    """Fields of these spans whose values did not fit (kept raw, see `otlp_mapping`)."""
 
     @property
     def span_ids(self) -> frozenset[str]:
@@ -49,7 +53,10 @@ class OtlpFragment:
 
 
 def decode_otlp_message(
-    value: bytes | None, encoding: str = "otlp_proto", max_bytes: int = DEFAULT_MAX_BYTES
+    value: bytes | None,
+    encoding: str = "otlp_proto",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[OtlpFragment]:
     """Decode one OTLP message into per-trace fragments, or raise `DecodeError`."""
     if not value:
@@ -59,10 +66,10 @@ def decode_otlp_message(
     first = value.lstrip()[:1]
     # A protobuf request starts with field 1 (0x0a); '{' can only be JSON.
     if first == b"{" or (encoding == "otlp_json" and first != b"\x0a"):
-        request = _parse_json(value, max_bytes)
+        request = _parse_json(value, max_bytes, max_depth)
     else:
         request = _parse_proto(value)
-    return fragments_from_request(request)
+    return fragments_from_request(request, max_depth)
 
 
 def _parse_proto(value: bytes) -> ExportTraceServiceRequest:
@@ -76,8 +83,8 @@ def _parse_proto(value: bytes) -> ExportTraceServiceRequest:
     return request
 
 
-def _parse_json(value: bytes, max_bytes: int) -> ExportTraceServiceRequest:
-    obj = decode_json_message(value, max_bytes)
+def _parse_json(value: bytes, max_bytes: int, max_depth: int) -> ExportTraceServiceRequest:
+    obj = decode_json_message(value, max_bytes, max_depth)
     try:
         for i, rs in enumerate(_list(obj, "resourceSpans")):
             for j, ss in enumerate(_list(rs, "scopeSpans")):
@@ -115,9 +122,12 @@ def _ids_to_base64(span: Any, path: str) -> None:
             span[key] = base64.b64encode(raw).decode("ascii")
 
 
-def fragments_from_request(request: ExportTraceServiceRequest) -> list[OtlpFragment]:
+def fragments_from_request(
+    request: ExportTraceServiceRequest, max_depth: int = DEFAULT_MAX_DEPTH
+) -> list[OtlpFragment]:
     """Group the request's spans by trace id and summarize each span."""
     by_trace: dict[str, dict[str, dict[str, Any]]] = {}
+    warned: dict[str, list[str]] = {}
     total = 0
     for i, rs in enumerate(request.resource_spans):
         resource = attributes(rs.resource.attributes)
@@ -128,6 +138,7 @@ def fragments_from_request(request: ExportTraceServiceRequest) -> list[OtlpFragm
                 span_id = _hex_id(span.span_id, 8, f"{path}.spanId")
                 parent = span.parent_span_id
                 parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
+                issues = FieldIssues()
                 summary = summarize_span(
                     attributes(span.attributes),
                     parent=parent_hex,
@@ -135,7 +146,10 @@ def fragments_from_request(request: ExportTraceServiceRequest) -> list[OtlpFragm
                     start_ns=span.start_time_unix_nano,
                     end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
                     resource=resource,
+                    issues=issues,
+                    max_depth=max_depth,
                 )
+                warned.setdefault(trace_id, []).extend(issues.fields)
                 if b"\\u0000" in orjson.dumps(summary):
                     raise DecodeError(
                         INVALID_OTLP,
@@ -146,7 +160,10 @@ def fragments_from_request(request: ExportTraceServiceRequest) -> list[OtlpFragm
                 total += 1
     if total == 0:
         raise DecodeError(INVALID_OTLP, "the request holds no spans")
-    return [OtlpFragment(trace_id=t, spans=s) for t, s in sorted(by_trace.items())]
+    return [
+        OtlpFragment(trace_id=t, spans=s, warnings=tuple(warned.get(t, ())))
+        for t, s in sorted(by_trace.items())
+    ]
 
 
 def _later(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:

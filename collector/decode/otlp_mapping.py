@@ -10,15 +10,22 @@ CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and 
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
+
+from collector.decode import optional as opt
+from collector.decode.limits import DEFAULT_MAX_DEPTH, depth_within
+from collector.decode.optional import INVALID_KEY, FieldIssues
 from collector.decode.records import ContextRecord, TraceRecord
 
 _CHAIN_KINDS = frozenset({"CHAIN", "AGENT"})
 _TAG_PREFIX = "ragpulse.tag."
+SHOWN_URL_ATTRIBUTE = "ragpulse.shown_url"
+"""Span attribute (string or string array) carrying the trace field `shown_url`."""
 
 
 def summarize_span(
@@ -29,8 +36,17 @@ def summarize_span(
     start_ns: int,
     end_ns: int,
     resource: Mapping[str, Any],
+    issues: FieldIssues | None = None,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> dict[str, Any]:
-    """The contribution of one span; only keys with a value are kept."""
+    """The contribution of one span; only keys with a value are kept.
+
+    Values that do not fit (a `metadata` attribute that is not a JSON object of at most
+    `max_depth` levels, a non-finite score or tag, a `ragpulse.shown_url` that is not a
+    string or list of strings) are left out, kept as text under the summary's `invalid`
+    (then `metadata["_invalid"]` of the trace) and reported to `issues`.
+    """
+    issues = issues if issues is not None else FieldIssues()
     kind = str(attrs.get("openinference.span.kind") or "").upper()
     if not kind and any(k.startswith("gen_ai.") for k in attrs):
         kind = "LLM"
@@ -43,10 +59,10 @@ def summarize_span(
     answer = _output_text(attrs, kind)
     if answer is not None:
         out["output"] = answer
-    docs = _documents(attrs, "retrieval.documents.")
+    docs = _documents(attrs, "retrieval.documents.", issues, max_depth)
     if docs:
         out["docs"] = docs
-    reranked = _documents(attrs, "reranker.output_documents.")
+    reranked = _documents(attrs, "reranker.output_documents.", issues, max_depth)
     if reranked:
         out["reranked"] = reranked
     for key, names in (
@@ -61,21 +77,39 @@ def summarize_span(
     if usage:
         out["usage"] = usage
     metadata = attrs.get("metadata")
-    if isinstance(metadata, str):
-        parsed = _json_object(metadata)
+    if metadata is not None:
+        parsed = _json_object(metadata, max_depth) if isinstance(metadata, str) else None
         if parsed is not None:
             out["metadata"] = parsed
-    tags = {
-        k[len(_TAG_PREFIX) :]: v
-        for k, v in attrs.items()
-        if k.startswith(_TAG_PREFIX) and isinstance(v, str | int | float)
-    }
+        else:
+            issues.keep("metadata", _as_text(metadata))
+    shown = attrs.get(SHOWN_URL_ATTRIBUTE)
+    if shown is not None:
+        urls = opt.urls(shown, "shown_url", scratch := FieldIssues())
+        if urls:
+            out["shown_url"] = list(urls)
+        elif scratch:
+            issues.keep("shown_url", _as_text(shown))
+    tags: dict[str, Any] = {}
+    for k, v in attrs.items():
+        if k.startswith(_TAG_PREFIX) and isinstance(v, str | int | float):
+            if isinstance(v, float) and not math.isfinite(v):
+                issues.keep(f"tags.{k[len(_TAG_PREFIX) :]}", _as_text(v))
+            else:
+                tags[k[len(_TAG_PREFIX) :]] = v
     service = resource.get("service.name")
     if isinstance(service, str):
         tags.setdefault("service", service)
     if tags:
         out["tags"] = tags
+    if issues:
+        out["invalid"] = dict(issues.raw)
     return out
+
+
+def _as_text(value: Any) -> str:
+    """A raw attribute value as text (it may hold NaN, which JSON cannot store)."""
+    return value if isinstance(value, str) else repr(value)
 
 
 def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> TraceRecord:
@@ -111,6 +145,12 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     metadata: dict[str, Any] = {}
     for _, s in reversed(ranked):
         metadata.update(s.get("metadata", {}))
+    invalid: dict[str, Any] = {}
+    for _, s in reversed(ranked):
+        invalid.update(s.get("invalid", {}))
+    if invalid:
+        metadata[INVALID_KEY] = invalid
+    shown = pick("shown_url")
     start = min(s["start"] for _, s in ordered)
     return TraceRecord(
         trace_id=trace_id,
@@ -127,6 +167,7 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         tags=tags or None,
         metadata=metadata or None,
         source="otlp",
+        shown_urls=tuple(shown) if shown else None,
     )
 
 
@@ -148,12 +189,15 @@ def _first_str(attrs: Mapping[str, Any], names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str, max_depth: int = DEFAULT_MAX_DEPTH) -> dict[str, Any] | None:
+    """A JSON object of at most `max_depth` levels (no NaN, no RecursionError), or None."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict) or not depth_within(value, max_depth):
+        return None
+    return value
 
 
 def _unwrap(text: str, mime: Any, keys: tuple[str, ...]) -> str:
@@ -201,7 +245,9 @@ def _output_text(attrs: Mapping[str, Any], kind: str) -> str | None:
     return None
 
 
-def _documents(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+def _documents(
+    attrs: Mapping[str, Any], prefix: str, issues: FieldIssues, max_depth: int
+) -> list[dict[str, Any]]:
     """`{prefix}{i}.document.{id,content,score,metadata}` in index order."""
     indexes: set[int] = set()
     for key in attrs:
@@ -221,9 +267,12 @@ def _documents(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
             doc["text"] = content
         score = attrs.get(base + "score")
         if isinstance(score, int | float) and not isinstance(score, bool):
-            doc["score"] = float(score)
+            if math.isfinite(score):
+                doc["score"] = float(score)
+            else:
+                issues.keep(f"contexts[{i}].score", _as_text(score))
         meta = attrs.get(base + "metadata")
-        meta_obj = _json_object(meta) if isinstance(meta, str) else None
+        meta_obj = _json_object(meta, max_depth) if isinstance(meta, str) else None
         url = meta_obj.get("url") if meta_obj else None
         if isinstance(url, str):
             doc["url"] = url

@@ -71,9 +71,17 @@ class TraceRecord:
     tags: Mapping[str, str | int | float] | None = None
     metadata: Mapping[str, Any] | None = None
     source: str = "json"
+    shown_urls: tuple[str, ...] | None = None
+    """`shown_url`: the document(s) shown to the user (seed 004 §7.3)."""
+    latency_stages: Mapping[str, float] | None = None
+    """Per-stage latencies when `latency_ms` was an object (`latency_ms` is then the total)."""
+    field_warnings: tuple[str, ...] = ()
+    """Top-level optional fields whose values did not fit (kept under metadata._invalid)."""
 
     @property
     def has_ground_truth(self) -> bool:
+        """Explicit ground truth (relevance or relevant_ids); `shown_url` is weighed by the
+        configured ground-truth priority (`evaluators.ground_truth`)."""
         return self.relevance is not None or self.relevant_ids is not None
 
 

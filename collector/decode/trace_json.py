@@ -10,23 +10,29 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, NoReturn
+from dataclasses import replace
+from typing import Any, Final, NoReturn
 
 import orjson
 
 from collector.decode import fields as f
+from collector.decode import optional as opt
 from collector.decode.errors import (
     EMPTY,
     INVALID_JSON,
     INVALID_VALUE,
     NOT_UTF8,
     OVERSIZED,
+    TOO_DEEP,
     UNKNOWN_SCHEMA,
     DecodeError,
 )
+from collector.decode.limits import DEFAULT_MAX_DEPTH, check_structure
 from collector.decode.records import ContextRecord, FeedbackEvent, JudgeRecord, TraceRecord
 
 DEFAULT_MAX_BYTES = 1024 * 1024
+INVALID_KEY: Final = opt.INVALID_KEY
+TOTAL_KEY: Final = "total"
 
 
 def _reject_constant(name: str) -> Any:
@@ -36,11 +42,17 @@ def _reject_constant(name: str) -> Any:
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 
 
-def decode_json_message(value: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+def decode_json_message(
+    value: bytes | None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> dict[str, Any]:
     """Decode one Kafka message value into a JSON object, or raise `DecodeError`.
 
     orjson parses the common, valid case; anything it rejects is re-parsed with the
     standard library only to name the precise problem (byte offset, line and column).
+    A message nested deeper than `max_depth` or repeating a key in an object is refused
+    (`collector.decode.limits`).
     """
     if not value or value.isspace():
         raise DecodeError(EMPTY, "message value is empty" if not value else "only whitespace")
@@ -54,6 +66,7 @@ def decode_json_message(value: bytes | None, max_bytes: int = DEFAULT_MAX_BYTES)
         _explain(value, exc)
     if type(obj) is not dict:
         raise f.wrong_type("top level", "object", obj)
+    check_structure(value, obj, max_depth)
     if b"\\u0000" in value and _has_nul(obj):
         raise DecodeError(INVALID_VALUE, "a string contains U+0000 (NUL), which cannot be stored")
     return obj
@@ -67,8 +80,12 @@ def _explain(value: bytes, fast_error: orjson.JSONDecodeError) -> NoReturn:
         raise DecodeError(
             NOT_UTF8, f"invalid UTF-8 at byte offset {exc.start}: {exc.reason}"
         ) from None
+    if "depth limit" in str(fast_error):  # orjson stops at 1024 levels
+        raise DecodeError(TOO_DEEP, "nesting depth exceeds 1024 levels") from None
     try:
         _decoder.decode(text)
+    except RecursionError:
+        raise DecodeError(TOO_DEEP, "nesting too deep to parse") from None
     except json.JSONDecodeError as exc:
         raise DecodeError(
             INVALID_JSON, f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
@@ -109,7 +126,13 @@ def parse_message(
 
 
 def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
-    """Validate one JSON trace object (SPEC §2); raise `DecodeError` naming the bad field."""
+    """Validate one JSON trace object (SPEC §2).
+
+    Required fields are strict: a bad one raises `DecodeError` naming it. An optional field
+    of an unexpected shape never costs the trace (`collector.decode.optional`): it is left
+    out of the record, kept raw under `metadata["_invalid"][path]` and named in
+    `field_warnings`.
+    """
     if type(obj) is not dict:
         raise f.wrong_type("top level", "object", obj)
     tid = f.trace_id(f.required(obj, "trace_id"))
@@ -118,30 +141,56 @@ def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
     if type(question) is not str:
         raise f.wrong_type("question", "string", question)
     get = obj.get
-    relevance = get("relevance")
-    tags = get("tags")
-    return TraceRecord(
+    issues = opt.FieldIssues()
+    latency_ms, stages = _latency(get("latency_ms"), issues)
+    hit, similarity = _cache(get("cache"), issues)
+    metadata = get("metadata")
+    if metadata is not None and type(metadata) is not dict:
+        issues.keep("metadata", metadata)
+        metadata = None
+    record = TraceRecord(
         trace_id=tid,
         timestamp=ts,
         question=question,
-        answer=f.opt_str(get("answer"), "answer"),
-        contexts=_contexts(get("contexts")),
-        session_id=f.opt_short_str(get("session_id"), "session_id"),
-        user_id=f.opt_short_str(get("user_id"), "user_id"),
-        turn=f.opt_int(get("turn"), "turn"),
-        reference=f.opt_str(get("reference"), "reference"),
-        relevant_ids=f.opt_str_list(get("relevant_ids"), "relevant_ids"),
-        relevance=_relevance(relevance) if relevance is not None else None,
-        judge=_judge(get("judge")),
-        judge_label=f.opt_bool(get("judge_label"), "judge_label"),
-        cache_hit=_cache(get("cache"), "hit"),
-        cache_similarity=_cache(get("cache"), "similarity"),
-        model=f.opt_short_str(get("model"), "model"),
-        usage=f.opt_object(get("usage"), "usage"),
-        latency_ms=f.opt_number(get("latency_ms"), "latency_ms"),
-        tags=_tags(tags) if tags is not None else None,
-        metadata=f.opt_object(get("metadata"), "metadata"),
+        answer=opt.text(get("answer"), "answer", issues),
+        contexts=_contexts(get("contexts"), issues),
+        session_id=opt.ident(get("session_id"), "session_id", issues),
+        user_id=opt.ident(get("user_id"), "user_id", issues),
+        turn=opt.integer(get("turn"), "turn", issues),
+        reference=opt.text(get("reference"), "reference", issues),
+        relevant_ids=opt.str_list(get("relevant_ids"), "relevant_ids", issues),
+        relevance=opt.grades(get("relevance"), "relevance", issues),
+        judge=_judge(get("judge"), issues),
+        judge_label=opt.boolean(get("judge_label"), "judge_label", issues),
+        cache_hit=hit,
+        cache_similarity=similarity,
+        model=opt.text(get("model"), "model", issues, 256),
+        usage=_usage(get("usage"), issues),
+        latency_ms=latency_ms,
+        tags=opt.tags(get("tags"), "tags", issues),
+        metadata=metadata,
+        shown_urls=opt.urls(get("shown_url"), "shown_url", issues),
+        latency_stages=stages,
     )
+    if not issues:
+        return record
+    return replace(
+        record,
+        metadata=_with_invalid(metadata, issues.raw),
+        field_warnings=tuple(issues.fields),
+    )
+
+
+def _with_invalid(metadata: dict[str, Any] | None, raw: dict[str, Any]) -> dict[str, Any]:
+    """`metadata` with the raw values that did not fit under `_invalid` (path -> value)."""
+    out = dict(metadata or {})
+    previous = out.get(INVALID_KEY)
+    invalid = dict(previous) if type(previous) is dict else {}
+    if previous is not None and type(previous) is not dict:
+        invalid[f"metadata.{INVALID_KEY}"] = previous
+    invalid.update(raw)
+    out[INVALID_KEY] = invalid
+    return out
 
 
 def parse_feedback_event(obj: dict[str, Any]) -> FeedbackEvent:
@@ -172,73 +221,108 @@ def parse_feedback_event(obj: dict[str, Any]) -> FeedbackEvent:
     )
 
 
-def _contexts(value: Any) -> tuple[ContextRecord, ...]:
+def _contexts(value: Any, issues: opt.FieldIssues) -> tuple[ContextRecord, ...]:
     if value is None:
         return ()
     if type(value) is not list:
-        raise f.wrong_type("contexts", "array of objects or null", value)
+        issues.keep("contexts", value)
+        return ()
     out = []
     for i, item in enumerate(value):
-        if type(item) is not dict:
-            raise f.wrong_type(f"contexts[{i}]", "object", item)
+        if type(item) is str:  # RAGAS-style retrieved_contexts: the chunk texts
+            out.append(ContextRecord(text=item))
+            continue
+        if type(item) is not dict:  # keeps its rank, matches nothing
+            issues.keep(f"contexts[{i}]", item)
+            out.append(ContextRecord())
+            continue
         get = item.get
         cid, url, text, score = get("id"), get("url"), get("text"), get("score")
-        # hot path: check types inline, build the field path only for an error
+        # hot path: check types inline, call the lenient readers only for a misfit
         if not (
             (cid is None or type(cid) is str)
             and (url is None or type(url) is str)
             and (text is None or type(text) is str)
+            and (score is None or (type(score) is float and math.isfinite(score)))
         ):
-            for key in ("id", "url", "text"):
-                f.opt_str(get(key), f"contexts[{i}].{key}")
-        if score is not None and type(score) is not float:
-            score = f.opt_number(score, f"contexts[{i}].score")
-        elif score is not None and not math.isfinite(score):
-            f.opt_number(score, f"contexts[{i}].score")
+            cid = opt.ident(cid, f"contexts[{i}].id", issues, 10**6)
+            url = opt.text(url, f"contexts[{i}].url", issues)
+            text = opt.text(text, f"contexts[{i}].text", issues)
+            score = opt.number(score, f"contexts[{i}].score", issues)
         out.append(ContextRecord(cid, url, text, score))
     return tuple(out)
 
 
-def _relevance(value: Any) -> dict[str, int]:
-    if type(value) is not dict:
-        raise f.wrong_type("relevance", "object of document id to integer grade", value)
-    for key, grade in value.items():
-        if type(grade) is not int:
-            path = f"relevance[{key[:64]!r}]"
-            if type(grade) is bool:
-                raise DecodeError(INVALID_VALUE, f"{path}: boolean is not an integer grade")
-            raise f.wrong_type(path, "integer grade", grade)
-    return dict(value)
-
-
-def _judge(value: Any) -> JudgeRecord | None:
+def _judge(value: Any, issues: opt.FieldIssues) -> JudgeRecord | None:
     if value is None:
         return None
+    if type(value) is bool:  # `"judge": true` is the decision itself
+        return JudgeRecord(decision=value)
     if type(value) is not dict:
-        raise f.wrong_type("judge", "object or null", value)
+        issues.keep("judge", value)
+        return None
+    get = value.get
     return JudgeRecord(
-        decision=f.opt_bool(value.get("decision"), "judge.decision"),
-        score=f.opt_number(value.get("score"), "judge.score"),
-        model=f.opt_short_str(value.get("model"), "judge.model"),
-        latency_ms=f.opt_number(value.get("latency_ms"), "judge.latency_ms"),
+        decision=opt.boolean(get("decision"), "judge.decision", issues),
+        score=opt.number(get("score"), "judge.score", issues),
+        model=opt.text(get("model"), "judge.model", issues, 256),
+        latency_ms=opt.number(get("latency_ms"), "judge.latency_ms", issues, 0.0),
     )
 
 
-def _cache(value: Any, key: str) -> Any:
+def _cache(value: Any, issues: opt.FieldIssues) -> tuple[bool | None, float | None]:
+    if value is None:
+        return None, None
+    if type(value) is bool:  # `"cache": true` is the hit itself
+        return value, None
+    if type(value) is not dict:
+        issues.keep("cache", value)
+        return None, None
+    return (
+        opt.boolean(value.get("hit"), "cache.hit", issues),
+        opt.number(value.get("similarity"), "cache.similarity", issues),
+    )
+
+
+def _latency(value: Any, issues: opt.FieldIssues) -> tuple[float | None, dict[str, float] | None]:
+    """`latency_ms`: a number, or per-stage latencies (total = `total`, else their sum)."""
+    if type(value) is not dict:
+        return opt.number(value, "latency_ms", issues, 0.0), None
+    stages: dict[str, float] = {}
+    for key, ms in value.items():
+        got = opt.number(ms, f"latency_ms.{key}", issues, 0.0)
+        if got is not None:
+            stages[key] = got
+    total = stages.pop(TOTAL_KEY, None)
+    if not stages:
+        return total, None
+    return (total if total is not None else sum(stages.values())), stages
+
+
+_USAGE_ALIASES = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
+
+
+def _usage(value: Any, issues: opt.FieldIssues) -> dict[str, Any] | None:
+    """Tokens and cost, as sent; the GenAI names `input_tokens`/`output_tokens` also fill
+    `prompt_tokens`/`completion_tokens` when those are absent.
+    Token counts must be non-negative integers and `cost_usd` a non-negative number."""
     if value is None:
         return None
     if type(value) is not dict:
-        raise f.wrong_type("cache", "object or null", value)
-    if key == "hit":
-        return f.opt_bool(value.get("hit"), "cache.hit")
-    return f.opt_number(value.get("similarity"), "cache.similarity")
-
-
-def _tags(value: Any) -> dict[str, str | int | float]:
-    if type(value) is not dict:
-        raise f.wrong_type("tags", "object of string to string or number", value)
-    for key, tag in value.items():
-        kind = type(tag)
-        if kind is not str and kind is not int and kind is not float:
-            raise f.wrong_type(f"tags[{key[:64]!r}]", "string or number", tag)
-    return dict(value)
+        issues.keep("usage", value)
+        return None
+    out: dict[str, Any] = {}
+    for key, amount in value.items():
+        path = f"usage.{key}"
+        if key.endswith("_tokens"):
+            got: Any = opt.integer(amount, path, issues, 0, 2**53)
+        elif key == "cost_usd":
+            got = opt.number(amount, path, issues, 0.0)
+        else:
+            got = amount
+        if got is not None:
+            out[key] = got
+    for alias, name in _USAGE_ALIASES:
+        if name not in out and alias in out:
+            out[name] = out[alias]
+    return out or None

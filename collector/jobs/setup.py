@@ -7,7 +7,9 @@ once here (lazy: the model loads on the first encode) and shared by every job.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -99,7 +101,15 @@ def job_environment(
         options=ux_options(settings),
         results=results,
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
+        to_sample=sample_mapper(settings),
     )
+
+
+def sample_mapper(settings: Settings) -> Callable[[Any], Any]:
+    """Stored trace -> Sample with the configured ground-truth priority."""
+    from collector.samples import trace_to_sample
+
+    return partial(trace_to_sample, priority=tuple(settings.ground_truth.priority))
 
 
 class JudgmentsFeed:

@@ -49,6 +49,7 @@ SAMPLE_COLUMNS = (
     Trace.cache_hit,
     Trace.cache_similarity,
     Trace.tags,
+    Trace.shown_url,
 )
 
 
@@ -61,7 +62,7 @@ FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
     "answer": ("answer",),
     "contexts": ("contexts",),
     "reference": ("reference",),
-    "relevance": ("relevance", "relevant_ids"),
+    "relevance": ("relevance", "relevant_ids", "shown_url"),
     "session_id": ("session_id",),
     "user_id": ("user_id",),
     "turn": ("turn",),
@@ -71,6 +72,8 @@ FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
     "cache_hit": ("cache_hit",),
     "cache_similarity": ("cache_similarity",),
     "tags": ("tags",),
+    "shown_urls": ("shown_url",),
+    "ground_truth": ("relevance", "relevant_ids", "shown_url"),
 }
 """`Sample` field -> the trace columns it is mapped from."""
 

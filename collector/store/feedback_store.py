@@ -41,6 +41,7 @@ class TraceState:
     has_ground_truth: bool
     has_answer: bool
     tags: dict[str, Any] | None
+    has_shown_url: bool = False
 
 
 def insert_feedback(session: Session, events: Sequence[FeedbackEvent]) -> list[FeedbackEvent]:
@@ -100,6 +101,7 @@ def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceSt
         t.c.relevance,
         t.c.answer,
         t.c.tags,
+        t.c.shown_url,
     ).where(t.c.trace_id.in_(ids))
     if is_postgresql(session):
         query = query.with_for_update()
@@ -146,6 +148,7 @@ def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceSt
             has_ground_truth=row["relevant_ids"] is not None or row["relevance"] is not None,
             has_answer=row["answer"] is not None,
             tags=row["tags"],
+            has_shown_url=bool(row["shown_url"]),
         )
         for tid, row in folded.items()
     ]

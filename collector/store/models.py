@@ -92,9 +92,13 @@ class Trace(Base):
     cache_similarity: Mapped[float | None] = mapped_column(Float)
     model: Mapped[str | None] = mapped_column(String(256))
     latency_ms: Mapped[float | None] = mapped_column(Float)
+    # per-stage latencies when the trace sent an object ({"retrieval": 172, ...}; rev. 0006)
+    latency_stages: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     tags: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     meta: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSONType)
+    # the url(s) of the document(s) shown to the user: ground truth of last resort (rev. 0006)
+    shown_url: Mapped[list[Any] | None] = mapped_column(JSONType)
     feedback_rating: Mapped[float | None] = mapped_column(Float)
     feedback_comment: Mapped[str | None] = mapped_column(Text)
     # OTLP traces only: span id -> that span's contribution. The stored fields are a pure

@@ -38,6 +38,7 @@ _SPAN_COLUMNS = (
     "latency_ms",
     "tags",
     "metadata",
+    "shown_url",
     "spans",
 )
 
@@ -114,6 +115,7 @@ def _merge(
             has_ground_truth=has_truth,
             has_answer=record.answer is not None,
             tags=dict(record.tags) if record.tags else None,
+            has_shown_url=record.shown_urls is not None,
         )
         if row is None:
             inserts.append(values)

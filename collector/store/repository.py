@@ -68,9 +68,11 @@ def trace_row(
         "cache_similarity": rec.cache_similarity,
         "model": rec.model,
         "latency_ms": rec.latency_ms,
+        "latency_stages": rec.latency_stages,
         "usage": rec.usage,
         "tags": rec.tags,
         "metadata": rec.metadata,
+        "shown_url": list(rec.shown_urls) if rec.shown_urls is not None else None,
         "spans": spans,
         "feedback_rating": None,
         "feedback_comment": None,
@@ -105,6 +107,8 @@ TRACE_COLUMNS = (
     "usage",
     "tags",
     "metadata",
+    "latency_stages",
+    "shown_url",
 )
 
 
@@ -140,6 +144,8 @@ def trace_copy_line(rec: TraceRecord, now: bytes) -> bytes:
             json(rec.usage),
             json(rec.tags),
             json(rec.metadata),
+            json(rec.latency_stages),
+            json(rec.shown_urls),
         )
     )
 

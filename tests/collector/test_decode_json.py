@@ -118,34 +118,58 @@ def test_nul_character_is_rejected_before_it_reaches_postgresql() -> None:
         ({"timestamp": "2026-01-02"}, "invalid_value", ("timestamp",)),
         ({"timestamp": 1700000000}, "wrong_type", ("timestamp", "integer")),
         ({"question": ["a"]}, "wrong_type", ("question", "string", "array")),
-        ({"answer": 5}, "wrong_type", ("answer", "string or null", "integer")),
-        ({"contexts": {"id": "a"}}, "wrong_type", ("contexts", "array", "object")),
-        ({"contexts": ["a"]}, "wrong_type", ("contexts[0]", "object", "string")),
-        ({"contexts": [{"id": "a"}, {"score": "high"}]}, "wrong_type", ("contexts[1].score",)),
-        ({"contexts": [{"id": 7}]}, "wrong_type", ("contexts[0].id", "integer")),
-        ({"turn": True}, "invalid_value", ("turn", "boolean")),
-        ({"turn": 1.5}, "wrong_type", ("turn", "integer", "number")),
-        ({"turn": 2**40}, "invalid_value", ("turn", "32-bit")),
-        ({"latency_ms": False}, "invalid_value", ("latency_ms", "boolean")),
-        ({"relevant_ids": "doc-1"}, "wrong_type", ("relevant_ids", "array")),
-        ({"relevant_ids": ["a", 2]}, "wrong_type", ("relevant_ids[1]", "string")),
-        ({"relevance": {"doc-1": "yes"}}, "wrong_type", ("relevance['doc-1']", "integer")),
-        ({"relevance": {"doc-1": True}}, "invalid_value", ("relevance['doc-1']",)),
-        ({"judge": {"decision": "yes"}}, "wrong_type", ("judge.decision", "boolean")),
-        ({"judge": []}, "wrong_type", ("judge", "object")),
-        ({"judge_label": 1}, "wrong_type", ("judge_label", "boolean", "integer")),
-        ({"cache": {"hit": True, "similarity": "0.9"}}, "wrong_type", ("cache.similarity",)),
-        ({"tags": {"tenant": None}}, "wrong_type", ("tags['tenant']", "null")),
-        ({"tags": ["a"]}, "wrong_type", ("tags", "array")),
-        ({"usage": 3}, "wrong_type", ("usage", "object")),
-        ({"metadata": "m"}, "wrong_type", ("metadata", "object")),
-        ({"session_id": "s" * 300}, "invalid_value", ("session_id", "300")),
         ({"type": "metric"}, "unknown_schema", ("'metric'",)),
         ({"type": 3}, "wrong_type", ("type", "string")),
     ],
 )
 def test_field_errors(changes: dict[str, Any], reason: str, parts: tuple[str, ...]) -> None:
     _fails(_with(**changes), reason, *parts)
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"answer": 5}, "answer"),
+        ({"contexts": {"id": "a"}}, "contexts"),
+        ({"contexts": [{"id": "a"}, {"score": "high"}]}, "contexts[1].score"),
+        ({"contexts": [{"id": "a"}, 7]}, "contexts[1]"),
+        ({"turn": True}, "turn"),
+        ({"turn": 1.5}, "turn"),
+        ({"turn": 2**40}, "turn"),
+        ({"turn": -1}, "turn"),
+        ({"latency_ms": False}, "latency_ms"),
+        ({"latency_ms": -5}, "latency_ms"),
+        ({"relevant_ids": ["a", {"b": 1}]}, "relevant_ids"),
+        ({"relevance": {"doc-1": "yes"}}, "relevance"),
+        ({"relevance": {"doc-1": True}}, "relevance"),
+        ({"judge": {"decision": "maybe"}}, "judge.decision"),
+        ({"judge": []}, "judge"),
+        ({"judge_label": 7}, "judge_label"),
+        ({"cache": {"hit": True, "similarity": "close"}}, "cache.similarity"),
+        ({"tags": {"tenant": None}}, "tags.tenant"),
+        ({"tags": ["a"]}, "tags"),
+        ({"usage": 3}, "usage"),
+        ({"usage": {"prompt_tokens": -3}}, "usage.prompt_tokens"),
+        ({"metadata": "m"}, "metadata"),
+        ({"session_id": "s" * 300}, "session_id"),
+        ({"shown_url": {"url": "https://x"}}, "shown_url"),
+    ],
+)
+def test_an_optional_field_that_does_not_fit_keeps_the_trace(
+    changes: dict[str, Any], path: str
+) -> None:
+    """The trace is kept; the raw value is preserved under metadata._invalid and named."""
+    rec = _decode(_with(**changes))
+    assert isinstance(rec, TraceRecord)
+    assert rec.question == make_trace(1)["question"]
+    assert rec.metadata is not None
+    (field, raw), *_ = changes.items()
+    kept = rec.metadata["_invalid"][path]
+    expected = raw
+    for part in path.replace("[", ".").replace("]", "").split(".")[1:]:
+        expected = expected[int(part)] if part.isdigit() else expected[part]
+    assert kept == expected
+    assert rec.field_warnings == (field,)
 
 
 def test_every_reason_code_is_known() -> None:
@@ -159,6 +183,8 @@ def test_every_reason_code_is_known() -> None:
         "unknown_schema",
         "invalid_otlp",
         "empty",
+        "too_deep",
+        "duplicate_key",
     } == REASONS
     with pytest.raises(ValueError, match="unknown decode reason"):
         DecodeError("bogus", "x")
