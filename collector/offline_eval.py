@@ -14,8 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from collector.decode.errors import DecodeError
+from collector.decode.limits import DEFAULT_MAX_DEPTH
 from collector.decode.trace_json import decode_json_message, parse_trace_record
+from collector.samples import record_to_sample
 from evaluators.aggregate import Aggregate
+from evaluators.ground_truth import DEFAULT_PRIORITY
 from evaluators.outcome import Score
 from evaluators.registry import ResolvedMetric
 from evaluators.runner import EvaluationResult
@@ -92,10 +95,15 @@ def missing_fields(metric: ResolvedMetric, samples: Sequence[Sample]) -> list[st
     return missing
 
 
-def read_dataset(path: Path) -> list[Sample]:
+def read_dataset(
+    path: Path,
+    ground_truth: Sequence[str] = DEFAULT_PRIORITY,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> list[Sample]:
     """Validate every line (SPEC §2 trace JSON) and map it to a Sample.
 
     Blank lines are ignored. Raises `DatasetError` listing the bad lines by number.
+    Ground truth follows the `ground_truth` priority (`evaluators.ground_truth`).
     """
     try:
         handle = path.open("rb")
@@ -109,7 +117,7 @@ def read_dataset(path: Path) -> list[Sample]:
             if not raw.strip():
                 continue
             try:
-                samples.append(_parse_line(raw))
+                samples.append(_parse_line(raw, ground_truth, max_depth))
             except DecodeError as exc:
                 bad += 1
                 if len(problems) < MAX_REPORTED_LINES:
@@ -124,10 +132,9 @@ def read_dataset(path: Path) -> list[Sample]:
     return samples
 
 
-def _parse_line(raw: bytes) -> Sample:
-    obj = decode_json_message(raw.rstrip(b"\r\n"), max_bytes=MAX_LINE_BYTES)
-    parse_trace_record(obj)
-    return Sample.from_record(obj)
+def _parse_line(raw: bytes, ground_truth: Sequence[str], max_depth: int) -> Sample:
+    obj = decode_json_message(raw.rstrip(b"\r\n"), MAX_LINE_BYTES, max_depth)
+    return record_to_sample(parse_trace_record(obj), ground_truth)
 
 
 # --- output ---------------------------------------------------------------------------

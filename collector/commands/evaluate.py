@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     except UnknownMetricError as exc:
         return _fail(str(exc))
     try:
-        samples = read_dataset(args.file)
+        samples = read_dataset(args.file, settings.ground_truth.priority, settings.decode.max_depth)
     except DatasetError as exc:
         return _fail(str(exc))
     problems = [

@@ -47,6 +47,13 @@ class ConsumerStats:
             ["purpose"],
             registry=self.registry,
         )
+        self.field_warnings = Counter(
+            "ragpulse_traces_field_warnings_total",
+            "Optional trace fields of an unexpected shape, per top-level field: the trace is "
+            "stored, the raw value kept under metadata._invalid.",
+            ["field"],
+            registry=self.registry,
+        )
         self.errors = Counter(
             "ragpulse_consumer_errors_total",
             "Batches that failed and were retried (database_unavailable, ingest_error), "
@@ -74,6 +81,8 @@ class ConsumerStats:
             self.invalid.labels(reason=reason).inc(count)
         for purpose, count in result.sampled_by_purpose.items():
             self.sampled.labels(purpose=purpose).inc(count)
+        for name, count in result.field_warnings.items():
+            self.field_warnings.labels(field=name).inc(count)
 
     def error(self, kind: str) -> None:
         self.errors.labels(kind=kind).inc()

@@ -31,9 +31,17 @@ DOCS = (
 
 
 def rag_spans(
-    *, session_id: str = "session-7", user_id: str = "user-3", tenant: str = "acme"
+    *,
+    session_id: str = "session-7",
+    user_id: str = "user-3",
+    tenant: str = "acme",
+    root_attributes: dict[str, Any] | None = None,
+    scores: Sequence[float] | None = None,
 ) -> list[ReadableSpan]:
-    """One RAG request: [root CHAIN, RETRIEVER, LLM] spans in the order they finished."""
+    """One RAG request: [root CHAIN, RETRIEVER, LLM] spans in the order they finished.
+
+    `root_attributes` are added to (or replace) the root span's; `scores` replace the
+    documents' retrieval scores."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": "rag-app"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -49,10 +57,12 @@ def rag_spans(
             "user.id": user_id,
             "ragpulse.tag.tenant": tenant,
             "metadata": json.dumps({"app_version": "2.3.1"}),
-        },
+        }
+        | (root_attributes or {}),
     ):
         docs: dict[str, Any] = {"openinference.span.kind": "RETRIEVER", "input.value": QUESTION}
         for i, (doc_id, text, score) in enumerate(DOCS):
+            score = scores[i] if scores is not None else score
             docs[f"retrieval.documents.{i}.document.id"] = doc_id
             docs[f"retrieval.documents.{i}.document.content"] = text
             docs[f"retrieval.documents.{i}.document.score"] = score
