@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
