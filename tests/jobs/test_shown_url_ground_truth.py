@@ -124,7 +124,7 @@ def test_without_shown_url_in_the_priority_only_explicit_truth_counts(engine: En
 def test_unknown_ground_truth_source_is_a_clear_error() -> None:
     from collector.settings import ConfigError
 
-    with pytest.raises(ConfigError, match="unknown ground-truth source.*feedbak"):
+    with pytest.raises(ConfigError, match=r"unknown ground-truth source.*feedbak"):
         load_settings(ground_truth={"priority": "relevance,feedbak"})
 
 
@@ -146,9 +146,9 @@ def test_offline_evaluate_uses_shown_url(tmp_path: Path) -> None:
     data.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in TRACES) + "\n")
     out = tmp_path / "result.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+    args = ["evaluate", str(data), "--metrics", "hit_rate@1,mrr", "--output", str(out)]
     proc = subprocess.run(
-        [sys.executable, "-m", "collector.cli", "evaluate", str(data)]
-        + ["--metrics", "hit_rate@1,mrr", "--output", str(out)],
+        [sys.executable, "-m", "collector.cli", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
