@@ -10,7 +10,8 @@ would also be benchmark-sampled, and the two sets would be correlated subsets of
 another rather than two independent random samples.
 
 Eligibility comes first: `real_users_benchmark` needs ground truth (`relevant_ids` or
-`relevance`, possibly arriving later by feedback), `judge` needs an answer; optional tag
+`relevance`, possibly arriving later by feedback, or `shown_url`, as the ground-truth
+priority says; the caller decides), `judge` needs an answer; optional tag
 filters (`settings.sampling.tag_filters`) restrict both purposes to listed tag values.
 """
 

@@ -1,7 +1,9 @@
 """Tier 1 on real traffic: retrieval metrics over traces sampled for the benchmark.
 
-Ground truth is the trace's `relevance`/`relevant_ids`, or what feedback added later
-(feedback bumps the trace's `updated_at`, so the trace is re-evaluated).
+Ground truth is the trace's `relevance`/`relevant_ids`, what feedback added later
+(feedback bumps the trace's `updated_at`, so the trace is re-evaluated), or the
+`shown_url` of seed 004 §7, in the order of `ground_truth.priority`
+(`evaluators.ground_truth`; the mapping is `collector.jobs.setup.sample_mapper`).
 """
 
 from __future__ import annotations
