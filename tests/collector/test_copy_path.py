@@ -51,7 +51,7 @@ def test_awkward_values_round_trip_through_copy(sessions: sessionmaker[Session])
     trace["reference"] = ""
     trace["contexts"][0]["text"] = 'quote " and \\ and \t and \n in JSON'
     trace["tags"] = {"tenant": "a\tb", "n": 3, "f": 1e-05}
-    trace["turn"] = -(2**31)
+    trace["turn"] = 2**31 - 1  # the largest a 32-bit column holds (turns are >= 0)
     with sessions() as session:
         result = _ingestor().ingest_batch(session, _messages([_encode(trace)]))
         session.commit()
@@ -65,7 +65,7 @@ def test_awkward_values_round_trip_through_copy(sessions: sessionmaker[Session])
     assert row.contexts is not None and row.contexts[0]["text"] == trace["contexts"][0]["text"]
     assert row.contexts[1] == trace["contexts"][1]
     assert row.tags == trace["tags"]
-    assert row.turn == -(2**31)
+    assert row.turn == 2**31 - 1
     assert row.usage == trace["usage"]
     assert row.judge_decision is trace["judge"]["decision"]
     assert row.cache_similarity == trace["cache"]["similarity"]

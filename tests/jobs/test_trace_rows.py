@@ -48,7 +48,7 @@ def test_declared_reads_name_sample_fields() -> None:
 def test_columns_for_fields() -> None:
     assert columns_for(None) is None
     assert columns_for({"answer"}) == ALWAYS | {"answer"}
-    assert columns_for({"relevance"}) == ALWAYS | {"relevance", "relevant_ids"}
+    assert columns_for({"relevance"}) == ALWAYS | {"relevance", "relevant_ids", "shown_url"}
     with pytest.raises(ValueError, match=r"unknown Sample field\(s\) contexs; known: trace_id"):
         columns_for({"contexs"})
 
