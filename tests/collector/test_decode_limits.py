@@ -115,3 +115,12 @@ def test_feedback_stays_strict() -> None:
     ev = parse_message(decode_json_message(json.dumps(make_feedback(1)).encode()))
     assert isinstance(ev, FeedbackEvent)
     _refused(json.dumps(make_feedback(1) | {"rating": "bad"}).encode(), "wrong_type", "rating")
+
+
+def test_otlp_json_nesting_beyond_the_limit_is_too_deep() -> None:
+    from collector.decode.otlp import decode_otlp_message
+
+    value = b'{"resourceSpans": [' + b"[" * 5_000 + b"]" * 5_000 + b"]}"
+    with pytest.raises(DecodeError) as info:
+        decode_otlp_message(value, "otlp_json")
+    assert info.value.reason == "too_deep"
