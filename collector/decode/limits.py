@@ -27,7 +27,6 @@ DEFAULT_MAX_DEPTH: Final = 64
 
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
 _ESCAPED_KEY_END = re.compile(rb'\\"[ \t\r\n]*:')
-_KEY_END_WITH_SLASHES = re.compile(rb'(\\*)"[ \t\r\n]*:')
 
 
 def check_structure(raw: bytes, obj: Any, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
@@ -73,11 +72,20 @@ def depth_within(value: Any, max_depth: int) -> bool:
 
 
 def _keys_in_text(raw: bytes) -> int:
+    """Keys in valid JSON text: each `"` followed by `:` ends a key, unless an odd number of
+    backslashes escapes it (`\\":` inside a string; `\\\\":` does end a key). Patterns that
+    start with a literal let the regex engine jump between candidates."""
     count = len(_KEY_END.findall(raw))
     if b"\\" not in raw or not _ESCAPED_KEY_END.search(raw):
         return count
-    # `\":` inside a string is not a key's end; `\\":` (an escaped backslash) is
-    return sum(1 for m in _KEY_END_WITH_SLASHES.finditer(raw) if len(m.group(1)) % 2 == 0)
+    keys = 0
+    for match in _KEY_END.finditer(raw):
+        quote = match.start()
+        start = quote
+        while start and raw[start - 1] == 0x5C:  # backslash
+            start -= 1
+        keys += not (quote - start) & 1
+    return keys
 
 
 class _Duplicate(Exception):
