@@ -1,4 +1,5 @@
-"""Field validators shared by the JSON decoders: each names the field path on failure.
+"""Strict field validators (required fields, feedback events): each names the field path
+on failure. A trace's optional fields use the lenient readers of `optional` instead.
 
 Conventions: a JSON `null` for an optional field is the same as the field being absent;
 a boolean where a number is expected is an `invalid_value` (JSON has no bool/int overlap,
@@ -40,33 +41,10 @@ def opt_str(value: Any, path: str) -> str | None:
     raise wrong_type(path, "string or null", value)
 
 
-def opt_short_str(value: Any, path: str, max_len: int = 256) -> str | None:
-    """A string stored in a bounded column (ids, model names)."""
-    if value is None:
-        return None
-    if type(value) is not str:
-        raise wrong_type(path, "string or null", value)
-    if len(value) > max_len:
-        raise DecodeError(INVALID_VALUE, f"{path}: length {len(value)} exceeds {max_len}")
-    return value
-
-
 def opt_bool(value: Any, path: str) -> bool | None:
     if value is None or type(value) is bool:
         return value
     raise wrong_type(path, "boolean or null", value)
-
-
-def opt_int(value: Any, path: str) -> int | None:
-    if type(value) is int:
-        if -(2**31) <= value < 2**31:
-            return value
-        raise DecodeError(INVALID_VALUE, f"{path}: {value} is outside the 32-bit integer range")
-    if value is None:
-        return None
-    if type(value) is bool:
-        raise DecodeError(INVALID_VALUE, f"{path}: boolean {str(value).lower()} is not an integer")
-    raise wrong_type(path, "integer or null", value)
 
 
 def opt_number(value: Any, path: str) -> float | None:
@@ -82,12 +60,6 @@ def opt_number(value: Any, path: str) -> float | None:
     if kind is bool:
         raise DecodeError(INVALID_VALUE, f"{path}: boolean {str(value).lower()} is not a number")
     raise wrong_type(path, "number or null", value)
-
-
-def opt_object(value: Any, path: str) -> dict[str, Any] | None:
-    if value is None or type(value) is dict:
-        return value
-    raise wrong_type(path, "object or null", value)
 
 
 def opt_str_list(value: Any, path: str) -> tuple[str, ...] | None:
