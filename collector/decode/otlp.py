@@ -25,7 +25,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from collector.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, DecodeError
+from collector.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, TOO_DEEP, DecodeError
 from collector.decode.limits import DEFAULT_MAX_DEPTH
 from collector.decode.optional import FieldIssues
 from collector.decode.otlp_mapping import summarize_span
@@ -77,6 +77,10 @@ def _parse_proto(value: bytes) -> ExportTraceServiceRequest:
     try:
         request.ParseFromString(value)
     except ProtobufDecodeError as exc:
+        if "MaxDepth" in str(exc):  # upb refuses messages nested past 100 levels
+            raise DecodeError(
+                TOO_DEEP, "protobuf nesting exceeds the parser's limit of 100 levels"
+            ) from None
         raise DecodeError(
             INVALID_OTLP, f"not a protobuf ExportTraceServiceRequest: {exc}"
         ) from None

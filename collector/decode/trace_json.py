@@ -1,7 +1,8 @@
 """The JSON trace contract (SPEC §2): bytes -> object -> validated `TraceRecord`/`FeedbackEvent`.
 
 `decode_json_message` checks the envelope (empty, size, UTF-8, JSON syntax, top-level
-object); `parse_trace_record` / `parse_feedback_event` check the fields; `parse_message`
+object, nesting depth, duplicate keys); `parse_trace_record` / `parse_feedback_event` check
+the fields (a trace's optional ones leniently, see `optional`); `parse_message`
 picks one by the `type` field and the topic. Unknown extra fields are ignored, not stored.
 """
 

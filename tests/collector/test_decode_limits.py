@@ -124,3 +124,33 @@ def test_otlp_json_nesting_beyond_the_limit_is_too_deep() -> None:
     with pytest.raises(DecodeError) as info:
         decode_otlp_message(value, "otlp_json")
     assert info.value.reason == "too_deep"
+
+
+def _kvlist_request(depth: int) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = bytes(range(1, 17)), bytes(range(1, 9)), "rag"
+    span.start_time_unix_nano, span.end_time_unix_nano = 1, 2
+    span.attributes.add(key="input.value").value.string_value = "question"
+    value = span.attributes.add(key="deep").value
+    for _ in range(depth):
+        entry = value.kvlist_value.values.add()
+        entry.key = "k"
+        value = entry.value
+    value.double_value = float("nan")
+    return request.SerializeToString()
+
+
+def test_otlp_protobuf_attributes_nested_past_the_parser_limit_are_too_deep() -> None:
+    from collector.decode.otlp import decode_otlp_message
+
+    with pytest.raises(DecodeError) as info:
+        decode_otlp_message(_kvlist_request(150))
+    assert info.value.reason == "too_deep"
+    # under the parser's limit, a deep attribute (holding NaN) is decoded and not stored
+    (fragment,) = decode_otlp_message(_kvlist_request(20))
+    assert json.dumps(fragment.spans, allow_nan=False)
