@@ -11,7 +11,7 @@ CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -164,11 +164,31 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         model=model,
         usage=usage or None,
         latency_ms=(root["end"] - root["start"]) / 1e6 if root is not None else None,
+        latency_stages=_stages(s for _, s in ordered),
         tags=tags or None,
         metadata=metadata or None,
         source="otlp",
         shown_urls=tuple(shown) if shown else None,
     )
+
+
+_STAGES = {
+    "RETRIEVER": "retrieval",
+    "RERANKER": "rerank",
+    "EMBEDDING": "embedding",
+    "LLM": "generation",
+}
+
+
+def _stages(spans: Iterable[Mapping[str, Any]]) -> dict[str, float] | None:
+    """Per-stage latencies (ms): the summed durations of the retriever, reranker, embedding
+    and LLM spans below the root (the same stages a JSON trace may send)."""
+    out: dict[str, float] = {}
+    for span in spans:
+        stage = _STAGES.get(span["kind"])
+        if stage is not None and span["parent"]:
+            out[stage] = out.get(stage, 0.0) + (span["end"] - span["start"]) / 1e6
+    return out or None
 
 
 def _rank(span: Mapping[str, Any]) -> int:

@@ -36,6 +36,7 @@ _SPAN_COLUMNS = (
     "model",
     "usage",
     "latency_ms",
+    "latency_stages",
     "tags",
     "metadata",
     "shown_url",

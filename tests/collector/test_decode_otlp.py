@@ -54,6 +54,19 @@ def test_rag_request_maps_to_one_trace(encode: object) -> None:
     assert rec.timestamp.timestamp() == pytest.approx(root.start_time / 1e9, abs=2e-6)
     assert rec.tags == {"tenant": "acme", "service": "rag-app"}
     assert rec.metadata == {"app_version": "2.3.1"}
+    assert rec.shown_urls is None and rec.field_warnings == ()
+
+
+def test_stages_and_shown_url_come_from_the_spans() -> None:
+    spans = rag_spans(root_attributes={"ragpulse.shown_url": "https://kb.example.org/doc-1"})
+    fragment = _one(decode_otlp_message(proto_message(spans)))
+    rec = record_from_spans(fragment.trace_id, fragment.spans)
+    assert rec.shown_urls == ("https://kb.example.org/doc-1",)
+    durations = {s.name: (s.end_time or 0) - (s.start_time or 0) for s in spans}
+    assert rec.latency_stages == {
+        "retrieval": pytest.approx(durations["retrieve"] / 1e6),
+        "generation": pytest.approx(durations["generate"] / 1e6),
+    }
 
 
 def test_proto_and_json_encodings_agree() -> None:
