@@ -339,9 +339,15 @@ def operations() -> dict[str, Any]:
     layout.add(
         _ts(
             "Invalid messages by reason",
-            "Dead-lettered messages per second by reason; inspect dead_letters.",
+            "Dead-lettered messages per second by reason; inspect dead_letters. Field "
+            "warnings: stored traces whose optional field did not fit (kept raw under "
+            "metadata._invalid).",
             [
                 (f"sum by (reason) (rate(ragpulse_traces_invalid_total[{r}]))", "{{reason}}"),
+                (
+                    f"sum by (field) (rate(ragpulse_traces_field_warnings_total[{r}]))",
+                    "field warning {{field}}",
+                ),
             ],
             "ops",
         ),
