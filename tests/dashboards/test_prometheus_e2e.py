@@ -123,6 +123,7 @@ def test_dashboards_and_rules_on_a_real_prometheus(
         for tick in range(4):
             batch = BatchResult(consumed=10, stored=9, invalid=1, sampled=3)
             batch.invalid_by_reason = {"invalid_json": 1}
+            batch.field_warnings = {"turn": 1}
             batch.sampled_by_purpose = {"judge": 1, "real_users_benchmark": 2}
             batch.consumed_by_topic = {"rag.traces": 10}
             stats.record(batch)
