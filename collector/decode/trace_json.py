@@ -297,7 +297,12 @@ def _latency(value: Any, issues: opt.FieldIssues) -> tuple[float | None, dict[st
     total = stages.pop(TOTAL_KEY, None)
     if not stages:
         return total, None
-    return (total if total is not None else sum(stages.values())), stages
+    if total is None:
+        total = sum(stages.values())
+        if not math.isfinite(total):  # finite stages can still add up past float range
+            issues.keep("latency_ms", value)
+            return None, None
+    return total, stages
 
 
 _USAGE_ALIASES = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
