@@ -33,6 +33,8 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
 
+from collector.errors import UserError
+
 logger = logging.getLogger(__name__)
 
 StartResponse = Callable[..., Any]
@@ -269,6 +271,21 @@ class _BoundedWSGIServer(WSGIServer):
             return len(self._live)
 
 
+def _tls_context(cert_file: Path, key_file: Path | None) -> ssl.SSLContext:
+    for path in (cert_file, key_file):
+        if path is not None and not path.is_file():
+            raise UserError(f"TLS file {path} does not exist (RAGPULSE_EXPORTER__TLS_*_FILE)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(str(cert_file), str(key_file) if key_file else None)
+    except (OSError, ssl.SSLError) as exc:
+        raise UserError(
+            f"cannot use the TLS certificate {cert_file} with the key {key_file}: they are not "
+            f"a matching PEM certificate and private key ({exc})"
+        ) from None
+    return context
+
+
 class MetricsServer:
     """Serves the app on a background thread; `port=0` picks a free port (see `.port`).
 
@@ -288,15 +305,20 @@ class MetricsServer:
     ) -> None:
         context = None
         if tls_cert_file is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(str(tls_cert_file), str(tls_key_file) if tls_key_file else None)
-        self._server = _BoundedWSGIServer(
-            (host, port),
-            _QuietHandler,
-            max_connections=max_connections,
-            request_timeout_s=request_timeout_s,
-            tls=context,
-        )
+            context = _tls_context(tls_cert_file, tls_key_file)
+        try:
+            self._server = _BoundedWSGIServer(
+                (host, port),
+                _QuietHandler,
+                max_connections=max_connections,
+                request_timeout_s=request_timeout_s,
+                tls=context,
+            )
+        except OSError as exc:
+            raise UserError(
+                f"cannot serve /metrics on {host}:{port}: {exc.strerror or exc} "
+                "(choose another RAGPULSE_EXPORTER__HOST/PORT)"
+            ) from None
         self._server.set_app(app)
         self.tls = context is not None
         self.host = host

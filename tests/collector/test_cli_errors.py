@@ -259,3 +259,45 @@ def test_jobs_run_where_every_judge_request_fails_to_connect_says_so(tmp_path: P
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("ragpulse: the judge could not be reached: all ")
     assert last.endswith("judge requests (openai/x at its provider) failed to connect")
+
+
+# --- the /metrics endpoint cannot start ----------------------------------------------------
+
+
+def test_run_with_the_metrics_port_taken(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = ragpulse(
+            "--log-level",
+            "WARNING",
+            "run",
+            "--role",
+            "exporter",
+            cwd=tmp_path,
+            env={
+                "RAGPULSE_DATABASE__URL": f"sqlite:///{tmp_path / 'ragpulse.db'}",
+                "RAGPULSE_EXPORTER__PORT": str(port),
+            },
+        )
+    line = assert_one_line_error(done, f"127.0.0.1:{port}", "in use", "RAGPULSE_EXPORTER__")
+    assert "cannot serve /metrics" in line
+
+
+def test_run_with_a_missing_tls_certificate(tmp_path: Path) -> None:
+    done = ragpulse(
+        "--log-level",
+        "WARNING",
+        "run",
+        "--role",
+        "exporter",
+        cwd=tmp_path,
+        env={
+            "RAGPULSE_DATABASE__URL": f"sqlite:///{tmp_path / 'ragpulse.db'}",
+            "RAGPULSE_EXPORTER__PORT": "0",
+            "RAGPULSE_EXPORTER__TLS_CERT_FILE": str(tmp_path / "cert.pem"),
+            "RAGPULSE_EXPORTER__TLS_KEY_FILE": str(tmp_path / "key.pem"),
+        },
+    )
+    assert_one_line_error(done, str(tmp_path / "cert.pem"), "does not exist")
