@@ -7,10 +7,12 @@ the service is not ready. Basic auth guards `/metrics` (and every other path) bu
 two probes, which Kubernetes calls without credentials.
 
 The server is hardened against clients that connect and stall: one thread per connection
-but at most `max_connections` of them (more are refused at once, never queued on a
-thread), the TLS handshake runs on that connection's thread (never in `accept()`, where
-one silent client would freeze every endpoint), and every connection has a deadline of
-`request_timeout_s` from accept to response, handshake included, after which it is cut.
+but at most `max_connections` of them; a connection beyond that cuts the oldest one being
+served (real requests take milliseconds, so the oldest is the likeliest to be idle) and is
+refused only when no slot frees within half a second; the TLS handshake runs on the
+connection's own thread (never in `accept()`, where one silent client would freeze every
+endpoint), and every connection has a deadline of `request_timeout_s` from accept to
+response, handshake included, after which it is cut.
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ def build_app(
     return app
 
 
+_EVICTION_WAIT_S = 0.5
+"""How long the serving thread waits for an evicted connection's slot before refusing."""
+
 _REFUSED = (
     b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections\n"
@@ -147,7 +152,8 @@ class _Connection:
 
     sock: socket.socket
     deadline: float
-    cut: bool = False
+    cut: str | None = None
+    """Why the server cut it: "deadline" or "evicted" (for a newer connection)."""
 
 
 class _BoundedWSGIServer(WSGIServer):
@@ -179,6 +185,7 @@ class _BoundedWSGIServer(WSGIServer):
         self.tls = tls
         self.refused = 0
         self.timed_out = 0
+        self.evicted = 0
         self._slots = threading.BoundedSemaphore(max_connections)
         self._lock = threading.Lock()
         self._live: dict[int, _Connection] = {}
@@ -186,9 +193,11 @@ class _BoundedWSGIServer(WSGIServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
-            self.refused += 1
-            self._refuse(request)
-            return
+            self._evict_oldest()
+            if not self._slots.acquire(timeout=_EVICTION_WAIT_S):
+                self.refused += 1
+                self._refuse(request)
+                return
         with self._lock:
             key = self._next_id
             self._next_id += 1
@@ -233,8 +242,10 @@ class _BoundedWSGIServer(WSGIServer):
             logger.exception("http connection from %s failed", client_address)
         finally:
             state = self._forget(key)
-            if timed_out or (state is not None and state.cut):
-                with self._lock:
+            with self._lock:
+                if state is not None and state.cut == "evicted":
+                    self.evicted += 1
+                elif timed_out or (state is not None and state.cut):
                     self.timed_out += 1
             self.shutdown_request(conn)
             self._slots.release()
@@ -249,7 +260,15 @@ class _BoundedWSGIServer(WSGIServer):
             for state in self._live.values():
                 if not state.cut and state.deadline <= now:
                     self._cut(state.sock)
-                    state.cut = True
+                    state.cut = "deadline"
+
+    def _evict_oldest(self) -> None:
+        with self._lock:
+            candidates = [state for state in self._live.values() if not state.cut]
+            if candidates:
+                oldest = min(candidates, key=lambda state: state.deadline)
+                self._cut(oldest.sock)
+                oldest.cut = "evicted"
 
     def cut_all(self) -> None:
         with self._lock:
@@ -289,7 +308,8 @@ def _tls_context(cert_file: Path, key_file: Path | None) -> ssl.SSLContext:
 class MetricsServer:
     """Serves the app on a background thread; `port=0` picks a free port (see `.port`).
 
-    At most `max_connections` connections are served at once (more are refused), each
+    At most `max_connections` connections are served at once (a newer one cuts the oldest),
+    each
     within `request_timeout_s` from accept to response, the TLS handshake included."""
 
     def __init__(
@@ -331,8 +351,13 @@ class MetricsServer:
 
     @property
     def refused(self) -> int:
-        """Connections refused because `max_connections` were being served."""
+        """Connections refused because `max_connections` were being served and none ended."""
         return self._server.refused
+
+    @property
+    def evicted(self) -> int:
+        """Connections cut to make room for a newer one."""
+        return self._server.evicted
 
     @property
     def timed_out(self) -> int:

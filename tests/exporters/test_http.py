@@ -160,10 +160,10 @@ def test_idle_tls_connection_does_not_block_other_clients(tls_cert: tuple[Path, 
         server.stop()
 
 
-def test_connection_cap_bounds_threads_and_recovers() -> None:
-    """300 idle connections against a cap of 8: at most 8 connection threads exist, the
-    excess is refused at once with 503, and once the idle ones time out the service
-    answers again. Wired through `serve()` and the exporter settings."""
+def test_connection_cap_bounds_threads_and_keeps_answering() -> None:
+    """300 idle connections against a cap of 8: at most 8 connection threads exist (each
+    newer connection cuts the oldest), a probe is still answered at once, and the idle
+    ones left are cut at their deadline. Wired through `serve()` and the settings."""
     before = threading.active_count()
     settings = ExporterSettings(port=0, max_connections=8, request_timeout_s=4.0)
     server = serve(_registry(), settings)
@@ -171,21 +171,56 @@ def test_connection_cap_bounds_threads_and_recovers() -> None:
     try:
         for _ in range(300):
             sockets.append(socket.create_connection((server.host, server.port), timeout=5))
-        assert _wait_for(lambda: server.refused == 292)
-        assert server.connections == 8
+        assert _wait_for(lambda: server.evicted == 292)
+        assert server.connections == 8 and server.refused == 0
         assert threading.active_count() <= before + 8 + 1  # + the serving thread
+        # The oldest connections were closed by the server.
+        sockets[0].settimeout(5)
+        assert sockets[0].recv(1) == b""
         started = time.monotonic()
-        with socket.create_connection((server.host, server.port), timeout=5) as extra:
-            answer = extra.makefile("rb").read()
-        assert answer.startswith(b"HTTP/1.0 503 ") and answer.endswith(b"too many connections\n")
-        assert time.monotonic() - started < 1.0
-        assert _wait_for(lambda: server.connections == 0, timeout=8)
-        assert server.timed_out == 8
         assert _get(server.url + "/healthz")[0] == 200
-        assert threading.active_count() <= before + 1 + 1
+        assert time.monotonic() - started < 1.0
+        assert threading.active_count() <= before + 8 + 1
+        assert _wait_for(lambda: server.connections == 0, timeout=8)
+        assert server.timed_out == 7 and server.evicted == 293
+        assert threading.active_count() <= before + 1
+        assert _get(server.url + "/healthz")[0] == 200
     finally:
         for sock in sockets:
             sock.close()
+        server.stop()
+
+
+def test_a_connection_is_refused_when_no_slot_frees() -> None:
+    """With the only slot held by a request the server cannot cut (its readiness check
+    hangs), a new connection gets 503 within the eviction wait instead of a thread."""
+    release = threading.Event()
+
+    def hanging() -> Readiness:
+        release.wait(10)
+        return Readiness(True, {})
+
+    before = threading.active_count()
+    server = MetricsServer(
+        build_app(_registry(), hanging), port=0, max_connections=1, request_timeout_s=5.0
+    ).start()
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            stuck = pool.submit(_get, server.url + "/readyz")
+            assert _wait_for(lambda: server.connections == 1)
+            started = time.monotonic()
+            with socket.create_connection((server.host, server.port), timeout=5) as extra:
+                answer = extra.makefile("rb").read()
+            assert answer.startswith(b"HTTP/1.0 503 ")
+            assert answer.endswith(b"too many connections\n")
+            assert time.monotonic() - started < 2.0
+            assert server.refused == 1
+            assert threading.active_count() <= before + 1 + 1 + 1  # + pool thread
+            release.set()
+            with pytest.raises(OSError):  # it was cut to make room: no response
+                stuck.result(timeout=10)
+    finally:
+        release.set()
         server.stop()
 
 
@@ -221,7 +256,7 @@ def test_slow_client_is_cut_at_the_request_deadline() -> None:
                 cut = True
         assert cut and time.monotonic() - started < 5
         slow.close()
-        assert server.timed_out == 2
+        assert _wait_for(lambda: server.timed_out == 2)
         assert _get(server.url + "/healthz")[0] == 200
     finally:
         server.stop()
