@@ -38,6 +38,16 @@ def sqlite_file(url: str) -> Path | None:
     return Path(database)
 
 
+def unusable(url: str, exc: OperationalError) -> str:
+    """One line: which database (password masked), the server's reason, and a hint."""
+    reason = one_line(exc.orig if exc.orig is not None else exc)
+    hint = ""
+    name = make_url(url).database
+    if make_url(url).get_backend_name() == "postgresql" and "does not exist" in reason:
+        hint = f' (create it first, e.g. `createdb {name}` or CREATE DATABASE "{name}")'
+    return f"cannot use the database {describe(url)}: {reason}{hint}"
+
+
 @contextmanager
 def database_errors(url: str) -> Iterator[None]:
     """Turn the database's connection and URL failures inside the block into a `UserError`
@@ -45,12 +55,7 @@ def database_errors(url: str) -> Iterator[None]:
     try:
         yield
     except OperationalError as exc:
-        reason = one_line(exc.orig if exc.orig is not None else exc)
-        hint = ""
-        name = make_url(url).database
-        if make_url(url).get_backend_name() == "postgresql" and "does not exist" in reason:
-            hint = f' (create it first, e.g. `createdb {name}` or CREATE DATABASE "{name}")'
-        raise UserError(f"cannot use the database {describe(url)}: {reason}{hint}") from None
+        raise UserError(unusable(url, exc)) from None
     except (ArgumentError, NoSuchModuleError) as exc:
         raise UserError(f"bad database URL {describe(url)}: {one_line(exc)}") from None
     except ModuleNotFoundError as exc:
