@@ -309,8 +309,7 @@ class MetricsServer:
     """Serves the app on a background thread; `port=0` picks a free port (see `.port`).
 
     At most `max_connections` connections are served at once (a newer one cuts the oldest),
-    each
-    within `request_timeout_s` from accept to response, the TLS handshake included."""
+    each within `request_timeout_s` from accept to response, the TLS handshake included."""
 
     def __init__(
         self,
