@@ -5,9 +5,14 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The CPU build of torch (a plain `torch` pulls a multi-gigabyte CUDA build).
+# The CPU build of torch (a plain `torch` from PyPI is the multi-gigabyte CUDA build on
+# Linux). Its source: a local wheel folder when one holds a torch wheel (WHEELS, e.g. a
+# machine without access to download.pytorch.org), else PyTorch's CPU wheel index.
 TORCH := torch==2.13.0
-FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels,)
+WHEELS ?= /opt/wheels
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+FIND_LINKS := $(if $(wildcard $(WHEELS)),--find-links $(WHEELS),)
+TORCH_SOURCE := $(if $(wildcard $(WHEELS)/torch-*.whl),--find-links $(WHEELS),--index-url $(TORCH_INDEX))
 PYTEST_ARGS ?=
 
 .PHONY: venv demo test lint typecheck bench clean help
@@ -20,7 +25,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet $(FIND_LINKS) $(TORCH)
+	$(BIN)/pip install --quiet $(TORCH_SOURCE) $(TORCH)
 	$(BIN)/pip install --quiet $(FIND_LINKS) -e '.[dev,embedded]'
 	touch $(STAMP)
 

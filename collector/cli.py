@@ -13,6 +13,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from collector.errors import EXIT_USER_ERROR, UserError
 from collector.settings import ConfigError
 
 COMMANDS = (
@@ -73,9 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         code: int = args.func(args)
-    except ConfigError as exc:
+    except (UserError, ConfigError) as exc:
+        # Something the user can fix: what and how, without a traceback.
         print(f"ragpulse: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
     return code

@@ -59,7 +59,9 @@ def prepare_database(url: str, *, migrate: bool) -> None:
         finally:
             engine.dispose()
     except OperationalError as exc:
-        raise StartupError(f"cannot reach the database: {exc.orig or exc}") from exc
+        from collector.store.check import unusable
+
+        raise StartupError(unusable(url, exc)) from exc
     if current != set(current_heads()):
         raise ConfigError(
             f"the database schema is not current (at {sorted(current) or 'nothing'}, "

@@ -175,6 +175,13 @@ class ExporterSettings(_Group):
     tls_key_file: Path | None = None
     basic_auth_username: str | None = None
     basic_auth_password: SecretStr | None = None
+    """Basic auth guards /metrics (and any other path) but not /healthz and /readyz."""
+    max_connections: int = Field(64, ge=1)
+    """Connections served at once (one thread each); a newer one cuts the oldest, and is
+    refused (503) only when no slot frees within half a second."""
+    request_timeout_s: float = Field(10.0, gt=0)
+    """Longest a connection may take from accept to response, TLS handshake included:
+    idle and slow clients are cut off after it."""
 
     @model_validator(mode="after")
     def _pairs(self) -> ExporterSettings:

@@ -1,27 +1,41 @@
 """The HTTP endpoint of `ragpulse run`: `/metrics`, `/healthz`, `/readyz`.
 
-A small WSGI app on a threading `wsgiref` server: prometheus-client's exposition for
-`/metrics`, optional HTTP basic auth (constant-time compare) and optional TLS.
-`/healthz` answers 200 while the process serves; `/readyz` asks a callback and answers
-503 with the reasons when the service is not ready.
+A small WSGI app on a `wsgiref` server: prometheus-client's exposition for `/metrics`,
+optional HTTP basic auth (constant-time compare) and optional TLS. `/healthz` answers 200
+while the process serves; `/readyz` asks a callback and answers 503 with the reasons when
+the service is not ready. Basic auth guards `/metrics` (and every other path) but not the
+two probes, which Kubernetes calls without credentials.
+
+The server is hardened against clients that connect and stall: one thread per connection
+but at most `max_connections` of them; a connection beyond that cuts the oldest one being
+served (real requests take milliseconds, so the oldest is the likeliest to be idle) and is
+refused only when no slot frees within half a second; the TLS handshake runs on the
+connection's own thread (never in `accept()`, where one silent client would freeze every
+endpoint), and every connection has a deadline of `request_timeout_s` from accept to
+response, handshake included, after which it is cut.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import contextlib
 import hmac
 import json
 import logging
+import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
+
+from collector.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -39,10 +53,6 @@ def always_ready() -> Readiness:
     return Readiness(True, {})
 
 
-class _ThreadingWSGIServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-
-
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("http %s", format % args)
@@ -55,6 +65,24 @@ def scrape(registry: CollectorRegistry, quality: Any = None) -> bytes:
     return body + quality.render() if quality is not None else body
 
 
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+"""Paths served without credentials even when basic auth is configured: the liveness and
+readiness probes (Kubernetes sends no credentials; they reveal no series or secrets)."""
+
+
+def _credentials_match(header: str, expected: bytes) -> bool:
+    """An `Authorization` header against `user:password` (UTF-8). The scheme is matched
+    case-insensitively (RFC 7617: `basic`, `BASIC`), the credentials in constant time."""
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return False
+    try:
+        given = base64.b64decode(token.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return hmac.compare_digest(given, expected)
+
+
 def build_app(
     registry: CollectorRegistry,
     readiness: Callable[[], Readiness] = always_ready,
@@ -62,25 +90,28 @@ def build_app(
     quality: Any = None,
 ) -> WSGIApp:
     """`quality` (a `QualityCollector` not registered on `registry`) is served pre-rendered,
-    always in the text format 0.0.4 (which Prometheus accepts whatever it asks for)."""
+    always in the text format 0.0.4 (which Prometheus accepts whatever it asks for).
+    `basic_auth` (user, password) guards every path except `OPEN_PATHS`."""
     metrics_app = make_wsgi_app(registry)
     expected = None
     if basic_auth is not None:
-        expected = "Basic " + base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
+        expected = f"{basic_auth[0]}:{basic_auth[1]}".encode()
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
-        if expected is not None and path != "/healthz":
-            given = environ.get("HTTP_AUTHORIZATION", "")
-            if not hmac.compare_digest(given.encode(), expected.encode()):
-                start_response(
-                    "401 Unauthorized",
-                    [
-                        ("WWW-Authenticate", 'Basic realm="ragpulse"'),
-                        ("Content-Type", "text/plain"),
-                    ],
-                )
-                return [b"unauthorized\n"]
+        if (
+            expected is not None
+            and path not in OPEN_PATHS
+            and not _credentials_match(environ.get("HTTP_AUTHORIZATION", ""), expected)
+        ):
+            start_response(
+                "401 Unauthorized",
+                [
+                    ("WWW-Authenticate", 'Basic realm="ragpulse", charset="UTF-8"'),
+                    ("Content-Type", "text/plain"),
+                ],
+            )
+            return [b"unauthorized\n"]
         if path == "/metrics":
             if quality is not None:
                 start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
@@ -106,8 +137,179 @@ def build_app(
     return app
 
 
+_EVICTION_WAIT_S = 0.5
+"""How long the serving thread waits for an evicted connection's slot before refusing."""
+
+_REFUSED = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    b"Connection: close\r\nRetry-After: 1\r\n\r\ntoo many connections\n"
+)
+
+
+@dataclass
+class _Connection:
+    """A connection being served: its socket (the TLS one once wrapped) and deadline."""
+
+    sock: socket.socket
+    deadline: float
+    cut: str | None = None
+    """Why the server cut it: "deadline" or "evicted" (for a newer connection)."""
+
+
+class _BoundedWSGIServer(WSGIServer):
+    """A `WSGIServer` that serves each connection on its own daemon thread, at most
+    `max_connections` at once, each within `request_timeout_s` (see the module docstring).
+
+    The serving thread only accepts, counts and hands over; it also cuts connections past
+    their deadline (`service_actions`, run every poll interval), so a client that trickles
+    one byte at a time cannot outlive the deadline either."""
+
+    request_queue_size = 128  # the listen backlog: a burst waits for accept(), not SYN retries
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[WSGIRequestHandler],
+        *,
+        max_connections: int,
+        request_timeout_s: float,
+        tls: ssl.SSLContext | None,
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        if request_timeout_s <= 0:
+            raise ValueError("request_timeout_s must be positive")
+        super().__init__(address, handler)
+        self.max_connections = max_connections
+        self.request_timeout_s = request_timeout_s
+        self.tls = tls
+        self.refused = 0
+        self.timed_out = 0
+        self.evicted = 0
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._lock = threading.Lock()
+        self._live: dict[int, _Connection] = {}
+        self._next_id = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._evict_oldest()
+            if not self._slots.acquire(timeout=_EVICTION_WAIT_S):
+                self.refused += 1
+                self._refuse(request)
+                return
+        with self._lock:
+            key = self._next_id
+            self._next_id += 1
+            self._live[key] = _Connection(request, time.monotonic() + self.request_timeout_s)
+        try:
+            threading.Thread(
+                target=self._serve_connection,
+                args=(key, request, client_address),
+                name="ragpulse-http-conn",
+                daemon=True,
+            ).start()
+        except RuntimeError:  # cannot start a thread (interpreter exiting, limits)
+            self._forget(key)
+            self.shutdown_request(request)
+            self._slots.release()
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Answer 503 without blocking (plain HTTP; a TLS client just sees the close)."""
+        if self.tls is None:
+            with contextlib.suppress(OSError):
+                request.setblocking(False)
+                request.send(_REFUSED)
+        self.shutdown_request(request)
+
+    def _serve_connection(self, key: int, request: socket.socket, client_address: Any) -> None:
+        conn: socket.socket = request
+        timed_out = False
+        try:
+            conn.settimeout(self.request_timeout_s)
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+                with self._lock:
+                    self._live[key].sock = conn
+                conn.do_handshake()
+            self.finish_request(conn, client_address)
+        except TimeoutError:
+            timed_out = True
+        except (OSError, ValueError) as exc:
+            # Resets, failed handshakes, cut connections: the client's problem.
+            logger.debug("http connection from %s ended: %r", client_address, exc)
+        except Exception:
+            logger.exception("http connection from %s failed", client_address)
+        finally:
+            state = self._forget(key)
+            with self._lock:
+                if state is not None and state.cut == "evicted":
+                    self.evicted += 1
+                elif timed_out or (state is not None and state.cut):
+                    self.timed_out += 1
+            self.shutdown_request(conn)
+            self._slots.release()
+
+    def _forget(self, key: int) -> _Connection | None:
+        with self._lock:
+            return self._live.pop(key, None)
+
+    def service_actions(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            for state in self._live.values():
+                if not state.cut and state.deadline <= now:
+                    self._cut(state.sock)
+                    state.cut = "deadline"
+
+    def _evict_oldest(self) -> None:
+        with self._lock:
+            candidates = [state for state in self._live.values() if not state.cut]
+            if candidates:
+                oldest = min(candidates, key=lambda state: state.deadline)
+                self._cut(oldest.sock)
+                oldest.cut = "evicted"
+
+    def cut_all(self) -> None:
+        with self._lock:
+            for state in self._live.values():
+                self._cut(state.sock)
+
+    @staticmethod
+    def _cut(conn: socket.socket) -> None:
+        # The plain socket's shutdown, also on an SSLSocket (whose own shutdown would
+        # unset its TLS state under the thread that is using it): the blocked read or
+        # write returns and that thread ends. Held under the lock, so the descriptor
+        # cannot have been closed and reused meanwhile.
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(conn, socket.SHUT_RDWR)
+
+    @property
+    def connections(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+
+def _tls_context(cert_file: Path, key_file: Path | None) -> ssl.SSLContext:
+    for path in (cert_file, key_file):
+        if path is not None and not path.is_file():
+            raise UserError(f"TLS file {path} does not exist (RAGPULSE_EXPORTER__TLS_*_FILE)")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(str(cert_file), str(key_file) if key_file else None)
+    except (OSError, ssl.SSLError) as exc:
+        raise UserError(
+            f"cannot use the TLS certificate {cert_file} with the key {key_file}: they are not "
+            f"a matching PEM certificate and private key ({exc})"
+        ) from None
+    return context
+
+
 class MetricsServer:
-    """Serves the app on a background thread; `port=0` picks a free port (see `.port`)."""
+    """Serves the app on a background thread; `port=0` picks a free port (see `.port`).
+
+    At most `max_connections` connections are served at once (a newer one cuts the oldest),
+    each within `request_timeout_s` from accept to response, the TLS handshake included."""
 
     def __init__(
         self,
@@ -117,15 +319,27 @@ class MetricsServer:
         *,
         tls_cert_file: Path | None = None,
         tls_key_file: Path | None = None,
+        max_connections: int = 64,
+        request_timeout_s: float = 10.0,
     ) -> None:
-        self._server = make_server(
-            host, port, app, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
-        )
-        self.tls = tls_cert_file is not None
+        context = None
         if tls_cert_file is not None:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(str(tls_cert_file), str(tls_key_file) if tls_key_file else None)
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            context = _tls_context(tls_cert_file, tls_key_file)
+        try:
+            self._server = _BoundedWSGIServer(
+                (host, port),
+                _QuietHandler,
+                max_connections=max_connections,
+                request_timeout_s=request_timeout_s,
+                tls=context,
+            )
+        except OSError as exc:
+            raise UserError(
+                f"cannot serve /metrics on {host}:{port}: {exc.strerror or exc} "
+                "(choose another RAGPULSE_EXPORTER__HOST/PORT)"
+            ) from None
+        self._server.set_app(app)
+        self.tls = context is not None
         self.host = host
         self.port = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
@@ -133,6 +347,26 @@ class MetricsServer:
     @property
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+
+    @property
+    def refused(self) -> int:
+        """Connections refused because `max_connections` were being served and none ended."""
+        return self._server.refused
+
+    @property
+    def evicted(self) -> int:
+        """Connections cut to make room for a newer one."""
+        return self._server.evicted
+
+    @property
+    def timed_out(self) -> int:
+        """Connections cut at their deadline."""
+        return self._server.timed_out
+
+    @property
+    def connections(self) -> int:
+        """Connections being served now."""
+        return self._server.connections
 
     def start(self) -> MetricsServer:
         self._thread = threading.Thread(
@@ -145,6 +379,7 @@ class MetricsServer:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+        self._server.cut_all()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -166,4 +401,6 @@ def serve(
         settings.port,
         tls_cert_file=settings.tls_cert_file,
         tls_key_file=settings.tls_key_file,
+        max_connections=settings.max_connections,
+        request_timeout_s=settings.request_timeout_s,
     ).start()

@@ -120,6 +120,10 @@ def _evaluate(
         options={**settings.ux.model_dump(), "consistency_delta": settings.judge.consistency_delta},
         seed=args.seed,
     )
+    if ctx.judge is not None:
+        from collector.judge import require_reachable
+
+        require_reachable(settings.judge)
     recorder = None
     if session_factory is not None and not args.no_record:
         recorder = RunRecorder(
@@ -144,6 +148,13 @@ def _evaluate(
         print(f"  {note}", file=sys.stderr)
     if ctx.judge is not None:
         print(_judge_summary(ctx.judge), file=sys.stderr)
+        from collector.errors import UserError
+        from collector.judge import unreachable
+
+        if (problem := unreachable(ctx.judge)) is not None:
+            if recorder is not None:
+                recorder.finish("failed", None, None)
+            raise UserError(problem)
     if args.output is not None:
         args.output.write_text(
             json.dumps(document, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"

@@ -41,12 +41,17 @@ def list_jobs(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collector.jobs.scheduler import build_runner
+    from collector.errors import UserError
+    from collector.jobs.scheduler import JUDGE_JOBS, build_runner
     from collector.jobs.setup import job_environment
+    from collector.judge import require_reachable, unreachable
+    from collector.store.check import require_migrated
     from collector.store.session import make_engine
 
     settings = load_settings(args.config)
-    engine = make_engine(settings.database.url.get_secret_value())
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)  # before connecting: SQLite would create an empty file
+    engine = make_engine(url)
     try:
         env = job_environment(settings, engine)
         try:
@@ -54,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"ragpulse jobs: {exc}")
             return 2
+        if env.judge is not None and set(runner.jobs) & set(JUDGE_JOBS):
+            require_reachable(settings.judge)
         reports = runner.run_many()
     finally:
         engine.dispose()
@@ -66,4 +73,6 @@ def run(args: argparse.Namespace) -> int:
                 f"results={r.results:<6d} {r.seconds:6.2f}s"
             )
             print(line + (f"  {r.message}" if r.message else ""))
+    if env.judge is not None and (problem := unreachable(env.judge)) is not None:
+        raise UserError(problem)
     return 1 if any(r.status == "error" for r in reports) else 0

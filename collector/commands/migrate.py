@@ -20,9 +20,13 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from collector.store.check import database_errors, require_creatable
     from collector.store.migrate import upgrade
 
     settings = load_settings(args.config)
-    upgrade(settings.database.url.get_secret_value(), args.revision)
+    url = settings.database.url.get_secret_value()
+    require_creatable(url)
+    with database_errors(url):
+        upgrade(url, args.revision)
     print(f"database is at revision {args.revision}")
     return 0

@@ -119,12 +119,16 @@ class Monitoring:
                 self.settings.scheduler.interval_s,
                 self.settings.scheduler.initial_delay_s,
             ).start()
-        self.server = serve(
-            self.registry,
-            self.settings.exporter,
-            self.readiness,
-            quality=self.quality if self.exports_quality else None,
-        )
+        try:
+            self.server = serve(
+                self.registry,
+                self.settings.exporter,
+                self.readiness,
+                quality=self.quality if self.exports_quality else None,
+            )
+        except BaseException:
+            self.stop()  # e.g. the port is taken: the scheduler started above must not linger
+            raise
         return self
 
     def readiness(self) -> Readiness:

@@ -20,11 +20,13 @@ building a client) touches no network.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import json
 import logging
 import os
 import random
+import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,6 +92,10 @@ class JudgeStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     unpriced_models: set[str] = field(default_factory=set)
+    answered: int = 0
+    """Requests that got a reply from the model's server (usable or not)."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Requests that finally failed, by error type (`connection_error`, `timeout`, ...)."""
 
     @property
     def tokens(self) -> int:
@@ -334,11 +340,17 @@ class JudgeClient:
                 self.stats.budget_skips += 1
                 raise
             try:
-                return await self._attempt(state, prompt, messages, model)
+                reply = await self._attempt(state, prompt, messages, model)
+                self.stats.answered += 1
+                return reply
             except JudgeError as exc:
+                if getattr(exc, "reply", None) is not None:
+                    self.stats.answered += 1
                 await self._record(meta, STATUS_ERROR, exc, getattr(exc, "reply", None))
                 if not exc.retriable or attempt >= self.config.max_retries:
                     self.stats.errors += 1
+                    failures = self.stats.failures
+                    failures[exc.error_type] = failures.get(exc.error_type, 0) + 1
                     if exc.retriable and attempt:
                         exc.args = (f"{exc} (after {attempt + 1} attempts)",)
                     raise
@@ -508,6 +520,24 @@ def _rejects_response_format(error: JudgeError, exc: Exception) -> bool:
     )
 
 
+_CONNECT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+
+
+def _connect_failure(exc: BaseException) -> str | None:
+    """The OS-level reason when `exc` was caused by failing to connect (refused, no route,
+    unknown host), found down its cause/context chain; None otherwise."""
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 20:
+        if isinstance(cause, socket.gaierror) or (
+            isinstance(cause, OSError) and cause.errno in _CONNECT_ERRNOS
+        ):
+            return str(cause).splitlines()[0][:200] or type(cause).__name__
+        cause = cause.__cause__ or cause.__context__
+        seen += 1
+    return None
+
+
 def _map_exception(litellm: Any, exc: BaseException) -> JudgeError:
     """litellm / asyncio exception -> typed, retriable-or-not judge error."""
     if isinstance(exc, JudgeError):
@@ -515,6 +545,10 @@ def _map_exception(litellm: Any, exc: BaseException) -> JudgeError:
     message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
     if isinstance(exc, (TimeoutError, litellm.Timeout)):
         return JudgeTimeout(message)
+    refused = _connect_failure(exc)
+    if refused is not None:
+        # litellm reports a refused connection as an InternalServerError (status 500).
+        return JudgeConnectionError(f"cannot connect: {refused}")
     if isinstance(exc, litellm.RateLimitError):
         return JudgeRateLimited(message)
     if isinstance(exc, litellm.ContentPolicyViolationError):

@@ -1,0 +1,40 @@
+"""The README's `/metrics` table names every series family the service registers, and
+nothing it does not: a new counter without documentation fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+
+from collector.kafka.stats import ConsumerStats
+from exporters.prometheus import OperationsMetrics, QualityCollector
+from exporters.quality import ResultsCache
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _documented() -> set[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("## `/metrics` series", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `ragpulse_")]
+    return {name for row in rows for name in re.findall(r"`(ragpulse_\w+)`", row.split("|")[1])}
+
+
+def _exported() -> set[str]:
+    registry = CollectorRegistry()
+    ConsumerStats(registry)
+    OperationsMetrics(registry)
+    registry.register(QualityCollector(ResultsCache()))
+    names = set()
+    for family in registry.collect():
+        # prometheus-client drops `_total` from a counter family's name.
+        names.add(family.name + "_total" if family.type == "counter" else family.name)
+    return names
+
+
+def test_readme_documents_every_metrics_series() -> None:
+    documented, exported = _documented(), _exported()
+    assert exported - documented == set(), "add these to README.md's `/metrics` series table"
+    assert documented - exported == set(), "README.md documents series nobody exports"
