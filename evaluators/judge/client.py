@@ -166,7 +166,7 @@ class JudgeClient:
         """Judge models and the metric's prompt hash (what the runner stamps on results)."""
         return Signature(
             judge_model=",".join(self.config.models),
-            prompt_hash=prompt_hash(metric.partition("@")[0]),
+            prompt_hash=prompt_hash(metric.partition("@")[0], self.config),
             embedding_model=embedding_model,
         )
 
