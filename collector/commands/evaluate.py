@@ -86,13 +86,12 @@ def silence_progress_bars() -> None:
     "Loading weights", huggingface_hub's downloads), also those created later."""
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    if "huggingface_hub" in sys.modules:
-        from huggingface_hub.utils import disable_progress_bars
-
-        disable_progress_bars()
-    if "transformers" in sys.modules:
-        from transformers.utils import logging as hf_logging
-
+    # Libraries already imported read those variables at import time: tell them directly.
+    hub = sys.modules.get("huggingface_hub.utils")
+    if hub is not None:
+        hub.disable_progress_bars()
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    if hf_logging is not None:
         hf_logging.disable_progress_bar()
 
 
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from collector.metric_names import unknown_metric_message
     from collector.offline_eval import MAX_LINE_BYTES, DatasetError, missing_fields, read_dataset
     from evaluators.errors import UnknownMetricError
-    from evaluators.registry import resolve
+    from evaluators.registry import ResolvedMetric, resolve
 
     if args.no_progress:
         silence_progress_bars()
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         return _fail("--metrics names no metric")
-    metrics = []
+    metrics: list[ResolvedMetric] = []
     for name in names:
         try:
             metric = resolve(name)

@@ -51,7 +51,7 @@ from evaluators.judge.errors import (
 from evaluators.judge.metric import prompt_hash
 from evaluators.judge.parsing import extract_json, looks_like_refusal, validate
 from evaluators.judge.prompts.base import Prompt
-from evaluators.judge.prompts.fencing import new_nonce, seal
+from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
 from evaluators.judge.store import (
     STATUS_ERROR,
     STATUS_OK,
@@ -263,8 +263,10 @@ class JudgeClient:
                 {
                     "role": "user",
                     "content": (
-                        f"That reply could not be used: {exc}. Answer again with only the "
-                        "corrected JSON object, following the schema exactly."
+                        # The error may quote the reply, itself shaped by untrusted input.
+                        f"That reply could not be used: {neutralise(str(exc))}. Answer "
+                        "again with only the corrected JSON object, following the schema "
+                        "exactly."
                     ),
                 },
             ]
