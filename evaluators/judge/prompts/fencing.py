@@ -12,7 +12,8 @@ Two layers keep text from closing its fence (or opening a fake one):
    `<untrusted` / `</untrusted` in the text *as a reader sees it*: after decoding HTML
    entities (`&lt;`, `&#60;`, `&#x3c;`, also double-encoded) and `\\u003c` / `%3C` escapes,
    dropping format and invisible characters (zero-width spaces and joiners, soft hyphens,
-   word joiners, BOM, bidi controls, variation selectors, combining marks), NFKD/NFKC
+   word joiners, BOM, bidi controls, variation selectors, combining marks, control
+   characters other than whitespace), NFKD/NFKC
    folding (fullwidth and small-form `＜`/`﹤`, mathematical letters), mapping the other
    angle-bracket and slash look-alikes (`‹ 〈 ⟨ ˂ ᐸ ❮ « ∕ ⁄ ⧸ ...`) and Cyrillic, Greek,
    Armenian and small-capital homoglyphs of the Latin letters, and ignoring case. The
@@ -73,6 +74,7 @@ _ESCAPE = re.compile(
 # The characters whose folded form is "<" (checked over all of Unicode: each gives one "<").
 _LT = re.compile("[" + re.escape(_LESS_THAN) + "]")
 _OPENER = re.compile(r"<\s*/?\s*untrusted")
+_ASCII_CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
 # Text holding none of these cannot show a "<" to a reader: it is left alone at once.
 _HINT = re.compile("[" + re.escape(_LESS_THAN + "&\\%") + "]")
 
@@ -166,7 +168,8 @@ def _opener_spans(text: str) -> list[tuple[int, int]]:
     """Source spans of the brackets of the fence openers a reader sees in `text`."""
     if not _HINT.search(text):
         return []
-    visible = text if text.isascii() else text.translate(_VISIBLE)
+    plain = text.isascii() and not _ASCII_CONTROL.search(text)
+    visible = text if plain else text.translate(_VISIBLE)
     decoded, maps = _decode_escapes(visible)
     if not _LT.search(decoded):
         return []
@@ -255,7 +258,12 @@ def _unescape(token: str) -> str | None:
 
 
 def _invisible(char: str) -> bool:
-    return char in _INVISIBLE or unicodedata.category(char) in ("Cf", "Mn", "Me")
+    category = unicodedata.category(char)
+    return (
+        char in _INVISIBLE
+        or category in ("Cf", "Mn", "Me")
+        or (category == "Cc" and not char.isspace())
+    )
 
 
 def _fold(char: str) -> str:
