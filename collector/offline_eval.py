@@ -150,9 +150,12 @@ def read_dataset(
                 invalid.append(InvalidLine(number, reason, detail))
     if invalid and not skip_invalid:
         raise DatasetError(_invalid_message(path, invalid))
+    if not samples and invalid:
+        raise DatasetError(
+            _invalid_message(path, invalid, hint=f"(and {path} holds no valid line)")
+        )
     if not samples:
-        what = "no valid trace records" if invalid else "no trace records"
-        raise DatasetError(f"{path} holds {what}")
+        raise DatasetError(f"{path} holds no trace records")
     return Dataset(samples, invalid)
 
 
@@ -180,11 +183,9 @@ def _why(exc: Exception) -> tuple[str, str]:
     if isinstance(exc, RecursionError):
         return INVALID_JSON, "JSON nested too deeply to decode"
     if isinstance(exc, OverflowError):
-        return (
-            INVALID_VALUE,
-            f"a value is out of range ({_one_line(str(exc))}), e.g. a "
-            "timestamp whose UTC time is before year 1 or after 9999",
-        )
+        if "date" in str(exc):
+            return INVALID_VALUE, "a date-time (e.g. timestamp) is outside years 1-9999 in UTC"
+        return INVALID_VALUE, f"a number is out of range ({_one_line(str(exc))})"
     return INVALID_VALUE, _one_line(f"{type(exc).__name__}: {exc}")
 
 
@@ -193,8 +194,11 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _invalid_message(path: Path, invalid: Sequence[InvalidLine]) -> str:
-    hint = "(--skip-invalid evaluates the other lines)"
+def _invalid_message(
+    path: Path,
+    invalid: Sequence[InvalidLine],
+    hint: str = "(--skip-invalid evaluates the other lines)",
+) -> str:
     if len(invalid) == 1:
         return f"{invalid[0].describe(path)} {hint}"
     shown = [i.describe(path) for i in invalid[:MAX_REPORTED_LINES]]

@@ -304,6 +304,13 @@ def test_skip_invalid_reports_the_bad_lines_and_evaluates_the_rest(tmp_path: Pat
     proc = _ragpulse(tmp_path, "evaluate", str(path), "--metrics", "mrr")
     assert proc.returncode == 2
     assert "4 invalid lines" in proc.stderr and f"{path}:7: invalid_value" in proc.stderr
+    assert "outside years 1-9999 in UTC" in proc.stderr
+
+    # Nothing valid left: an error that still names the bad lines.
+    bad_only = _write(tmp_path / "bad.jsonl", [lines[1], lines[3]])
+    proc = _ragpulse(tmp_path, "evaluate", str(bad_only), "--metrics", "mrr", "--skip-invalid")
+    assert proc.returncode == 2
+    assert "holds no valid line" in proc.stderr and f"{bad_only}:2: invalid_json" in proc.stderr
 
 
 @pytest.mark.parametrize(
