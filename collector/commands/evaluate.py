@@ -29,7 +29,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics",
         required=True,
-        help="comma-separated metric names, e.g. hit_rate@5,mrr,rougeL_f,cache_hit_rate",
+        help="comma-separated metric names, e.g. hit_rate@5,mrr,rougeL_f,cache_hit_rate "
+        "(judge_consistency, judge_error_rate and judge_latency_ms_avg need the service's "
+        "stored judgments: only the judge_consistency job computes them)",
     )
     parser.add_argument(
         "--output",
