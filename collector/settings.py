@@ -130,6 +130,9 @@ class JudgeSettings(_Group):
     max_usd_per_day: float | None = Field(None, ge=0)
     consistency_delta: float = Field(0.5, ge=0)
     response_relevancy_questions: int = Field(3, ge=1, le=10)
+    response_relevancy_with_question: bool = True
+    """Seed 002: response_relevancy's question generator sees the user's question too
+    (keeps its scope and style); false shows it the answer alone, as RAGAS does."""
 
     _csv = field_validator("models", mode="before")(_split_csv)
 

@@ -122,6 +122,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.judge.context_precision",
     "evaluators.judge.context_recall",
     "evaluators.judge.faithfulness",
+    "evaluators.judge.faithfulness_rating",
     "evaluators.judge.noise_sensitivity",
     "evaluators.judge.response_relevancy",
     "evaluators.judge.answer_relevance",

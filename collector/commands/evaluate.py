@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from collector.settings import Settings, load_settings
 
 EXIT_USAGE = 2
+MAX_SHOWN_INVALID = 50
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +29,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--metrics",
         required=True,
-        help="comma-separated metric names, e.g. hit_rate@5,mrr,rougeL_f,cache_hit_rate",
+        help="comma-separated metric names, e.g. hit_rate@5,mrr,rougeL_f,cache_hit_rate "
+        "(judge_consistency, judge_error_rate and judge_latency_ms_avg need the service's "
+        "stored judgments: only the judge_consistency job computes them)",
     )
     parser.add_argument(
         "--output",
@@ -53,7 +57,24 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="do not record the run in the database's runs table",
     )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="evaluate the valid lines and report the invalid ones (line number and reason) "
+        "on stderr and under invalid_lines in --output, instead of stopping at them",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a longer line is invalid; reading it stops at the limit (default 64 MiB)",
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="hide every progress bar (ours and the embedding model's loading bars)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -62,23 +83,59 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def run(args: argparse.Namespace) -> int:
-    from collector.offline_eval import DatasetError, missing_fields, read_dataset
-    from evaluators.errors import UnknownMetricError
-    from evaluators.runner import resolve_all
+def silence_progress_bars() -> None:
+    """Turn off every tqdm bar of this process, ours and the libraries' (transformers'
+    "Loading weights", huggingface_hub's downloads), also those created later."""
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    # Libraries already imported read those variables at import time: tell them directly.
+    hub = sys.modules.get("huggingface_hub.utils")
+    if hub is not None:
+        hub.disable_progress_bars()
+    hf_logging = sys.modules.get("transformers.utils.logging")
+    if hf_logging is not None:
+        hf_logging.disable_progress_bar()
 
+
+def run(args: argparse.Namespace) -> int:
+    from collector.metric_names import unknown_metric_message
+    from collector.offline_eval import MAX_LINE_BYTES, DatasetError, missing_fields, read_dataset
+    from evaluators.errors import UnknownMetricError
+    from evaluators.registry import ResolvedMetric, resolve
+
+    if args.no_progress:
+        silence_progress_bars()
     settings = load_settings(args.config)
     names = [n.strip() for n in args.metrics.split(",") if n.strip()]
     if not names:
         return _fail("--metrics names no metric")
+    metrics: list[ResolvedMetric] = []
+    for name in names:
+        try:
+            metric = resolve(name)
+        except UnknownMetricError as exc:
+            return _fail(unknown_metric_message(name, str(exc)))
+        if metric.name not in {m.name for m in metrics}:
+            metrics.append(metric)
+    max_line = args.max_line_bytes if args.max_line_bytes is not None else MAX_LINE_BYTES
+    if max_line < 1:
+        return _fail("--max-line-bytes must be a positive number of bytes")
     try:
-        metrics = resolve_all(names)
-    except UnknownMetricError as exc:
-        return _fail(str(exc))
-    try:
-        samples = read_dataset(args.file, settings.ground_truth.priority, settings.decode.max_depth)
+        dataset = read_dataset(
+            args.file,
+            settings.ground_truth.priority,
+            settings.decode.max_depth,
+            skip_invalid=args.skip_invalid,
+            max_line_bytes=max_line,
+        )
     except DatasetError as exc:
         return _fail(str(exc))
+    for bad in dataset.invalid[:MAX_SHOWN_INVALID]:
+        print(f"skipped {bad.describe(args.file)}", file=sys.stderr)
+    if len(dataset.invalid) > MAX_SHOWN_INVALID:
+        more = len(dataset.invalid) - MAX_SHOWN_INVALID
+        print(f"skipped {more} more invalid lines (all are listed in --output)", file=sys.stderr)
+    samples = dataset.samples
     problems = [
         f"metric {m.name} needs {', '.join(fields)}, which no record in {args.file} has"
         for m in metrics
@@ -88,11 +145,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail(
             "\n  ".join(["required fields are missing from the whole dataset:", *problems])
         )
-    return _evaluate(args, settings, [m.name for m in metrics], samples)
+    return _evaluate(args, settings, [m.name for m in metrics], samples, dataset.invalid)
 
 
 def _evaluate(
-    args: argparse.Namespace, settings: Settings, names: list[str], samples: list[Any]
+    args: argparse.Namespace,
+    settings: Settings,
+    names: list[str],
+    samples: list[Any],
+    invalid: list[Any],
 ) -> int:
     from collector.offline_eval import (
         RunRecorder,
@@ -130,7 +191,12 @@ def _evaluate(
             session_factory,
             str(args.file.resolve()),
             names,
-            {"seed": args.seed, "group_by": args.group_by, "samples": len(samples)},
+            {
+                "seed": args.seed,
+                "group_by": args.group_by,
+                "samples": len(samples),
+                "invalid_lines": len(invalid),
+            },
         )
     try:
         with _ProgressBar(len(samples) * len(names), disable=args.no_progress) as bar:
@@ -139,7 +205,7 @@ def _evaluate(
         if recorder is not None:
             recorder.finish("failed", None, None)
         raise
-    document = to_json(result, samples)
+    document = to_json(result, samples, invalid)
     print(render_table(result.aggregates))
     for value, aggs in result.groups.items():
         print(f"\n{args.group_by} = {value}")

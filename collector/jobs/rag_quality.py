@@ -1,4 +1,5 @@
-"""Tiers 2/3 with the LLM judge: faithfulness, relevance, context metrics, E2E score.
+"""Tiers 2/3 with the LLM judge: faithfulness (statement share and single rating),
+relevance, context metrics, E2E score.
 
 Over judge-sampled traces, at most `scheduler.judge_traces_per_run` new traces a run (the
 judge's own call and spend budgets apply on top). Without a judge the run is recorded as
@@ -14,6 +15,7 @@ from collector.settings import Settings
 NAME = "rag_quality"
 METRICS = (
     "faithfulness",
+    "faithfulness_rating",
     "answer_relevance",
     "response_relevancy",
     "context_relevance",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluators.judge.metric import by_item, texts_of
-from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, numbered
+from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, fence_items
 from evaluators.judge.prompts.statements import STATEMENTS
 from evaluators.sample import Sample
 
@@ -48,9 +48,12 @@ async def share_in_contexts(
     """Share of `items` the judge finds backed by the sample's contexts, in one request.
 
     `prompt` asks for `{"verdicts": [{"item": i, verdict: bool}, ...]}` over the numbered
-    items listed under `heading` after all fenced contexts.
+    items listed under `heading` after all fenced contexts. The items were extracted by a
+    judge from untrusted text, so they are fenced too.
     """
-    user = f"{fence_contexts(texts_of(sample))}\n\n{heading}:\n{numbered(items)}"
+    user = (
+        f"{fence_contexts(texts_of(sample))}\n\n{heading}:\n{fence_items(heading.lower(), items)}"
+    )
     flags = await judge.ask(
         prompt,
         user,

@@ -2,7 +2,9 @@
 
 One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON:
 
-1. the cache key hashes model, prompt version, rendered input and temperature; a stored
+1. the cache key hashes model, prompt version, rendered input and temperature (the input
+   as rendered with fence marks, before the request's random fence code is sealed in, so
+   the code never defeats the cache); a stored
    successful answer is returned without any request, and identical requests in flight at
    the same moment share one HTTP call;
 2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`;
@@ -51,6 +53,7 @@ from evaluators.judge.errors import (
 from evaluators.judge.metric import prompt_hash
 from evaluators.judge.parsing import extract_json, looks_like_refusal, validate
 from evaluators.judge.prompts.base import Prompt
+from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
 from evaluators.judge.store import (
     STATUS_ERROR,
     STATUS_OK,
@@ -169,7 +172,7 @@ class JudgeClient:
         """Judge models and the metric's prompt hash (what the runner stamps on results)."""
         return Signature(
             judge_model=",".join(self.config.models),
-            prompt_hash=prompt_hash(metric.partition("@")[0]),
+            prompt_hash=prompt_hash(metric.partition("@")[0], self.config),
             embedding_model=embedding_model,
         )
 
@@ -192,8 +195,8 @@ class JudgeClient:
         check: Check | None = None,
     ) -> Any:
         """Validated JSON answer of `model` to `prompt` on `user`; raises `JudgeError`."""
-        messages = prompt.messages(user)
-        rendered = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+        template = prompt.messages(user)
+        rendered = json.dumps(template, ensure_ascii=False, sort_keys=True)
         input_hash = text_hash(rendered, 32)
         key = hashlib.sha256(
             "\x1f".join(
@@ -228,6 +231,7 @@ class JudgeClient:
                 "temperature": float(self.config.temperature),
                 "trace_id": trace_id,
             }
+            messages = seal(template, new_nonce())
             data = await self._answer(prompt, messages, model, meta, check)
         except asyncio.CancelledError:
             future.cancel()
@@ -265,8 +269,10 @@ class JudgeClient:
                 {
                     "role": "user",
                     "content": (
-                        f"That reply could not be used: {exc}. Answer again with only the "
-                        "corrected JSON object, following the schema exactly."
+                        # The error may quote the reply, itself shaped by untrusted input.
+                        f"That reply could not be used: {neutralise(str(exc))}. Answer "
+                        "again with only the corrected JSON object, following the schema "
+                        "exactly."
                     ),
                 },
             ]

@@ -33,6 +33,9 @@ class JudgeConfig:
     max_usd_per_day: float | None = None
     max_tokens: int | None = None
     response_relevancy_questions: int = 3
+    response_relevancy_with_question: bool = True
+    """Seed 002: the question generator also sees the user's question; False shows it the
+    answer alone (RAGAS)."""
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -69,6 +72,7 @@ class JudgeConfig:
             "max_calls_per_hour",
             "max_usd_per_day",
             "response_relevancy_questions",
+            "response_relevancy_with_question",
         ):
             if hasattr(settings, name):
                 values[name] = getattr(settings, name)

@@ -1,7 +1,10 @@
-"""`faithfulness` (seed 002; seed 004 §5.5.1): the share of the answer's statements that the
-retrieved contexts support.
+"""`faithfulness` (seed 002, RAGAS's definition): the share of the answer's statements that
+the retrieved contexts support.
 
     faithfulness = |answer statements supported by the contexts| / |answer statements|
+
+Seed 004 §5.5.1 defines faithfulness differently, as one 0-1 judge rating of the whole
+answer: that is `faithfulness_rating`, and the seed 004 §11.2 thresholds belong to it.
 
 Two requests per sample and judge model: split the answer into statements (shared with
 noise sensitivity through the cache), then check them all against all contexts at once.

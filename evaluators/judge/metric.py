@@ -38,6 +38,8 @@ PerModel = Callable[[Any, str, Sample, EvalContext], Awaitable[float | Skipped]]
 _EMPTY: Mapping[str, float] = MappingProxyType({})
 
 PROMPTS_BY_METRIC: dict[str, tuple[Prompt, ...]] = {}
+PROMPT_CHOICE: dict[str, Callable[[Any], Sequence[Prompt]]] = {}
+"""For metrics whose prompts depend on the judge configuration: config -> prompts used."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,15 @@ class JudgeScore(Score):
     by_model: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
 
 
-def prompt_hash(metric: str) -> str | None:
-    """The combined version of every prompt a judge metric uses (for its signature)."""
-    prompts = PROMPTS_BY_METRIC.get(metric)
+def prompt_hash(metric: str, config: Any = None) -> str | None:
+    """The combined version of every prompt a judge metric uses with this judge
+    configuration (for its signature)."""
+    choose = PROMPT_CHOICE.get(metric)
+    prompts = (
+        tuple(choose(config))
+        if choose is not None and config is not None
+        else PROMPTS_BY_METRIC.get(metric)
+    )
     if not prompts:
         return None
     return text_hash("|".join(p.version for p in prompts))
@@ -70,9 +78,16 @@ def judge_metric(
     per_model: PerModel,
     higher_is_better: bool = True,
     uses_embedder: bool = False,
+    prompts_for: Callable[[Any], Sequence[Prompt]] | None = None,
 ) -> MetricSpec:
-    """Register one judge metric family built from `precheck` and `per_model`."""
+    """Register one judge metric family built from `precheck` and `per_model`.
+
+    `prompts` are all the prompts the metric may use; `prompts_for(judge_config)` picks
+    those a configuration uses, when a setting switches between them (for the signature).
+    """
     PROMPTS_BY_METRIC[family] = tuple(prompts)
+    if prompts_for is not None:
+        PROMPT_CHOICE[family] = prompts_for
 
     async def compute(
         samples: Sequence[Sample], ctx: EvalContext, k: int | None = None

@@ -27,7 +27,7 @@ from typing import Any
 from evaluators.judge.claims import extract_statements
 from evaluators.judge.errors import JudgeOutOfRange
 from evaluators.judge.metric import by_item, judge_metric, texts_of
-from evaluators.judge.prompts.base import fence, fence_contexts, numbered
+from evaluators.judge.prompts.base import fence, fence_contexts, fence_items
 from evaluators.judge.prompts.noise_sensitivity import NOISE_SUPPORT
 from evaluators.judge.prompts.statements import STATEMENTS
 from evaluators.outcome import Skipped
@@ -114,8 +114,9 @@ def _make_per_model(mode: str, family: str) -> Any:
         texts = texts_of(sample)
         user = (
             f"{fence_contexts(texts)}\n\n{fence('reference', sample.reference or '')}\n\n"
-            f"Reference claims:\n{numbered(reference_statements, prefix='R')}\n\n"
-            f"Answer claims:\n{numbered(answer_statements, prefix='A')}"
+            "Reference claims:\n"
+            f"{fence_items('reference_claims', reference_statements, prefix='R')}\n\n"
+            f"Answer claims:\n{fence_items('answer_claims', answer_statements, prefix='A')}"
         )
         ref_support, in_reference, ans_support = await judge.ask(
             NOISE_SUPPORT,

@@ -1,12 +1,18 @@
-"""`response_relevancy` (seed 002): generate N questions from the answer alone and compare
-them with the user's question by embedding cosine; evasive answers score 0.
+"""`response_relevancy` (seed 002): generate N questions from the answer and compare them
+with the user's question by embedding cosine; evasive answers score 0.
 
     response_relevancy = 0                                  if every question is noncommittal
                        = max(0, mean_i cos(E(question), E(generated_i)))   otherwise
 
 N is the option "response_relevancy.questions" (default: the judge's setting, 3; 1..10).
 One request per sample and judge model generates all N questions (with a noncommittal flag
-each); the embeddings come from `ctx.embedder` (`.encode(texts)` -> L2-normalised rows),
+each). As seed 002 says, the generator sees the original question too ("with account of
+the original question"); the judge setting `response_relevancy_with_question = False`
+shows it the answer alone (RAGAS), and the prompt hash in the signature says which.
+A reply with fewer than N usable questions (or empty ones) is a schema error: it gets the
+client's one repair request, then the sample fails with `schema_mismatch` -- a mean over fewer
+questions than asked is never reported silently. Extra questions beyond N are ignored.
+The embeddings come from `ctx.embedder` (`.encode(texts)` -> L2-normalised rows),
 computed in a worker thread so the judge calls of other samples keep flowing.
 Skipped without an answer or without an embedder.
 """
@@ -20,9 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from evaluators.judge.errors import JudgeSchemaError
 from evaluators.judge.metric import judge_metric
-from evaluators.judge.prompts.base import fence
-from evaluators.judge.prompts.response_relevancy import QUESTION_GENERATION
+from evaluators.judge.prompts.base import Prompt, fence
+from evaluators.judge.prompts.response_relevancy import (
+    QUESTION_GENERATION,
+    QUESTION_GENERATION_ANSWER_ONLY,
+)
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -61,13 +71,38 @@ def _encode(embedder: Any, texts: list[str]) -> np.ndarray:
         return np.asarray(embedder.encode(texts), dtype=np.float32)
 
 
+def with_question(config: Any) -> bool:
+    """Whether the generator sees the user's question (seed 002; the default)."""
+    return bool(getattr(config, "response_relevancy_with_question", True))
+
+
+def prompts_for(config: Any) -> list[Prompt]:
+    return [QUESTION_GENERATION if with_question(config) else QUESTION_GENERATION_ANSWER_ONLY]
+
+
+def _exactly(n: int) -> Any:
+    def check(data: Any) -> list[Any]:
+        rows = [r for r in data["questions"] if str(r["question"]).strip()]
+        if len(rows) < n:
+            raise JudgeSchemaError(
+                f"{n} questions were asked for, the reply has {len(rows)} non-empty ones"
+            )
+        return rows[:n]
+
+    return check
+
+
 async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
     n = _n_questions(judge, ctx)
-    user = f"Write exactly {n} questions.\n\n{fence('answer', sample.answer or '')}"
-    data = await judge.ask(
-        QUESTION_GENERATION, user, model=model, metric=FAMILY, trace_id=sample.trace_id
+    config = getattr(judge, "config", None)
+    [prompt] = prompts_for(config)
+    user = f"Write exactly {n} questions.\n\n"
+    if with_question(config):
+        user += f"{fence('question', sample.question)}\n\n"
+    user += fence("answer", sample.answer or "")
+    rows = await judge.ask(
+        prompt, user, model=model, metric=FAMILY, trace_id=sample.trace_id, check=_exactly(n)
     )
-    rows = data["questions"][:n]
     flags = [int(r["noncommittal"]) for r in rows]
     if all(flags):
         return 0.0
@@ -82,7 +117,8 @@ SPEC = judge_metric(
     description="Mean cosine similarity between the question and questions generated "
     "from the answer (0 for evasive answers)",
     needs="question, answer, a judge model, an embedder",
-    prompts=[QUESTION_GENERATION],
+    prompts=[QUESTION_GENERATION, QUESTION_GENERATION_ANSWER_ONLY],
+    prompts_for=prompts_for,
     precheck=_precheck,
     per_model=_per_model,
     uses_embedder=True,

@@ -162,6 +162,11 @@ def render_evaluation(
     ]
     if group_by:
         header.append(f"Grouped by {group_by}: {', '.join(map(str, groups)) or 'no groups'}")
+    invalid: Sequence[Mapping[str, Any]] = document.get("invalid_lines", [])
+    if invalid:  # left out by --skip-invalid
+        shown = ", ".join(f"{b['line']} ({b['reason']})" for b in invalid[:10])
+        more = f" and {len(invalid) - 10} more" if len(invalid) > 10 else ""
+        header.append(f"{len(invalid)} invalid lines left out: {shown}{more}")
     return page("ragpulse evaluation", header, grid_html(panels))
 
 

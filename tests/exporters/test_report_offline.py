@@ -77,3 +77,18 @@ def test_evaluate_writes_an_html_page_with_every_metric_and_group(
                 if step is None or agg["value"] >= step:
                     expected = css_color(color)
             assert panel["dots"][0] == expected
+
+
+def test_the_page_names_the_lines_skip_invalid_left_out() -> None:
+    from exporters.report.offline import render_evaluation
+
+    document = {
+        "aggregate": {"mrr": {"value": 1.0, "n": 1, "ci_lower": 1.0, "ci_upper": 1.0}},
+        "samples": [{"trace_id": "a", "mrr": 1.0}],
+        "invalid_lines": [
+            {"line": 2, "reason": "missing_field", "detail": "timestamp: required field"},
+            {"line": 5, "reason": "invalid_json", "detail": "JSON nested too deeply"},
+        ],
+    }
+    html = render_evaluation(document, dataset="data.jsonl")
+    assert "2 invalid lines left out: 2 (missing_field), 5 (invalid_json)" in html

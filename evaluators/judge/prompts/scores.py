@@ -1,4 +1,5 @@
-"""Direct 0-1 judgments of seed 004: answer relevance (§5.5.2) and end-to-end score (§6.4.1)."""
+"""Direct 0-1 judgments of seed 004: answer relevance (§5.5.2), faithfulness as a single
+rating (§5.5.1) and end-to-end score (§6.4.1)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,23 @@ reference answer that is known to be good, on a scale from 0 to 1:
 - 0.0: the answer is not useful: it misses the point, contradicts the reference, or
   declines to answer.
 Intermediate values are allowed. Wording and length do not matter, content does.
+Give a one-sentence reason first, then the score.
+""",
+    schema=_SCORE_SCHEMA,
+)
+
+FAITHFULNESS_RATING = Prompt(
+    task="faithfulness_rating",
+    instructions="""
+You rate how faithful a system's answer is to the retrieved passages it was given, on a
+scale from 0 to 1. An answer is faithful when everything it states is contained in the
+passages or follows directly from them, and nothing is invented.
+- 1.0: the answer agrees with the passages completely; no hallucinated content;
+- 0.5: the answer agrees with the passages only in part: some of what it states is not
+  in them;
+- 0.0: the answer consists of hallucinated content or contradicts the passages.
+Intermediate values are allowed. Judge faithfulness to the passages only, not whether
+the passages are true or whether the answer addresses the question.
 Give a one-sentence reason first, then the score.
 """,
     schema=_SCORE_SCHEMA,
