@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.judge
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.monitor
+	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.embeddings_choice
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*

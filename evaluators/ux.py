@@ -1,19 +1,23 @@
 """UX metrics (seed 004, §10; SPEC §4): how users experience the system across questions.
 
 - cache_hit_rate = (1/|Q|) Σ_q 1[max_{c earlier than q, within the look-back} cos(e_q, e_c) > τ]
-  (τ = `cache_similarity_threshold`, default 0.85; window `cache_lookback_s`, default 1 h).
+  (τ = `cache_similarity_threshold`, default: the embedding model's calibrated value,
+  0.85 for MiniLM; window `cache_lookback_s`, default 1 h).
   Per sample 1/0 (a proportion); questions without a timestamp are skipped.
 - context_preservation: per session (questions ordered by turn, then timestamp)
   (1/(|S|-1)) Σ_i cos(e_{q_i}, e_{q_{i+1}}), averaged over sessions with >= 2 questions.
 - multi_turn_consistency: per session, among pairs of turns whose questions are near
-  duplicates (cos >= `duplicate_question_threshold`, 0.85) and both have answers, the share
-  whose answers agree (cos >= `answer_agreement_threshold`, 0.7); averaged over sessions
+  duplicates (cos >= `duplicate_question_threshold`) and both have answers, the share
+  whose answers agree (cos >= `answer_agreement_threshold`); averaged over sessions
   that have such a pair. Only answers of near-duplicate questions are embedded.
 - cache_hit_rate_actual: share of traces whose production cache reported `cache.hit`.
 
 The session metrics are dataset metrics: `n` counts sessions, skip counts are samples.
 Question embeddings come from `ctx.embedder`; the runner wraps it in a per-evaluation
-cache, so the three metrics encode each question once.
+cache, so the three metrics encode each question once. Cosines are not comparable across
+embedding models, so the thresholds are per model (`evaluators.thresholds`): unset, each
+is the model's calibrated default (MiniLM: 0.85, 0.85, 0.7); the result signature states
+the values used.
 """
 
 from __future__ import annotations
@@ -26,21 +30,18 @@ from typing import Any
 import numpy as np
 
 from evaluators.aggregate import bootstrap_ci
+from evaluators.embedding_models import THRESHOLD_NAMES
 from evaluators.outcome import Outcome, Score, Skipped
 from evaluators.registry import DatasetValue, EvalContext, MetricSpec, register
 from evaluators.sample import Sample
+from evaluators.thresholds import similarity_threshold
 from evaluators.ux_similarity import (
     agreeing_close_pairs,
     nearest_earlier_similarity,
     rows_in_close_pairs,
 )
 
-DEFAULTS: dict[str, float] = {
-    "cache_similarity_threshold": 0.85,
-    "cache_lookback_s": 3600.0,
-    "duplicate_question_threshold": 0.85,
-    "answer_agreement_threshold": 0.7,
-}
+DEFAULTS: dict[str, float] = {"cache_lookback_s": 3600.0}
 NO_EMBEDDER = "no embedder configured"
 NO_SESSION = "no session"
 SINGLE_TURN = "single-question session"
@@ -49,9 +50,13 @@ _HIT, _MISS = Score(1.0), Score(0.0)  # immutable, shared by all cache outcomes
 
 
 def option(ctx: EvalContext, name: str) -> float:
-    """A UX threshold from `ctx.options` (names of the `ux` settings group) or its default."""
-    value: Any = ctx.options.get(name, DEFAULTS[name])
-    return float(value)
+    """A UX knob from `ctx.options` (names of the `ux` settings group) or its default; a
+    similarity threshold left unset is the embedding model's calibrated default."""
+    if name in THRESHOLD_NAMES:
+        model = getattr(ctx.embedder, "model_name", None) if ctx.embedder is not None else None
+        return similarity_threshold(ctx.options, name, model)
+    value: Any = ctx.options.get(name)
+    return float(value if value is not None else DEFAULTS[name])
 
 
 def _seconds(ts: datetime) -> float:
@@ -231,7 +236,7 @@ for _spec in (
         compute=cache_hit_rate,
         needs=_QUESTIONS,
         description="Share of questions whose nearest earlier question within the look-back "
-        "window has cosine similarity above the cache threshold (0.85).",
+        "window has cosine similarity above the cache threshold (per embedding model).",
         proportion=True,
         uses_embedder=True,
         reads=frozenset({"question", "timestamp"}),
@@ -261,7 +266,7 @@ for _spec in (
         compute=multi_turn_consistency,
         needs=_SESSIONS + " + answers",
         description="Per session, the share of near-duplicate question pairs whose answers "
-        "agree (cos >= 0.7), averaged over sessions.",
+        "agree (cos >= the answer threshold, per embedding model), averaged over sessions.",
         uses_embedder=True,
         reads=_SESSION_FIELDS | {"answer"},
     ),

@@ -149,6 +149,33 @@ class OperationsMetrics:
             registry=registry,
         )
 
+        self.embedding_texts = Counter(
+            "ragpulse_embedding_texts",
+            "Texts (with letters) the embedding model encoded, by model.",
+            ["model"],
+            registry=registry,
+        )
+        self.embedding_script_mismatch = Counter(
+            "ragpulse_embedding_script_mismatch",
+            "Encoded texts written in a script the embedding model was not trained on "
+            "(e.g. Cyrillic for an English-only model), by model.",
+            ["model"],
+            registry=registry,
+        )
+        self.embedding_script_mismatch_ratio = Gauge(
+            "ragpulse_embedding_script_mismatch_ratio",
+            "Share of the last encoded batch in a script the embedding model was not trained on.",
+            ["model"],
+            registry=registry,
+        )
+
+    def record_embedding_scripts(self, model: str, texts: int, mismatched: int) -> None:
+        """Counts one encoded batch (inc(0) creates the series at zero)."""
+        self.embedding_texts.labels(model=model).inc(texts)
+        self.embedding_script_mismatch.labels(model=model).inc(mismatched)
+        if texts:
+            self.embedding_script_mismatch_ratio.labels(model=model).set(mismatched / texts)
+
     def set_judge_budget(self, usd_per_day: float | None) -> None:
         if usd_per_day is not None:
             self.judge_budget.set(usd_per_day)

@@ -38,6 +38,7 @@ from evaluators.outcome import Outcome, Skipped
 from evaluators.registry import EvalContext, ResolvedMetric, resolve
 from evaluators.sample import Sample
 from evaluators.signature import Signature
+from evaluators.thresholds import threshold_signature
 from exporters.quality import QualityPoint, ResultsCache
 
 logger = logging.getLogger(__name__)
@@ -317,9 +318,15 @@ class IncrementalJob:
     def _signature(self, metric: ResolvedMetric) -> Signature:
         embedder = self.env.embedder if metric.spec.uses_embedder else None
         judge = self.env.judge if metric.spec.uses_judge else None
+        model = getattr(embedder, "model_name", None) if embedder is not None else None
         return Signature(
             judge_model=getattr(judge, "model", None) if judge is not None else None,
-            embedding_model=getattr(embedder, "model_name", None) if embedder is not None else None,
+            embedding_model=model,
+            thresholds=(
+                threshold_signature(metric.spec.family, self.env.options, model)
+                if model is not None
+                else None
+            ),
         )
 
     def _aggregate(

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, text
 
 from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
-from collector.jobs.setup import JudgmentsFeed, job_environment
+from collector.jobs.setup import JudgmentsFeed, job_environment, observe_scripts
 from collector.settings import Settings
 from collector.store.session import make_session_factory
 from exporters.http import MetricsServer, Readiness, serve
@@ -93,6 +93,7 @@ class Monitoring:
                 embedder=self._embedder,
                 judge=self._judge,
             )
+            observe_scripts(env.embedder, self.operations.record_embedding_scripts)
             self.runner = build_runner(
                 self.settings,
                 self.engine,

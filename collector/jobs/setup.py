@@ -36,6 +36,23 @@ def make_embedder(settings: Settings) -> Any:
     )
 
 
+def observe_scripts(embedder: Any, observer: Callable[[str, int, int], None]) -> bool:
+    """Route the script counts of the `Embedder` inside `embedder` (through its caches'
+    `inner`) to `observer` (the Prometheus counters), created at zero; False when there is
+    no model watching scripts (a stand-in encoder)."""
+    seen = 0
+    while embedder is not None and seen < 8:
+        watch = getattr(embedder, "scripts", None)
+        if watch is not None and hasattr(watch, "observer"):
+            watch.observer = observer
+            if watch.scripts is not None:
+                observer(watch.model_name, 0, 0)
+            return True
+        embedder = getattr(embedder, "inner", None)
+        seen += 1
+    return False
+
+
 def shared_embedder(
     embedder: Any,
     settings: Settings | None = None,

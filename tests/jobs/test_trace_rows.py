@@ -17,7 +17,7 @@ from collector.jobs.trace_rows import ALWAYS, FIELD_COLUMNS, SAMPLE_COLUMNS, col
 from collector.jobs.windows import parse_windows
 from collector.samples import trace_to_sample
 from collector.settings import load_settings
-from collector.store.models import Trace
+from collector.store.models import MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import FAMILIES, EvalContext, known_names, resolve
 from evaluators.runner import evaluate
@@ -146,3 +146,12 @@ def test_the_ux_job_skips_contexts_and_keeps_its_results(engine: Engine) -> None
                 assert (point.value, point.n) == (agg.value, agg.n), (metric, group_key)
     assert published[("cache_hit_rate", "")].value not in (None, 0.0, 1.0)
     assert published[("multi_turn_consistency", "")].value is not None
+    # the scheduled results state the thresholds they used, as an offline run does
+    with make_session_factory(engine)() as session:
+        stored = set(
+            session.scalars(
+                select(MetricResult.signature).where(MetricResult.metric == "cache_hit_rate")
+            )
+        )
+    assert stored == {str(want.aggregates["cache_hit_rate"].signature)}
+    assert "thr:cache=0.85(generic)" in stored.pop()  # test vectors: no calibration
