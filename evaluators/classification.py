@@ -154,7 +154,15 @@ for _family, _fn, _desc in (
     ("judge_f1", _f1_metric, "F1 of the production judge's show decision."),
 ):
     register(
-        MetricSpec(family=_family, kind="dataset", compute=_fn, needs=_NEEDS, description=_desc)
+        MetricSpec(
+            family=_family,
+            kind="dataset",
+            compute=_fn,
+            needs=_NEEDS,
+            description=_desc,
+            direction="higher",
+            unit="ratio",
+        )
     )
 register(
     MetricSpec(
@@ -163,6 +171,7 @@ register(
         compute=judge_latency_ms,
         needs="judge.latency_ms",
         description="Mean latency of the production judge (ms).",
-        higher_is_better=False,
+        direction="lower",
+        unit="ms",
     )
 )

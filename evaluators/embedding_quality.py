@@ -272,14 +272,15 @@ def _total_pairs(
 
 
 _NEEDS = "questions + ground truth (relevant_ids/relevance)"
-for _family, _fn, _desc, _emb, _hib in (
+for _family, _fn, _desc, _emb, _direction, _unit in (
     (
         "intra_cluster_similarity",
         _intra,
         "Mean cosine similarity of questions about the same "
         "ground-truth document (per cluster, averaged over clusters).",
         True,
-        True,
+        "higher",
+        "cosine",
     ),
     (
         "inter_cluster_distance",
@@ -287,7 +288,8 @@ for _family, _fn, _desc, _emb, _hib in (
         "Mean euclidean distance between the centroids of "
         "question clusters (one cluster per ground-truth document).",
         True,
-        True,
+        "higher",
+        "distance",
     ),
     (
         "silhouette",
@@ -295,21 +297,24 @@ for _family, _fn, _desc, _emb, _hib in (
         "Silhouette coefficient of questions clustered by "
         "ground-truth document (cosine distance; option silhouette_distance).",
         True,
-        True,
+        "higher",
+        "cosine",
     ),
     (
         "n_clusters",
         _n_clusters,
         "Number of distinct ground-truth documents (clusters).",
         False,
-        True,
+        "none",
+        "count",
     ),
     (
         "total_pairs",
         _total_pairs,
         "Number of (question, ground-truth document) pairs.",
         False,
-        True,
+        "none",
+        "count",
     ),
 ):
     register(
@@ -320,6 +325,9 @@ for _family, _fn, _desc, _emb, _hib in (
             needs=_NEEDS,
             description=_desc,
             uses_embedder=_emb,
-            higher_is_better=_hib,
+            direction=_direction,  # type: ignore[arg-type]
+            unit=_unit,  # type: ignore[arg-type]
+            # inter_cluster_distance and the counts are single values without an interval
+            interval=_family in ("intra_cluster_similarity", "silhouette"),
         )
     )

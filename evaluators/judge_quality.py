@@ -20,7 +20,7 @@ import numpy as np
 
 from evaluators.aggregate import bootstrap_ci, wilson_interval
 from evaluators.outcome import Skipped
-from evaluators.registry import DatasetValue
+from evaluators.registry import DatasetValue, JobMetric, declare
 
 OK = "ok"
 DEFAULT_DELTA = 0.5
@@ -76,3 +76,30 @@ def judge_latency_ms_avg(
     lo, hi = bootstrap_ci(values, seed)
     reasons = {"no latency": missing} if missing else {}
     return DatasetValue(float(values.mean()), int(values.size), lo, hi, reasons)
+
+
+# Computed by the judge_consistency job from the `judgments` table, not from samples.
+declare(
+    JobMetric(
+        "judge_consistency",
+        "Share of inputs judged twice or more whose scores agree within delta (seed 004 §8).",
+        direction="higher",
+        unit="ratio",
+    )
+)
+declare(
+    JobMetric(
+        "judge_error_rate",
+        "Share of our LLM judge's calls that failed.",
+        direction="lower",
+        unit="ratio",
+    )
+)
+declare(
+    JobMetric(
+        "judge_latency_ms_avg",
+        "Mean latency of our LLM judge's calls (ms).",
+        direction="lower",
+        unit="ms",
+    )
+)

@@ -4,6 +4,13 @@ Families with a cutoff (`hit_rate@k`, `ndcg@k`, ...) are registered once under t
 family name with `cutoff="required"` (`"optional"` for `mrr`/`mrr@k`);
 `resolve("ndcg@10")` gives the spec with k = 10.
 Every metric module adds its specs to `FAMILIES` through `register`.
+
+Every metric declares which way is better (`direction`), its `unit` and its
+`value_range`: the dashboards' colours and the drift/drop alert rules are generated from
+them (`dashboards/build.py`), so a metric registered without a direction gets no
+panel colours and no drift rule, and `tests/evaluators/test_registry_meta.py` fails.
+Metrics a job computes from other tables than the traces (the LLM judge's own
+consistency, error rate and latency) are declared in `JOB_METRICS` with the same facts.
 """
 
 from __future__ import annotations
@@ -43,8 +50,52 @@ class DatasetValue:
     """Samples the metric left out, counted by reason (e.g. "no ground truth": 3)."""
 
 
+Direction = Literal["higher", "lower", "none"]
+"""Which way is better: "higher" (hit rate), "lower" (noise sensitivity, latency, error
+rates), or "none" for sizes that are neither good nor bad (n_clusters, total_pairs): no
+drift alert and no colours for those."""
+
+Unit = Literal["ratio", "score", "bleu", "ms", "count", "distance", "cosine"]
+"""How a value reads: "ratio" a share in 0..1; "score" a 0..1 score (not a share);
+"bleu" sacrebleu's 0..100; "ms" milliseconds; "count" a number of things; "distance" a
+euclidean distance between unit vectors (0..2); "cosine" a cosine-based score in -1..1."""
+
+UNIT_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "ratio": (0.0, 1.0),
+    "score": (0.0, 1.0),
+    "bleu": (0.0, 100.0),
+    "ms": (0.0, None),
+    "count": (0.0, None),
+    "distance": (0.0, 2.0),
+    "cosine": (-1.0, 1.0),
+}
+"""The value range of each unit (None: unbounded)."""
+
+
 PerSampleFn = Callable[[Sequence[Sample], EvalContext, int | None], Sequence[Outcome]]
-AsyncPerSampleFn = Callable[
+AsyncDirection = Literal["higher", "lower", "none"]
+"""Which way is better: "higher" (hit rate), "lower" (noise sensitivity, latency, error
+rates), or "none" for sizes that are neither good nor bad (n_clusters, total_pairs): no
+drift alert and no colours for those."""
+
+Unit = Literal["ratio", "score", "bleu", "ms", "count", "distance", "cosine"]
+"""How a value reads: "ratio" a share in 0..1; "score" a 0..1 score (not a share);
+"bleu" sacrebleu's 0..100; "ms" milliseconds; "count" a number of things; "distance" a
+euclidean distance between unit vectors (0..2); "cosine" a cosine-based score in -1..1."""
+
+UNIT_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "ratio": (0.0, 1.0),
+    "score": (0.0, 1.0),
+    "bleu": (0.0, 100.0),
+    "ms": (0.0, None),
+    "count": (0.0, None),
+    "distance": (0.0, 2.0),
+    "cosine": (-1.0, 1.0),
+}
+"""The value range of each unit (None: unbounded)."""
+
+
+PerSampleFn = Callable[
     [Sequence[Sample], EvalContext, int | None], Awaitable[Sequence[Outcome]]
 ]
 DatasetFn = Callable[[Sequence[Sample], EvalContext, int | None], DatasetValue | Outcome]
@@ -70,13 +121,51 @@ class MetricSpec:
     description: str
     cutoff: Literal["none", "required", "optional"] = "none"
     proportion: bool = False
-    higher_is_better: bool = True
+    direction: Direction | None = None
+    """Required in practice (None fails the registry test and leaves the metric out of
+    the generated drift rules and colours)."""
+    unit: Unit = "ratio"
+    interval: bool = True
+    """Whether aggregates carry a 95% confidence interval (False for counts and for
+    dataset values without one): the dashboards draw a band and the drift rules compare
+    it only when there is one."""
     uses_embedder: bool = False
     uses_judge: bool = False
     reads: frozenset[str] | None = None
     """The `Sample` fields `compute` reads besides `trace_id`, or None for any. Callers
     that build samples from storage may then leave the others at their defaults: the UX
     job does not fetch and map the retrieved contexts of every trace it scores."""
+
+
+    @property
+    def value_range(self) -> tuple[float | None, float | None]:
+        return UNIT_RANGES[self.unit]
+
+
+@dataclass(frozen=True)
+class JobMetric:
+    """A metric a scheduled job computes itself (not from samples through `compute`):
+    declared with the same facts as a `MetricSpec` so dashboards and rules know it."""
+
+    family: str
+    description: str
+    direction: Direction
+    unit: Unit = "ratio"
+    interval: bool = True
+
+    @property
+    def value_range(self) -> tuple[float | None, float | None]:
+        return UNIT_RANGES[self.unit]
+
+
+JOB_METRICS: dict[str, JobMetric] = {}
+
+
+def declare(metric: JobMetric) -> JobMetric:
+    if metric.family in JOB_METRICS or metric.family in FAMILIES:
+        raise ValueError(f"metric {metric.family!r} is declared twice")
+    JOB_METRICS[metric.family] = metric
+    return metric
 
 
 @dataclass(frozen=True)
@@ -90,7 +179,7 @@ FAMILIES: dict[str, MetricSpec] = {}
 
 
 def register(spec: MetricSpec) -> MetricSpec:
-    if spec.family in FAMILIES:
+    if spec.family in FAMILIES or spec.family in JOB_METRICS:
         raise ValueError(f"metric family {spec.family!r} is registered twice")
     FAMILIES[spec.family] = spec
     return spec
@@ -111,6 +200,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.retrieval.precision",
     "evaluators.retrieval.recall",
     "evaluators.retrieval.ndcg",
+    "evaluators.retrieval.empty_rate",
     "evaluators.text.rouge",
     "evaluators.text.bleu",
     "evaluators.semantic",
@@ -127,6 +217,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.judge.response_relevancy",
     "evaluators.judge.answer_relevance",
     "evaluators.judge.e2e_score",
+    "evaluators.judge_quality",
 ]
 
 
@@ -159,3 +250,13 @@ def resolve(name: str) -> ResolvedMetric:
     if not k_text.isdigit() or int(k_text) < 1:
         raise UnknownMetricError(f"{name!r}: the cutoff must be a positive integer")
     return ResolvedMetric(name=f"{family}@{int(k_text)}", spec=spec, k=int(k_text))
+
+
+def describe(name: str) -> MetricSpec | JobMetric:
+    """The facts (direction, unit, range, interval) of any canonical metric name a job
+    reports: a registered family (`ndcg@10` -> `ndcg`) or a `JOB_METRICS` entry."""
+    _load_all()
+    family = name.strip().partition("@")[0]
+    if family in JOB_METRICS:
+        return JOB_METRICS[family]
+    return resolve(name).spec

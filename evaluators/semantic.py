@@ -62,6 +62,8 @@ register(
         compute=semantic_similarity,
         needs="answer + reference",
         description="Cosine similarity of answer and reference embeddings (-1..1).",
+        direction="higher",
+        unit="cosine",
         uses_embedder=True,
     )
 )

@@ -232,6 +232,8 @@ _SESSION_FIELDS = frozenset({"question", "session_id", "turn", "timestamp"})
 for _spec in (
     MetricSpec(
         family="cache_hit_rate",
+        direction="higher",
+        unit="ratio",
         kind="per_sample",
         compute=cache_hit_rate,
         needs=_QUESTIONS,
@@ -243,6 +245,8 @@ for _spec in (
     ),
     MetricSpec(
         family="cache_hit_rate_actual",
+        direction="higher",
+        unit="ratio",
         kind="per_sample",
         compute=cache_hit_rate_actual,
         needs="cache.hit",
@@ -252,6 +256,8 @@ for _spec in (
     ),
     MetricSpec(
         family="context_preservation",
+        direction="higher",
+        unit="cosine",
         kind="dataset",
         compute=context_preservation,
         needs=_SESSIONS,
@@ -262,6 +268,8 @@ for _spec in (
     ),
     MetricSpec(
         family="multi_turn_consistency",
+        direction="higher",
+        unit="ratio",
         kind="dataset",
         compute=multi_turn_consistency,
         needs=_SESSIONS + " + answers",

@@ -29,6 +29,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
     description="Judge's 0-1 rating of how well the answer addresses the question",
     needs="question, answer, a judge model",
     prompts=[ANSWER_RELEVANCE],

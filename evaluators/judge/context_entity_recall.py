@@ -54,6 +54,8 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
+    unit="ratio",
     description="Share of the reference's named entities that the retrieved contexts "
     "mention (inflected forms count)",
     needs="reference, contexts with text, a judge model",

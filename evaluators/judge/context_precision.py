@@ -75,6 +75,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
     description="Average precision of the contexts' ranking, each context judged useful "
     "or not for reaching the reference (or, without one, the answer)",
     needs="question, contexts with text, reference or answer, a judge model",

@@ -44,6 +44,8 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
+    unit="ratio",
     description="Share of the reference's statements that the retrieved contexts support",
     needs="reference, contexts with text, a judge model",
     prompts=[CONTEXT_RECALL],

@@ -40,6 +40,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
     description="Mean relevance of the retrieved contexts to the question (0/1/2 per "
     "context, normalised to 0-1), graded by the judge",
     needs="question, contexts with text, a judge model",

@@ -33,6 +33,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
     description="Judge's 0-1 rating of the answer's usefulness against the reference",
     needs="question, answer, reference, a judge model",
     prompts=[E2E_SCORE],

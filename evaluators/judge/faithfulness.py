@@ -56,6 +56,8 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
+    unit="ratio",
     description="Share of the answer's statements supported by the retrieved contexts",
     needs="question, answer, contexts with text, a judge model",
     prompts=[STATEMENTS, STATEMENT_SUPPORT],

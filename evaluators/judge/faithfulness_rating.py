@@ -41,6 +41,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
     description="Judge's single 0-1 rating of the answer's faithfulness to the retrieved "
     "contexts (seed 004; the §11.2 thresholds apply to it)",
     needs="question, answer, contexts with text, a judge model",

@@ -23,7 +23,7 @@ from typing import Any
 from evaluators.judge.errors import BudgetExceeded, JudgeError, JudgeSchemaError
 from evaluators.judge.prompts.base import Prompt
 from evaluators.outcome import Failed, Outcome, Score, Skipped
-from evaluators.registry import EvalContext, MetricSpec, register
+from evaluators.registry import Direction, EvalContext, MetricSpec, Unit, register
 from evaluators.sample import Sample
 from evaluators.signature import text_hash
 
@@ -76,7 +76,8 @@ def judge_metric(
     prompts: Sequence[Prompt],
     precheck: Precheck,
     per_model: PerModel,
-    higher_is_better: bool = True,
+    direction: Direction | None = None,
+    unit: Unit = "score",
     uses_embedder: bool = False,
     prompts_for: Callable[[Any], Sequence[Prompt]] | None = None,
 ) -> MetricSpec:
@@ -84,6 +85,8 @@ def judge_metric(
 
     `prompts` are all the prompts the metric may use; `prompts_for(judge_config)` picks
     those a configuration uses, when a setting switches between them (for the signature).
+    `direction` must be given (see `evaluators.registry`): the dashboards and alert rules
+    are generated from it.
     """
     PROMPTS_BY_METRIC[family] = tuple(prompts)
     if prompts_for is not None:
@@ -105,7 +108,8 @@ def judge_metric(
             compute=compute,
             needs=needs,
             description=description,
-            higher_is_better=higher_is_better,
+            direction=direction,
+            unit=unit,
             uses_embedder=uses_embedder,
             uses_judge=True,
         )

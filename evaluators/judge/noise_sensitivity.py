@@ -142,5 +142,6 @@ for _mode, _family in (("relevant", RELEVANT), ("irrelevant", IRRELEVANT)):
         prompts=[STATEMENTS, NOISE_SUPPORT],
         precheck=_precheck,
         per_model=_make_per_model(_mode, _family),
-        higher_is_better=False,
+        direction="lower",
+        unit="ratio",
     )

@@ -114,6 +114,8 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
 
 SPEC = judge_metric(
     FAMILY,
+    direction="higher",
+    unit="cosine",
     description="Mean cosine similarity between the question and questions generated "
     "from the answer (0 for evasive answers)",
     needs="question, answer, a judge model, an embedder",

@@ -63,6 +63,8 @@ SPEC = register(
         kind="per_sample",
         compute=compute,
         needs="ranked contexts + ground truth",
+        direction="higher",
+        unit="score",
         description="Normalized discounted cumulative gain at k, graded (trec_eval ndcg_cut_k).",
         cutoff="required",
     )

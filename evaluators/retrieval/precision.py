@@ -40,6 +40,8 @@ SPEC = register(
         kind="per_sample",
         compute=compute,
         needs="ranked contexts + ground truth",
+        direction="higher",
+        unit="ratio",
         description="Share of the top k retrieved documents that are relevant (trec_eval P_k).",
         cutoff="required",
     )

@@ -45,6 +45,8 @@ SPEC = register(
         kind="per_sample",
         compute=compute,
         needs="ranked contexts + ground truth",
+        direction="higher",
+        unit="ratio",
         description="Share of all relevant documents that are in the top k (trec_eval recall_k).",
         cutoff="required",
     )

@@ -50,6 +50,8 @@ SPEC = register(
         kind="per_sample",
         compute=compute,
         needs="ranked contexts + ground truth",
+        direction="higher",
+        unit="score",
         description="Mean reciprocal rank of the first relevant document (trec_eval recip_rank).",
         cutoff="optional",
     )

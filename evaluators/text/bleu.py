@@ -88,5 +88,7 @@ SPEC = register(
         compute=compute,
         needs="answer + reference",
         description="Sentence BLEU (0-100) of the answer against the reference (sacrebleu 13a).",
+        direction="higher",
+        unit="bleu",
     )
 )

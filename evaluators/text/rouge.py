@@ -108,5 +108,7 @@ for _family, _compute, _what in (
             compute=_compute,
             needs="answer + reference",
             description=f"ROUGE {_what} F-measure of the answer against the reference.",
+            direction="higher",
+            unit="score",
         )
     )
