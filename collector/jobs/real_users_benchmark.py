@@ -24,11 +24,17 @@ METRICS = (
     "mrr",
     "ndcg@5",
     "ndcg@10",
+    "recall@1",
+    "recall@3",
     "recall@5",
     "recall@10",
+    "precision@1",
+    "precision@3",
     "precision@5",
     "precision@10",
 )
+"""Seed 004 §4.3 in full: hit_rate@1/5/10, mrr, recall@K and precision@K for K = 1, 3, 5,
+10, ndcg@5/10."""
 
 
 def sampled_for(purpose: str) -> Any:

@@ -23,6 +23,7 @@ from collector.jobs import (
     judge_pipeline,
     rag_quality,
     real_users_benchmark,
+    retrieval_health,
     text_quality,
     ux,
 )
@@ -42,6 +43,7 @@ JOB_MODULES = (
     judge_consistency,
     text_quality,
     embedding_quality,
+    retrieval_health,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
 JUDGE_JOBS = ("rag_quality", "judge_consistency")

@@ -10,8 +10,13 @@
   documents of its sample (retrieved or not) in descending order, zero-padded: the ideal
   ranking of NDCG, and the count of relevant documents for recall.
 
-Only samples that have ground truth and at least one retrieved context with an id or url
-get a row; the others are skipped with a reason by `outcomes`. Keys are compared after
+Every sample with ground truth gets a row, and a sample that retrieved nothing (an empty
+`contexts`) gets an all-zero row: it is a miss, 0 for every metric, as trec_eval -c counts
+a judged query absent from the run (seed 004 §4.4.1-4.4.2 average over ALL questions with
+ground truth, so a retrieval outage lowers the metrics instead of the sample count).
+Skipped with a reason by `outcomes`: samples without ground truth, without any relevant
+judged document, or whose retrieved contexts all lack an id and a url (retrieval
+happened but cannot be judged). Keys are compared after
 `keys.normalize_key` on both sides. Grades <= 0 never count: a document is relevant when
 its grade >= the relevance threshold (>= 1), and NDCG gains are max(grade, 0), as in
 trec_eval (whose `-l` level changes relevance but not the NDCG gains).
@@ -83,7 +88,10 @@ class Judgments:
         if cached is not None:
             return cached
         relevant = self.gains >= threshold
-        first = np.where(relevant.any(axis=1), relevant.argmax(axis=1) + 1.0, np.inf)
+        if relevant.shape[1] == 0:  # every row retrieved nothing
+            first = np.full(relevant.shape[0], np.inf)
+        else:
+            first = np.where(relevant.any(axis=1), relevant.argmax(axis=1) + 1.0, np.inf)
         width = self.gains.shape[1]
         for row in np.flatnonzero(np.isinf(first)).tolist():
             sample = self.samples[self.sample_of_row[row]]
@@ -179,9 +187,6 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
             skip_of[j] = NO_GROUND_TRUTH
             continue
         contexts = sample.contexts
-        if not contexts:
-            skip_of[j] = NO_KEYED_CONTEXTS
-            continue
         index_of, grades, has_urls = _truth_index(relevance)
         row = len(lengths)
         sample_of_row.append(j)
@@ -211,7 +216,7 @@ def build(samples: Sequence[Sample], depth: int | None = None) -> Judgments:
     for row, j in redo.items():
         index_of, _, _ = _truth_index(samples[j].relevance or {})
         keys = _retrieved_keys(samples[j].contexts)
-        if all(k is None for k in keys):
+        if keys and all(k is None for k in keys):
             skip_of[j] = NO_KEYED_CONTEXTS
             row_of[j] = -1
         where[starts[row] : starts[row + 1]] = [

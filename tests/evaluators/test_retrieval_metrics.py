@@ -43,13 +43,42 @@ def test_skip_reasons(name: str) -> None:
     assert run(name, samples) == [
         Skipped("no ground truth"),
         Skipped("no relevant documents"),
-        Skipped("no retrieved contexts with id or url"),
+        Score(0.0),  # ground truth but nothing retrieved: a miss (trec_eval -c)
         Skipped("no retrieved contexts with id or url"),
         Skipped("no relevant documents"),
         Score(1.0),
     ]
     # With threshold 2 a grade-1 document is not relevant: the query is undefined.
     assert run(name, [sample(["a"], {"a": 1})], threshold=2) == [Skipped("no relevant documents")]
+
+
+@pytest.mark.parametrize("name", ALL + ["hit_rate@1", "ndcg@10", "recall@1", "precision@1"])
+@pytest.mark.parametrize(
+    "truth", [{"a": 1}, {"https://docs.example.com/a": 1}], ids=["ids", "urls"]
+)
+def test_an_empty_retrieval_with_ground_truth_is_a_miss(name: str, truth: dict[str, int]) -> None:
+    # Seed 004 §4.4.1-4.4.2 average over every question with ground truth (trec_eval -c):
+    # a question whose retrieval returned nothing scores 0, it is not left out.
+    key = next(iter(truth))
+    samples = [sample([key], truth), sample([], truth), sample(["x"], truth)]
+    outcomes = run(name, samples)
+    assert outcomes[1:] == [Score(0.0), Score(0.0)]
+    assert isinstance(outcomes[0], Score) and outcomes[0].value > 0
+    # ... also when the whole batch retrieved nothing
+    assert run(name, [sample([], truth), sample([], truth)]) == [Score(0.0), Score(0.0)]
+
+
+def test_hit_plus_empty_plus_miss_gives_one_third() -> None:
+    from evaluators.runner import evaluate
+
+    truth = {"a": 1}
+    samples = [sample(["a"], truth), sample([], truth), sample(["b"], truth), sample([], None)]
+    metrics = ["hit_rate@1", "mrr", "recall@1", "precision@1", "ndcg@5"]
+    result = evaluate(samples, metrics, EvalContext())
+    for metric in metrics:
+        aggregate = result.aggregates[metric]
+        assert aggregate.value == pytest.approx(1 / 3), metric
+        assert (aggregate.n, aggregate.skipped) == (3, 1), metric
 
 
 def test_hand_computed_values() -> None:

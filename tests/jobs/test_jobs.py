@@ -129,6 +129,37 @@ def test_incremental_windows(engine: Engine, settings: Settings) -> None:
     assert _latest(engine, "hit_rate@1", "24h").n == 4
 
 
+def test_an_empty_retrieval_is_a_miss_and_counted_on_schedule(
+    engine: Engine, settings: Settings
+) -> None:
+    # Benchmark traces with ground truth: a hit, an empty retrieval (an outage), a miss;
+    # and two traces outside the benchmark sample, one of them empty too.
+    with make_session_factory(engine)() as session:
+        ts = NOW - timedelta(minutes=10)
+        truth = {"purposes": ("real_users_benchmark",), "relevant_ids": ["d1"]}
+        add_trace(session, "hit", ts, contexts=[{"id": "d1"}, {"id": "d2"}], **truth)
+        add_trace(session, "empty", ts, contexts=[], **truth)
+        add_trace(session, "miss", ts, contexts=[{"id": "d3"}, {"id": "d2"}], **truth)
+        add_trace(session, "other", ts, contexts=[{"id": "d1"}])
+        add_trace(session, "other-empty", ts, contexts=None)
+        session.commit()
+    defs = definitions(settings)
+    for name in ("real_users_benchmark", "retrieval_health"):
+        assert IncrementalJob(defs[name], _env(engine, settings)).run(NOW).status == "ok"
+    # Seed 004 §4.3 in full, the empty retrieval counted as a miss (trec_eval -c).
+    expected = {"hit_rate@1": 1 / 3, "mrr": 1 / 3, "ndcg@5": 1 / 3, "ndcg@10": 1 / 3}
+    expected |= {f"recall@{k}": 1 / 3 for k in (1, 3, 5, 10)}
+    expected |= {f"precision@{k}": 1 / 3 / k for k in (1, 3, 5, 10)}
+    expected |= {"hit_rate@5": 1 / 3, "hit_rate@10": 1 / 3}
+    for metric, value in expected.items():
+        row = _latest(engine, metric, "1h")
+        assert (row.n, row.value) == (3, pytest.approx(value)), metric
+    # Over every trace of the window, sampled for the benchmark or not: 2 of 5 empty.
+    empty = _latest(engine, "retrieval_empty_rate", "1h")
+    assert (empty.n, empty.value, empty.skipped) == (5, pytest.approx(0.4), 0)
+    assert empty.ci_lower is not None and empty.ci_lower < 0.4 < empty.ci_upper
+
+
 def test_failing_job_is_counted_and_others_run(engine: Engine, settings: Settings) -> None:
     with make_session_factory(engine)() as session:
         now = datetime.now(UTC)
