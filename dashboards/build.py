@@ -1,89 +1,42 @@
 # ruff: noqa: E501  (panel descriptions and PromQL read best on one line)
-"""Generate the Grafana dashboards (JSON) from one description of the tiers.
+"""Generate the Grafana dashboards (JSON) and the quality alert rules from the registry.
 
-Run `python dashboards/build.py` after changing a panel; the JSON files are what ships.
-Thresholds follow seed 004 §11.2 (needs attention / good / excellent).
+Run `python dashboards/build.py` after changing a metric, a job's metrics, a band or a
+panel; the generated files are what ships (tests/dashboards/test_generated.py checks they
+are up to date). The overview has one row per scheduled job and a panel for every metric
+the job produces (`metrics_view.scheduled`): a metric added to a job gets its panel here,
+and, once it declares a direction in the registry, colours and drift rules.
+Colours follow the seeds' bands (`metrics_view.BANDS`: seed 004 §11.2, seed 000).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(HERE.parent))
+
+from dashboards import metrics_view, quality_rules  # noqa: E402
+from dashboards.metrics_view import BANDS, GOAL_METRICS, describe  # noqa: E402
+
 OUT = HERE / "grafana" / "dashboards"
+RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'tenant=~"$tenant"'
-
-# metric -> (attention below, excellent above) from seed 004 §11.2; None: no threshold.
-THRESHOLDS: dict[str, tuple[float, float]] = {
-    "hit_rate@1": (0.5, 0.8),
-    "mrr": (0.5, 0.8),
-    "ndcg@10": (0.5, 0.8),
-    "faithfulness": (0.7, 0.9),
-    "e2e_score": (0.6, 0.8),
-    "judge_accuracy": (0.85, 0.95),
-    "judge_consistency": (0.85, 0.95),
-}
-
-TIERS: list[tuple[str, list[str]]] = [
-    (
-        "Retrieval (Tier 1, real-users benchmark)",
-        ["hit_rate@1", "mrr", "ndcg@10", "hit_rate@5", "recall@10", "precision@5"],
-    ),
-    (
-        "Generation and end-to-end (LLM judge, text)",
-        [
-            "faithfulness",
-            "answer_relevance",
-            "context_relevance",
-            "e2e_score",
-            "rougeL_f",
-            "semantic_similarity",
-        ],
-    ),
-    (
-        "Production judge (judge pipeline) and our judge",
-        [
-            "judge_accuracy",
-            "judge_precision",
-            "judge_recall",
-            "judge_f1",
-            "judge_latency_ms",
-            "judge_consistency",
-        ],
-    ),
-    (
-        "UX and embeddings",
-        [
-            "cache_hit_rate",
-            "cache_hit_rate_actual",
-            "context_preservation",
-            "multi_turn_consistency",
-            "silhouette",
-            "intra_cluster_similarity",
-        ],
-    ),
-]
 
 
 def _q(family: str, metric: str, window: str) -> str:
     return f'{family}{{metric="{metric}",window="{window}",{SEL}}}'
 
 
-def _thresholds(metric: str) -> dict[str, Any]:
-    if metric not in THRESHOLDS:
-        return {"mode": "absolute", "steps": [{"color": "blue", "value": None}]}
-    low, high = THRESHOLDS[metric]
-    return {
-        "mode": "absolute",
-        "steps": [
-            {"color": "red", "value": None},
-            {"color": "yellow", "value": low},
-            {"color": "green", "value": high},
-        ],
-    }
+def _unit(metric: str) -> dict[str, Any]:
+    unit = describe(metric).unit
+    decimals = {"count": 0, "ms": 1, "bleu": 1}.get(unit, 3)
+    return {"unit": metrics_view.GRAFANA_UNITS.get(unit, "none"), "decimals": decimals}
 
 
 class Layout:
@@ -118,7 +71,7 @@ def _stat(metric: str) -> dict[str, Any]:
     return {
         "type": "stat",
         "title": f"{metric} (1h)",
-        "description": f"Latest {metric} over the last hour; colours follow seed 004 §11.2.",
+        "description": f"Latest {metric} over the last hour. {metrics_view.panel_text(metric)}",
         "targets": [
             {
                 "refId": "A",
@@ -129,9 +82,9 @@ def _stat(metric: str) -> dict[str, Any]:
         ],
         "fieldConfig": {
             "defaults": {
-                "thresholds": _thresholds(metric),
+                "thresholds": metrics_view.thresholds(metric),
                 "color": {"mode": "thresholds"},
-                "decimals": 3,
+                **_unit(metric),
             },
             "overrides": [],
         },
@@ -163,22 +116,27 @@ def _band(metric: str) -> dict[str, Any]:
             "legendFormat": "n (1h)",
         },
     ]
+    interval = describe(metric).interval
+    if not interval:  # a single value without a confidence interval (counts, distances)
+        targets = [t for t in targets if t["refId"] not in ("B", "C")]
     for t in targets:
         t["datasource"] = DS
     hidden = {"legend": False, "tooltip": False, "viz": False}
+    band = " with its 95% confidence band" if interval else ""
     return {
         "type": "timeseries",
-        "title": f"{metric}: 1h with 95% CI against 7d",
-        "description": f"{metric} over the last hour (line) with its 95% confidence band, "
-        "and the 7-day value (dashed) as the baseline; n is on the right axis.",
+        "title": f"{metric}: 1h{' with 95% CI' if interval else ''} against 7d",
+        "description": f"{metric} over the last hour (line){band}, and the 7-day value "
+        f"(dashed) as the baseline; n is on the right axis. {metrics_view.panel_text(metric)}",
         "targets": targets,
         "fieldConfig": {
             "defaults": {
-                "thresholds": _thresholds(metric),
+                "thresholds": metrics_view.thresholds(metric),
                 "custom": {
-                    "thresholdsStyle": {"mode": "dashed" if metric in THRESHOLDS else "off"},
+                    "thresholdsStyle": {"mode": "dashed" if metric in BANDS else "off"},
                     "lineWidth": 2,
                 },
+                **_unit(metric),
             },
             "overrides": [
                 {
@@ -208,6 +166,7 @@ def _band(metric: str) -> dict[str, Any]:
                     "properties": [
                         {"id": "custom.axisPlacement", "value": "right"},
                         {"id": "unit", "value": "short"},
+                        {"id": "decimals", "value": 0},
                         {"id": "custom.drawStyle", "value": "bars"},
                         {"id": "custom.fillOpacity", "value": 10},
                     ],
@@ -277,15 +236,18 @@ def _dashboard(
 
 
 def overview() -> dict[str, Any]:
+    metrics_view.check_bands()
     layout = Layout()
-    for title, metrics in TIERS:
+    for _job, title, metrics in metrics_view.scheduled():
         layout.row(title)
-        for i, metric in enumerate(metrics[:3]):
-            layout.add(_stat(metric), 8, 4, 8 * i)
+        headline = [m for m in metrics if m in BANDS or m in GOAL_METRICS][:4] or list(metrics[:3])
+        width = 24 // len(headline)
+        for i, metric in enumerate(headline):
+            layout.add(_stat(metric), width, 4, width * i)
         layout.y += 4
         for i, metric in enumerate(metrics):
             layout.add(_band(metric), 8, 8, 8 * (i % 3))
-            if i % 3 == 2:
+            if i % 3 == 2 or i == len(metrics) - 1:
                 layout.y += 8
     return _dashboard(
         "ragpulse-overview",
@@ -506,12 +468,27 @@ def operations() -> dict[str, Any]:
     )
 
 
+def generated() -> dict[Path, str]:
+    """Every generated file and its content."""
+    files = {
+        OUT / name: json.dumps(board, indent=2, ensure_ascii=False) + "\n"
+        for name, board in (("overview.json", overview()), ("operations.json", operations()))
+    }
+    files[RULES] = quality_rules.render()
+    return files
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, board in (("overview.json", overview()), ("operations.json", operations())):
-        (OUT / name).write_text(
-            json.dumps(board, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    missing = metrics_view.undirected()
+    if missing:
+        print(
+            f"warning: no direction declared for {', '.join(missing)}: no colours and no "
+            "drift rules for them (declare direction= in their MetricSpec)",
+            file=sys.stderr,
         )
+    for path, text in generated().items():
+        path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -73,29 +73,7 @@ UNIT_RANGES: dict[str, tuple[float | None, float | None]] = {
 
 
 PerSampleFn = Callable[[Sequence[Sample], EvalContext, int | None], Sequence[Outcome]]
-AsyncDirection = Literal["higher", "lower", "none"]
-"""Which way is better: "higher" (hit rate), "lower" (noise sensitivity, latency, error
-rates), or "none" for sizes that are neither good nor bad (n_clusters, total_pairs): no
-drift alert and no colours for those."""
-
-Unit = Literal["ratio", "score", "bleu", "ms", "count", "distance", "cosine"]
-"""How a value reads: "ratio" a share in 0..1; "score" a 0..1 score (not a share);
-"bleu" sacrebleu's 0..100; "ms" milliseconds; "count" a number of things; "distance" a
-euclidean distance between unit vectors (0..2); "cosine" a cosine-based score in -1..1."""
-
-UNIT_RANGES: dict[str, tuple[float | None, float | None]] = {
-    "ratio": (0.0, 1.0),
-    "score": (0.0, 1.0),
-    "bleu": (0.0, 100.0),
-    "ms": (0.0, None),
-    "count": (0.0, None),
-    "distance": (0.0, 2.0),
-    "cosine": (-1.0, 1.0),
-}
-"""The value range of each unit (None: unbounded)."""
-
-
-PerSampleFn = Callable[
+AsyncPerSampleFn = Callable[
     [Sequence[Sample], EvalContext, int | None], Awaitable[Sequence[Outcome]]
 ]
 DatasetFn = Callable[[Sequence[Sample], EvalContext, int | None], DatasetValue | Outcome]
@@ -135,7 +113,6 @@ class MetricSpec:
     """The `Sample` fields `compute` reads besides `trace_id`, or None for any. Callers
     that build samples from storage may then leave the others at their defaults: the UX
     job does not fetch and map the retrieved contexts of every trace it scores."""
-
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:

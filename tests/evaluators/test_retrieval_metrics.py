@@ -52,7 +52,7 @@ def test_skip_reasons(name: str) -> None:
     assert run(name, [sample(["a"], {"a": 1})], threshold=2) == [Skipped("no relevant documents")]
 
 
-@pytest.mark.parametrize("name", ALL + ["hit_rate@1", "ndcg@10", "recall@1", "precision@1"])
+@pytest.mark.parametrize("name", [*ALL, "hit_rate@1", "ndcg@10", "recall@1", "precision@1"])
 @pytest.mark.parametrize(
     "truth", [{"a": 1}, {"https://docs.example.com/a": 1}], ids=["ids", "urls"]
 )

@@ -1,0 +1,1 @@
+"""Dashboards, alert rules and the generator that writes them (`build.py`)."""

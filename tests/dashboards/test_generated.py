@@ -1,0 +1,192 @@
+"""The shipped dashboards and quality rules are generated from the registry, and complete:
+every metric a scheduled job produces has a panel, colours follow the seeds' bands and the
+metric's direction, and the drift rules read each metric's direction."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from collector.jobs.scheduler import definitions
+from collector.settings import load_settings
+from dashboards import build, metrics_view, quality_rules
+from evaluators.registry import FAMILIES, MetricSpec, describe
+
+ROOT = Path(__file__).resolve().parents[2]
+OVERVIEW = ROOT / "dashboards" / "grafana" / "dashboards" / "overview.json"
+QUALITY = ROOT / "dashboards" / "prometheus" / "rules" / "quality.yml"
+
+
+def test_committed_files_are_the_generated_ones() -> None:
+    stale = [
+        str(path.relative_to(ROOT))
+        for path, text in build.generated().items()
+        if path.read_text(encoding="utf-8") != text
+    ]
+    assert stale == [], "run `python dashboards/build.py` and commit the result"
+
+
+def _scheduled_metrics() -> set[str]:
+    return {m for d in definitions(load_settings()).values() for m in d.metrics}
+
+
+def _panels() -> list[dict[str, Any]]:
+    return [p for p in json.loads(OVERVIEW.read_text())["panels"] if p["type"] != "row"]
+
+
+def _metrics_of(panel: dict[str, Any]) -> set[str]:
+    return {m for t in panel["targets"] for m in re.findall(r'metric="([^"]+)"', t["expr"])}
+
+
+def test_every_metric_the_scheduled_jobs_produce_has_a_panel() -> None:
+    produced = _scheduled_metrics()
+    # the ones issue 9 found missing, and the Tier 1 list of seed 004 §4.3
+    assert {
+        "context_precision",
+        "context_recall",
+        "context_entity_recall",
+        "noise_sensitivity_relevant",
+        "noise_sensitivity_irrelevant",
+        "response_relevancy",
+        "bleu",
+        "rouge1_f",
+        "rouge2_f",
+        "judge_error_rate",
+        "hit_rate@10",
+        "ndcg@5",
+        "retrieval_empty_rate",
+        *(f"{m}@{k}" for m in ("recall", "precision") for k in (1, 3, 5, 10)),
+    } <= produced
+    timeseries = [p for p in _panels() if p["type"] == "timeseries"]
+    drawn = set().union(*(_metrics_of(p) for p in timeseries))
+    assert sorted(produced - drawn) == []
+    for panel in timeseries:
+        (metric,) = _metrics_of(panel)
+        spec = describe(metric)
+        refs = {t["refId"] for t in panel["targets"]}
+        assert refs == ({"A", "B", "C", "D", "E"} if spec.interval else {"A", "D", "E"}), metric
+        assert {"higher": "Higher", "lower": "Lower", "none": "neither"}[
+            str(spec.direction)
+        ] in panel["description"], metric
+
+
+def _colour(steps: list[dict[str, Any]], value: float) -> str:
+    """Grafana's rule: the last step whose value is <= the value (the first is -inf)."""
+    colour = steps[0]["color"]
+    for step in steps[1:]:
+        if value >= step["value"]:
+            colour = step["color"]
+    return str(colour)
+
+
+def _steps(metric: str, kind: str = "stat") -> list[dict[str, Any]]:
+    for panel in _panels():
+        if panel["type"] == kind and _metrics_of(panel) == {metric}:
+            return list(panel["fieldConfig"]["defaults"]["thresholds"]["steps"])
+    raise AssertionError(f"no {kind} panel for {metric}")
+
+
+@pytest.mark.parametrize(
+    ("metric", "attention", "excellent"),
+    [
+        ("hit_rate@1", 0.5, 0.8),
+        ("mrr", 0.5, 0.8),
+        ("ndcg@10", 0.5, 0.8),
+        ("faithfulness", 0.7, 0.9),
+        ("e2e_score", 0.6, 0.8),
+        ("judge_accuracy", 0.85, 0.95),
+        ("judge_consistency", 0.85, 0.95),
+    ],
+)
+def test_seed_004_bands_with_a_strict_excellent(
+    metric: str, attention: float, excellent: float
+) -> None:
+    for kind in ("stat", "timeseries"):
+        steps = _steps(metric, kind)
+        above = math.nextafter(excellent, math.inf)
+        assert _colour(steps, excellent) == "yellow"  # "good: 0.5–0.8" includes 0.8
+        assert _colour(steps, above) == "green"  # "excellent: > 0.8"
+        assert _colour(steps, attention) == "yellow"
+        assert _colour(steps, math.nextafter(attention, -math.inf)) == "red"
+        assert _colour(steps, 1.0) == "green" and _colour(steps, 0.0) == "red"
+
+
+def test_seed_000_bands_for_context_relevance() -> None:
+    steps = _steps("context_relevance")
+    expected = {0.0: "red", 0.49: "red", 0.5: "orange", 0.69: "orange", 0.7: "yellow"}
+    expected |= {0.89: "yellow", 0.9: "green", 1.0: "green"}
+    assert {v: _colour(steps, v) for v in expected} == expected
+
+
+def test_lower_is_better_colours_run_the_other_way() -> None:
+    steps = _steps("retrieval_empty_rate")
+    assert [_colour(steps, v) for v in (0.0, 0.05, 0.051, 1.0)] == ["green"] * 2 + ["red"] * 2
+    # a band table whose colours contradict the direction is refused
+    metrics_view.BANDS["noise_sensitivity_relevant"] = metrics_view.BANDS["faithfulness"]
+    try:
+        with pytest.raises(ValueError, match="lower is better"):
+            metrics_view.check_bands()
+    finally:
+        del metrics_view.BANDS["noise_sensitivity_relevant"]
+
+
+def _drift_patterns() -> dict[str, str]:
+    rules = {
+        r["alert"]: r["expr"]
+        for g in yaml.safe_load(QUALITY.read_text())["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    }
+    out = {}
+    for alert in ("Drift", "DriftUp", "Drop", "Rise"):
+        found = re.search(r'metric=~"([^"]+)"', rules[f"RagpulseQuality{alert}"])
+        assert found is not None, alert
+        out[f"RagpulseQuality{alert}"] = found.group(1)
+    return out
+
+
+def test_drift_rules_follow_each_metrics_direction() -> None:
+    patterns = _drift_patterns()
+    for metric in sorted(_scheduled_metrics() | {"hit_rate@7", "mrr@3", "precision@2"}):
+        spec = describe(metric)
+        matches = {a for a, p in patterns.items() if re.fullmatch(p, metric)}
+        if spec.direction == "higher":
+            assert matches <= {"RagpulseQualityDrift", "RagpulseQualityDrop"}, metric
+            assert "RagpulseQualityDrop" in matches, metric
+            assert ("RagpulseQualityDrift" in matches) == spec.interval, metric
+        elif spec.direction == "lower":
+            assert matches == {"RagpulseQualityDriftUp", "RagpulseQualityRise"}, metric
+        else:
+            assert matches == set(), metric
+    assert not re.fullmatch(patterns["RagpulseQualityDrift"], "noise_sensitivity_relevant")
+    assert not re.fullmatch(patterns["RagpulseQualityDrop"], "hit_rate@")
+
+
+def test_a_metric_without_a_direction_gets_no_rule_and_is_reported() -> None:
+    spec = FAMILIES["bleu"]
+    FAMILIES["undirected_test_metric"] = MetricSpec(
+        family="undirected_test_metric",
+        kind="per_sample",
+        compute=spec.compute,
+        needs="-",
+        description="a metric that forgot its direction",
+    )
+    try:
+        assert metrics_view.undirected() == ["undirected_test_metric"]
+        for direction in ("higher", "lower", "none"):
+            assert "undirected_test_metric" not in quality_rules.metric_pattern(direction)
+    finally:
+        del FAMILIES["undirected_test_metric"]
+
+
+def test_readme_has_the_seed_004_goal_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for goal, metrics in metrics_view.GOALS:
+        row = f"| {goal} | {', '.join(f'`{m}`' for m in metrics)} |"
+        assert row in readme, row
