@@ -97,7 +97,7 @@ def _stat(metric: str) -> dict[str, Any]:
 
 
 def _band(metric: str) -> dict[str, Any]:
-    targets = [
+    targets: list[dict[str, Any]] = [
         {"refId": "A", "expr": _q("ragpulse_metric_value", metric, "1h"), "legendFormat": "1h"},
         {
             "refId": "B",

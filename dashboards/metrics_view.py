@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from collector.jobs.scheduler import JOB_MODULES
-from evaluators.registry import FAMILIES, JOB_METRICS, describe, known_names
+from evaluators.registry import declared, describe
 
 ROW_TITLES: dict[str, str] = {
     "real_users_benchmark": "Retrieval (Tier 1, real-users benchmark)",
@@ -151,10 +151,9 @@ def scheduled() -> list[tuple[str, str, tuple[str, ...]]]:
 
 def undirected() -> list[str]:
     """Registered metrics that do not declare a direction (no rules, no colours)."""
-    known_names()
     return sorted(
         name
-        for name, spec in {**FAMILIES, **JOB_METRICS}.items()
+        for name, spec in declared().items()
         if spec.direction not in ("higher", "lower", "none")
     )
 

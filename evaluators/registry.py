@@ -229,6 +229,15 @@ def resolve(name: str) -> ResolvedMetric:
     return ResolvedMetric(name=f"{family}@{int(k_text)}", spec=spec, k=int(k_text))
 
 
+def declared() -> dict[str, MetricSpec | JobMetric]:
+    """Every registered family and job metric by name."""
+    _load_all()
+    out: dict[str, MetricSpec | JobMetric] = {}
+    out.update(FAMILIES)
+    out.update(JOB_METRICS)
+    return out
+
+
 def describe(name: str) -> MetricSpec | JobMetric:
     """The facts (direction, unit, range, interval) of any canonical metric name a job
     reports: a registered family (`ndcg@10` -> `ndcg`) or a `JOB_METRICS` entry."""

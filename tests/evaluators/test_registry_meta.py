@@ -12,23 +12,22 @@ from evaluators.registry import (
     UNIT_RANGES,
     JobMetric,
     declare,
+    declared,
     describe,
-    known_names,
 )
 
 
 def test_every_metric_declares_direction_unit_and_range() -> None:
-    known_names()  # imports every metric module
     undeclared = [
         name
-        for name, spec in {**FAMILIES, **JOB_METRICS}.items()
+        for name, spec in declared().items()
         if spec.direction not in ("higher", "lower", "none")
     ]
     assert undeclared == [], (
         "declare direction= ('higher', 'lower' or 'none') for these metrics: "
         "their drift rules and panel colours are generated from it"
     )
-    for name, spec in {**FAMILIES, **JOB_METRICS}.items():
+    for name, spec in declared().items():
         assert spec.unit in UNIT_RANGES, name
         low, high = spec.value_range
         assert low is not None and (high is None or low < high), name
