@@ -190,3 +190,15 @@ def test_readme_has_the_seed_004_goal_table() -> None:
     for goal, metrics in metrics_view.GOALS:
         row = f"| {goal} | {', '.join(f'`{m}`' for m in metrics)} |"
         assert row in readme, row
+
+
+def test_overview_panels_do_not_overlap() -> None:
+    taken: dict[tuple[int, int], str] = {}
+    board = json.loads(OVERVIEW.read_text())
+    for panel in board["panels"]:
+        grid = panel["gridPos"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, (panel["title"], taken.get((x, y)))
+                taken[(x, y)] = panel["title"]
+        assert grid["x"] + grid["w"] <= 24
