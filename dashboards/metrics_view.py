@@ -79,8 +79,8 @@ LABEL_COLOURS = {
 
 def _seed_004(attention: float, excellent: float) -> tuple[str, list[Band]]:
     text = (
-        f"seed 004 §11.2: excellent > {excellent}, good {attention}–{excellent}, "
-        f"needs attention < {attention}"
+        f"seed 004 §11.2: excellent > {excellent} ({excellent} itself is good), "
+        f"good {attention}–{excellent}, needs attention < {attention}"
     )
     return text, [
         Band(None, "needs attention"),
@@ -179,7 +179,7 @@ def panel_text(metric: str) -> str:
     """A panel description: what the metric is, its unit, its direction, its bands."""
     spec = describe(metric)
     parts = [
-        f"{spec.description.rstrip('.')} ({UNIT_TEXT[spec.unit]}).",
+        f"{spec.description.rstrip('.')}. Unit: {UNIT_TEXT[spec.unit]}.",
         DIRECTION_TEXT.get(str(spec.direction), "Direction not declared."),
     ]
     if metric in BANDS:
