@@ -21,6 +21,7 @@ from collector.kafka.stats import ConsumerStats
 from collector.samples import trace_to_sample
 from collector.settings import load_settings
 from collector.store.session import make_engine, make_session_factory
+from evaluators.registry import describe
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_trace
 
@@ -137,6 +138,14 @@ def test_dashboards_and_rules_on_a_real_prometheus(
             (where, expr) for where, expr in _panel_exprs() if not prom.wait_for(expr, timeout=5)
         ]
         assert missing == []
+        # Every value lies within the range its registered unit declares.
+        outside = []
+        for series in prom.query("ragpulse_metric_value"):
+            metric, value = series["metric"]["metric"], float(series["value"][1])
+            low, high = describe(metric).value_range
+            if (low is not None and value < low) or (high is not None and value > high):
+                outside.append((metric, value))
+        assert outside == []
         deadline = time.monotonic() + 20
         while True:
             groups = prom.api("rules")["groups"]
