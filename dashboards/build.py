@@ -240,7 +240,11 @@ def overview() -> dict[str, Any]:
     layout = Layout()
     for _job, title, metrics in metrics_view.scheduled():
         layout.row(title)
-        headline = [m for m in metrics if m in BANDS or m in GOAL_METRICS][:4] or list(metrics[:3])
+        # stat panels: seed 004 §11.1's metrics first, then those with seed bands
+        marked = [m for m in metrics if m in GOAL_METRICS] + [
+            m for m in metrics if m in BANDS and m not in GOAL_METRICS
+        ]
+        headline = marked[:6] or list(metrics[:3])
         width = 24 // len(headline)
         for i, metric in enumerate(headline):
             layout.add(_stat(metric), width, 4, width * i)

@@ -4,13 +4,16 @@
   a metric added to a job's `METRICS` gets a panel and (with a direction) drift rules.
 - `describe(name)`: direction, unit, range and interval from `evaluators.registry`.
 - `BANDS`: the seeds' interpretation bands (seed 004 §11.2, seed 000 for context
-  relevance) as Grafana threshold steps, ordered by the metric's direction.
+  relevance, seed 002 for its metrics) as Grafana threshold steps, ordered by the
+  metric's direction.
 - `GOALS`: seed 004 §11.1, which metrics answer which question (README and stat panels).
 
-Grafana colours a value with the highest step whose value is <= it (steps are ">="). The
-seed's "excellent" is strict (> 0.8), so its step sits at the next double after 0.8
-(`math.nextafter(0.8, inf)` = 0.8000000000000002): every double above 0.8 is >= it and
-0.8 itself is not, so the colouring is exactly the seed's, with no rounding gap.
+Seed 002's bands share their bounds (0.7–0.9, 0.9–1.0): a bound belongs to the band it
+starts, as in seed 000's percentages. Grafana colours a value with the highest step whose
+value is <= it (steps are ">="). Seed 004's "excellent" is strict (> 0.8), so its step
+sits at the next double after 0.8 (`math.nextafter(0.8, inf)` = 0.8000000000000002):
+every double above 0.8 is >= it and 0.8 itself is not, so the colouring is exactly the
+seed's, with no rounding gap.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ ROW_ORDER = tuple(ROW_TITLES)
 
 GOALS: list[tuple[str, tuple[str, ...]]] = [
     ("Retrieval diagnostics", ("hit_rate@1", "mrr", "ndcg@10")),
-    ("Generation diagnostics", ("faithfulness", "answer_relevance")),
+    ("Generation diagnostics", ("faithfulness_rating", "answer_relevance")),
     ("End-to-end evaluation", ("e2e_score", "semantic_similarity")),
     (
         "Production judge evaluation",
@@ -48,7 +51,8 @@ GOALS: list[tuple[str, tuple[str, ...]]] = [
     ("LLM-judge evaluation", ("judge_consistency",)),
     ("Cache optimisation", ("cache_hit_rate",)),
 ]
-"""Seed 004 §11.1: the recommended metrics for each goal."""
+"""Seed 004 §11.1: the recommended metrics for each goal (seed 004's faithfulness is the
+single rating, `faithfulness_rating`)."""
 
 GOAL_METRICS = frozenset(m for _, metrics in GOALS for m in metrics)
 
@@ -68,6 +72,7 @@ class Band:
 
 LABEL_COLOURS = {
     "needs attention": "red",
+    "very poor": "dark-red",
     "poor": "red",
     "fair": "orange",
     "good": "yellow",
@@ -89,11 +94,43 @@ def _seed_004(attention: float, excellent: float) -> tuple[str, list[Band]]:
     ]
 
 
+def _seed_002(higher: bool) -> tuple[str, list[Band]]:
+    if higher:
+        return (
+            "seed 002: excellent >= 0.9, good 0.7–0.9, moderate 0.5–0.7, poor 0.3–0.5, "
+            "very poor < 0.3",
+            [
+                Band(None, "very poor"),
+                Band(0.3, "poor"),
+                Band(0.5, "fair"),
+                Band(0.7, "good"),
+                Band(0.9, "excellent"),
+            ],
+        )
+    return (
+        "seed 002, lower is better: excellent < 0.1, good 0.1–0.3, moderate 0.3–0.5, "
+        "poor 0.5–0.7, very poor >= 0.7",
+        [
+            Band(None, "excellent"),
+            Band(0.1, "good"),
+            Band(0.3, "fair"),
+            Band(0.5, "poor"),
+            Band(0.7, "very poor"),
+        ],
+    )
+
+
 BANDS: dict[str, tuple[str, list[Band]]] = {
     "hit_rate@1": _seed_004(0.5, 0.8),
     "mrr": _seed_004(0.5, 0.8),
     "ndcg@10": _seed_004(0.5, 0.8),
-    "faithfulness": _seed_004(0.7, 0.9),
+    "faithfulness_rating": _seed_004(0.7, 0.9),
+    "faithfulness": _seed_002(higher=True),
+    "context_entity_recall": _seed_002(higher=True),
+    "context_recall": _seed_002(higher=True),
+    "response_relevancy": _seed_002(higher=True),
+    "noise_sensitivity_relevant": _seed_002(higher=False),
+    "noise_sensitivity_irrelevant": _seed_002(higher=False),
     "e2e_score": _seed_004(0.6, 0.8),
     "judge_accuracy": _seed_004(0.85, 0.95),
     "judge_consistency": _seed_004(0.85, 0.95),
@@ -110,7 +147,7 @@ BANDS: dict[str, tuple[str, list[Band]]] = {
 """Interpretation bands, ascending by start. For a higher-is-better metric the best band
 comes last, for a lower-is-better one first (checked by `check_bands`)."""
 
-_RANK = {"needs attention": 0, "poor": 0, "too high": 0, "fair": 1, "good": 2}
+_RANK = {"very poor": -1, "needs attention": 0, "poor": 0, "too high": 0, "fair": 1, "good": 2}
 _RANK |= {"excellent": 3, "normal": 3}
 
 

@@ -83,9 +83,9 @@ THRESHOLD_ALERTS = [
     ),
     ThresholdAlert(
         "RagpulseFaithfulnessLow",
-        "faithfulness",
+        "faithfulness_rating",
         0.7,
-        "Faithfulness",
+        "Faithfulness (single rating)",
         "generation",
         "Answers contain claims the retrieved contexts do not support (hallucination). Look "
         "at the judge-sampled traces with low faithfulness in the judgments table, and at "

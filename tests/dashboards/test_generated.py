@@ -98,7 +98,7 @@ def _steps(metric: str, kind: str = "stat") -> list[dict[str, Any]]:
         ("hit_rate@1", 0.5, 0.8),
         ("mrr", 0.5, 0.8),
         ("ndcg@10", 0.5, 0.8),
-        ("faithfulness", 0.7, 0.9),
+        ("faithfulness_rating", 0.7, 0.9),
         ("e2e_score", 0.6, 0.8),
         ("judge_accuracy", 0.85, 0.95),
         ("judge_consistency", 0.85, 0.95),
@@ -124,16 +124,26 @@ def test_seed_000_bands_for_context_relevance() -> None:
     assert {v: _colour(steps, v) for v in expected} == expected
 
 
+def test_seed_002_bands() -> None:
+    steps = _steps("faithfulness", "timeseries")
+    expected = {0.1: "dark-red", 0.3: "red", 0.5: "orange", 0.7: "yellow", 0.95: "green"}
+    assert {v: _colour(steps, v) for v in expected} == expected
+    noise = _steps("noise_sensitivity_irrelevant", "timeseries")
+    expected = {0.05: "green", 0.2: "yellow", 0.4: "orange", 0.6: "red", 0.9: "dark-red"}
+    assert {v: _colour(noise, v) for v in expected} == expected
+
+
 def test_lower_is_better_colours_run_the_other_way() -> None:
     steps = _steps("retrieval_empty_rate")
     assert [_colour(steps, v) for v in (0.0, 0.05, 0.051, 1.0)] == ["green"] * 2 + ["red"] * 2
     # a band table whose colours contradict the direction is refused
+    saved = metrics_view.BANDS["noise_sensitivity_relevant"]
     metrics_view.BANDS["noise_sensitivity_relevant"] = metrics_view.BANDS["faithfulness"]
     try:
         with pytest.raises(ValueError, match="lower is better"):
             metrics_view.check_bands()
     finally:
-        del metrics_view.BANDS["noise_sensitivity_relevant"]
+        metrics_view.BANDS["noise_sensitivity_relevant"] = saved
 
 
 def _drift_patterns() -> dict[str, str]:

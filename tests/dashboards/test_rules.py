@@ -70,7 +70,7 @@ def test_seed_004_thresholds_are_alerted() -> None:
         ("hit_rate@1", "0.5"),
         ("mrr", "0.5"),
         ("ndcg@10", "0.5"),
-        ("faithfulness", "0.7"),
+        ("faithfulness_rating", "0.7"),
         ("e2e_score", "0.6"),
         ("judge_accuracy", "0.85"),
         ("judge_consistency", "0.85"),
