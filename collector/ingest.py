@@ -59,7 +59,10 @@ class BatchResult:
     consumed: messages seen; stored: traces newly stored or changed by new OTLP spans;
     duplicates: traces, OTLP fragments and feedback events already stored (replays);
     invalid: messages sent to dead letters; sampled: new (trace, purpose) sample rows;
-    feedback: feedback events newly stored.
+    feedback: feedback events newly stored. So consumed = stored + duplicates + feedback +
+    invalid (an OTLP message whose spans change nothing counts as a duplicate).
+    unstored: of `invalid`, the messages that decoded but the database refused (poison,
+    see `collector.kafka.isolation`); lost: of those, the ones not even dead-lettered.
     """
 
     consumed: int = 0
@@ -68,6 +71,8 @@ class BatchResult:
     invalid: int = 0
     sampled: int = 0
     feedback: int = 0
+    unstored: int = 0
+    lost: int = 0
     invalid_by_reason: dict[str, int] = field(default_factory=dict)
     sampled_by_purpose: dict[str, int] = field(default_factory=dict)
     consumed_by_topic: dict[str, int] = field(default_factory=dict)
@@ -82,6 +87,8 @@ class BatchResult:
         self.invalid += other.invalid
         self.sampled += other.sampled
         self.feedback += other.feedback
+        self.unstored += other.unstored
+        self.lost += other.lost
         for mine, theirs in (
             (self.invalid_by_reason, other.invalid_by_reason),
             (self.sampled_by_purpose, other.sampled_by_purpose),
