@@ -229,8 +229,10 @@ def test_ingest_command_prints_a_json_summary(sqlite_url: str, kafka_topics: Kaf
         "consumed": 12,
         "stored": 10,
         "duplicates": 1,
+        "feedback": 0,
         "invalid": 1,
         "sampled": summary["sampled"],
+        "unstored": 0,
     }
     assert sum(_committed(kafka_topics).values()) == 12
 

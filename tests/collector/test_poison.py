@@ -23,10 +23,17 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import create_engine, select, text
 
+from collector.ingest import BatchResult, Ingestor, RawMessage
 from collector.kafka.broker import free_port
+from collector.kafka.isolation import (
+    DeadLetterWriter,
+    describe,
+    is_database_unavailable,
+    store_bisecting,
+)
 from collector.kafka.producer import OutgoingMessage
 from collector.service import Service
-from collector.settings import Settings
+from collector.settings import Settings, load_settings
 from collector.store.repository import TRACES
 from collector.store.session import make_engine, make_session_factory
 from tests.collector.poison import corpus
@@ -422,3 +429,70 @@ def test_ingest_exits_3_when_stopped_while_a_batch_keeps_failing(
     assert json.loads(out)["consumed"] == 0
     assert "stopped while the batch at" in err and "refused by policy" in err
     assert sum(_committed(kafka_topics).values()) == 0
+
+
+def test_bisection_finds_the_refused_records_with_few_transactions(sqlite_url: str) -> None:
+    """`store_bisecting` with the real ingestor and SQLite: two records refused by a trigger
+    among 64 are dead-lettered, 62 stored, in far fewer transactions than one per record."""
+    _execute(sqlite_url, REFUSE_TRACE["sqlite"])
+    settings = load_settings(database={"url": sqlite_url})
+    ingestor = Ingestor(settings)
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    values = [trace_bytes(i) for i in range(64)]
+    values[10], values[50] = _refused(10), _refused(50)
+    messages = [RawMessage("rag.traces", 0, i, None, v) for i, v in enumerate(values)]
+    calls: list[int] = []
+
+    def store(piece: Sequence[RawMessage]) -> BatchResult:
+        calls.append(len(piece))
+        with factory() as session:
+            result = ingestor.ingest_batch(session, piece)
+            session.commit()
+            return result
+
+    try:
+        result = store_bisecting(messages, store, DeadLetterWriter(factory))
+    finally:
+        engine.dispose()
+    assert (result.consumed, result.stored, result.invalid, result.unstored) == (64, 62, 2, 2)
+    assert result.invalid_by_reason == {"store_error:IntegrityError": 2}
+    assert len(calls) < 30  # one per record would be 64
+    letters = _dead_letters(sqlite_url)
+    assert set(letters) == {_refused(10), _refused(50)}
+    assert len(_trace_ids(sqlite_url)) == 62
+
+
+def test_outages_are_told_from_record_failures_by_real_errors(postgres_url: str) -> None:
+    """Connection failures are outages (retried forever); an OperationalError a statement's
+    content caused (stack depth, SQLSTATE 54001) and any other error are not."""
+    engine = create_engine(postgres_url)
+    try:
+        with pytest.raises(Exception) as deep, engine.connect() as conn:
+            conn.execute(text("SELECT (repeat('[', 200000) || repeat(']', 200000))::jsonb"))
+        with pytest.raises(Exception) as refused, engine.connect() as conn:
+            conn.execute(text("SELECT 1/0"))
+    finally:
+        engine.dispose()
+    unreachable = create_engine("postgresql+psycopg://postgres@127.0.0.1:1/none")
+    try:
+        with pytest.raises(Exception) as down, unreachable.connect():
+            pass
+    finally:
+        unreachable.dispose()
+    assert type(deep.value).__name__ == "OperationalError"
+    assert not is_database_unavailable(deep.value)
+    assert not is_database_unavailable(refused.value)
+    assert is_database_unavailable(down.value)
+    assert not is_database_unavailable(RecursionError("deep"))
+
+
+def test_describe_survives_an_exception_that_cannot_be_printed() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RecursionError("while formatting")
+
+    assert describe(Unprintable()) == (
+        "Unprintable: <message unavailable: RecursionError while formatting it>"
+    )
+    assert describe(ValueError("a\x00b")) == "ValueError: a\\x00b"
