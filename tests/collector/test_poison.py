@@ -94,9 +94,11 @@ def _read_back(url: str, trace: str) -> None:
 def _attempts(caplog: pytest.LogCaptureFixture) -> list[int]:
     """The attempt number of every logged failure of a batch (not outages)."""
     return [
-        int(r.args[2])  # type: ignore[index]
+        int(str(r.args[2]))
         for r in caplog.records
-        if r.name == "collector.kafka.consumer" and str(r.msg).startswith("batch of")
+        if r.name == "collector.kafka.consumer"
+        and str(r.msg).startswith("batch of")
+        and isinstance(r.args, tuple)
     ]
 
 
