@@ -51,12 +51,13 @@ class ConsumerStats:
         )
         self.stored = Counter(
             "ragpulse_traces_stored_total",
-            "Traces newly stored (a replayed or repeated trace is not counted again).",
+            "Trace messages that stored something new: a new JSON trace, or an OTLP message "
+            "with spans its trace did not have (replays and repeats are duplicates).",
             registry=self.registry,
         )
         self.duplicates = Counter(
             "ragpulse_traces_duplicates_total",
-            "Trace messages whose trace_id was already stored.",
+            "Trace messages and feedback events that brought nothing new (replays, repeats).",
             registry=self.registry,
         )
         self.invalid = Counter(

@@ -24,6 +24,7 @@ from collector.kafka.workers import (
 )
 from tests.collector.test_kafka_consumer import (
     _committed,
+    _otlp,
     _produce,
     _ragpulse,
     _scalar,
@@ -144,14 +145,17 @@ def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopi
 def test_counts_add_up_with_feedback(
     workers: int, postgres_url: str, kafka_topics: KafkaTopics
 ) -> None:
-    """consumed = stored + duplicates + feedback + invalid, with one worker and with two
-    (where a rebalance may replay a batch: that adds to consumed and duplicates only)."""
+    """consumed = stored + duplicates + feedback + invalid, with JSON and OTLP traces and
+    feedback, with one worker and with two (where a rebalance may replay a batch: that adds
+    to consumed and duplicates only)."""
     feedback = [
         OutgoingMessage(encode_record(make_feedback(i, rating=4)), kafka_topics.feedback)
         for i in range(0, 200, 4)
     ]
+    otlp = [*_otlp(kafka_topics, seed=1)[0], *_otlp(kafka_topics, seed=2)[0]]
     messages: list[OutgoingMessage | bytes] = [trace_bytes(i) for i in range(200)]
-    messages += [trace_bytes(3), b"{bad", *feedback, feedback[0]]  # a repeat of each kind
+    messages += [*otlp, b"{bad", *feedback]
+    messages += [trace_bytes(3), otlp[1], feedback[0]]  # a repeat of each kind
     _produce(kafka_topics, messages)
     env = {**kafka_topics.env(postgres_url), "RAGPULSE_KAFKA__MAX_POLL_RECORDS": "40"}
     process = _ragpulse(
@@ -160,9 +164,10 @@ def test_counts_add_up_with_feedback(
     out, err = process.communicate(timeout=90)
     assert process.returncode == 0, err
     summary = json.loads(out)
-    assert (summary["stored"], summary["feedback"], summary["invalid"]) == (200, 50, 1)
+    # 200 JSON traces and 4 OTLP messages (two per trace) each brought something new
+    assert (summary["stored"], summary["feedback"], summary["invalid"]) == (204, 50, 1)
     assert summary["consumed"] >= len(messages)
-    assert summary["duplicates"] >= 2
+    assert summary["duplicates"] >= 3
     assert summary["consumed"] == (
         summary["stored"] + summary["duplicates"] + summary["feedback"] + summary["invalid"]
     )

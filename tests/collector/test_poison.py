@@ -138,6 +138,9 @@ def test_poison_corpus_is_isolated_and_every_good_trace_stored(
     summary = service.stats.summary()
     assert summary["consumed"] == len(messages)
     assert summary["invalid"] == len(letters)
+    assert summary["consumed"] == (
+        summary["stored"] + summary["duplicates"] + summary["feedback"] + summary["invalid"]
+    )
     assert service.consumer.health().failures == 0
     assert service.registry.get_sample_value("ragpulse_consumer_stuck_seconds") == 0
 
