@@ -305,7 +305,12 @@ class TraceConsumer:
 
     def _store_isolating(self, messages: Sequence[RawMessage]) -> BatchResult:
         """Store the messages in halves until the refused ones are found (dead letters)."""
-        return store_bisecting(messages, lambda piece: self._store(piece, None), self._dead_letter)
+        return store_bisecting(
+            messages,
+            lambda piece: self._store(piece, None),
+            self._dead_letter,
+            known_to_fail=True,  # the batch failed isolate_after_failures times as a whole
+        )
 
     def _rewind_and_wait(
         self,

@@ -9,7 +9,7 @@ latter the consumer calls `store_bisecting` once the batch has failed
 are idempotent, so a piece committed before a later outage is a harmless duplicate when the
 batch is replayed), a failing piece is split in two, and a single failing record becomes a
 dead letter whose reason names the exception type. One poison record in a batch of n costs
-about 2·log2(n) transactions.
+about 2·log2(n) small transactions, writing about 2n records in all.
 
 A dead letter that cannot be written either (the database refuses the row itself) is
 retried without its raw bytes; if even that fails the record is logged at ERROR with its
@@ -78,17 +78,23 @@ def store_bisecting(
     messages: Sequence[RawMessage],
     store: Callable[[Sequence[RawMessage]], BatchResult],
     dead_letter: Callable[[RawMessage, BaseException], BatchResult],
+    *,
+    known_to_fail: bool = False,
 ) -> BatchResult:
     """Store `messages` with `store` (one transaction per call), splitting on any failure
-    but an outage; a record that fails alone is handed to `dead_letter`. Order is kept."""
-    try:
-        return store(messages)
-    except Exception as exc:
-        if is_database_unavailable(exc):
-            raise
-        if len(messages) == 1:
-            return dead_letter(messages[0], exc)
-        logger.debug("piece of %d messages failed (%s): splitting", len(messages), describe(exc))
+    but an outage; a record that fails alone is handed to `dead_letter`. Order is kept.
+    `known_to_fail` skips the attempt at the whole (the consumer saw it fail already)."""
+    if not (known_to_fail and len(messages) > 1):
+        try:
+            return store(messages)
+        except Exception as exc:
+            if is_database_unavailable(exc):
+                raise
+            if len(messages) == 1:
+                return dead_letter(messages[0], exc)
+            logger.debug(
+                "piece of %d messages failed (%s): splitting", len(messages), describe(exc)
+            )
     middle = len(messages) // 2
     result = store_bisecting(messages[:middle], store, dead_letter)
     result.add(store_bisecting(messages[middle:], store, dead_letter))
