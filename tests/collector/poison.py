@@ -28,9 +28,10 @@ class Poison:
     message: OutgoingMessage
     follower: OutgoingMessage
     follower_trace_id: str
-    may_be_stored_as: str | None = None
-    """The trace id under which the poison may legitimately be stored instead of refused
-    (a decoder may map NaN to null): then it must be in `traces`, else in `dead_letters`."""
+    may_be_stored_as: str
+    """The trace id under which the poison may legitimately be stored instead of refused (a
+    decoder may map NaN to null, or keep an odd optional value aside): then it must be in
+    `traces` and read back, else in `dead_letters` with a reason."""
 
 
 def nested(depth: int) -> str:
@@ -90,8 +91,6 @@ def corpus(traces_topic: str, otlp_topic: str) -> list[Poison]:
             9005, timestamp="9999-12-31T23:30:00-01:00"
         ),
     }
-    # SQLite's writer (json.dumps) accepts 300 levels where orjson (PostgreSQL) stops at 254
-    storable = {"metadata nested 300 deep": trace_id(9002)}
     for n, (name, value) in enumerate(json_poisons.items()):
         good = 100 + n
         out.append(
@@ -100,9 +99,10 @@ def corpus(traces_topic: str, otlp_topic: str) -> list[Poison]:
                 OutgoingMessage(value, traces_topic, key),
                 OutgoingMessage(trace_bytes(good), traces_topic, key),
                 trace_id(good),
-                storable.get(name),
+                trace_id(9001 + n),
             )
         )
+    # (name, seed, attributes, whether a later span of the same trace follows)
     otlp_poisons: list[tuple[str, int, dict[str, Any], bool]] = [
         (
             "OTLP metadata attribute nested 600 deep",
@@ -123,13 +123,11 @@ def corpus(traces_topic: str, otlp_topic: str) -> list[Poison]:
         ),
         ("OTLP metadata attribute holding NaN", 7003, {"metadata": '{"score": NaN}'}, True),
     ]
-    for n, (name, seed, attrs, may_store) in enumerate(otlp_poisons):
+    for n, (name, seed, attrs, later_span) in enumerate(otlp_poisons):
         message, poisoned_trace = otlp_span_message(seed, otlp_topic, attrs)
         follower, good_trace = _good_otlp(8000 + n, otlp_topic)
-        out.append(
-            Poison(name, message, follower, good_trace, poisoned_trace if may_store else None)
-        )
-        if may_store:
+        out.append(Poison(name, message, follower, good_trace, poisoned_trace))
+        if later_span:
             # A later span of the same trace: it must not stick behind what was stored first.
             later, _ = otlp_span_message(seed, otlp_topic, {"output.value": "Позже."}, span=1)
             follower2, good2 = _good_otlp(8100 + n, otlp_topic)
