@@ -28,7 +28,7 @@ from collector.store.feedback_store import (
     insert_feedback,
     traces_with_pending_feedback,
 )
-from collector.store.otlp_store import merge_fragments
+from collector.store.otlp_store import count_messages, merge_fragments
 from collector.store.repository import (
     DeadLetterRow,
     insert_dead_letters,
@@ -56,10 +56,14 @@ class RawMessage:
 class BatchResult:
     """Counts for one batch (or, after `add`, for many).
 
-    consumed: messages seen; stored: traces newly stored or changed by new OTLP spans;
-    duplicates: traces, OTLP fragments and feedback events already stored (replays);
+    consumed: messages seen; stored: trace messages that stored something new (a new JSON
+    trace, or an OTLP message bringing spans its trace did not have); duplicates: trace
+    messages and feedback events that brought nothing new (replays, repeats);
     invalid: messages sent to dead letters; sampled: new (trace, purpose) sample rows;
-    feedback: feedback events newly stored.
+    feedback: feedback events newly stored. So consumed = stored + duplicates + feedback +
+    invalid.
+    unstored: of `invalid`, the messages that decoded but the database refused (poison,
+    see `collector.kafka.isolation`); lost: of those, the ones not even dead-lettered.
     """
 
     consumed: int = 0
@@ -68,6 +72,8 @@ class BatchResult:
     invalid: int = 0
     sampled: int = 0
     feedback: int = 0
+    unstored: int = 0
+    lost: int = 0
     invalid_by_reason: dict[str, int] = field(default_factory=dict)
     sampled_by_purpose: dict[str, int] = field(default_factory=dict)
     consumed_by_topic: dict[str, int] = field(default_factory=dict)
@@ -82,6 +88,8 @@ class BatchResult:
         self.invalid += other.invalid
         self.sampled += other.sampled
         self.feedback += other.feedback
+        self.unstored += other.unstored
+        self.lost += other.lost
         for mine, theirs in (
             (self.invalid_by_reason, other.invalid_by_reason),
             (self.sampled_by_purpose, other.sampled_by_purpose),
@@ -96,6 +104,7 @@ class BatchResult:
 class _Decoded:
     traces: list[TraceRecord] = field(default_factory=list)
     fragments: list[OtlpFragment] = field(default_factory=list)
+    otlp_messages: list[list[OtlpFragment]] = field(default_factory=list)
     feedback: list[FeedbackEvent] = field(default_factory=list)
     dead: list[DeadLetterRow] = field(default_factory=list)
     fragment_warnings: Counter[str] = field(default_factory=Counter)
@@ -168,9 +177,13 @@ class Ingestor:
 
         merged = merge_fragments(session, decoded.fragments) if decoded.fragments else None
         new_ids = [r.trace_id for r in new_traces]
+        # OTLP is counted per message, so consumed = stored + duplicates + feedback + invalid
+        stored, duplicates = count_messages(
+            decoded.otlp_messages, merged.known if merged is not None else {}
+        )
+        result.stored += stored
+        result.duplicates += duplicates
         if merged is not None:
-            result.stored += merged.changed
-            result.duplicates += merged.duplicates
             new_ids.extend(merged.new_ids)
             for state in merged.states:
                 decisions[state.trace_id] = self._purposes(state)
@@ -215,6 +228,7 @@ class Ingestor:
                         msg.value, self._otlp_encoding, self._max_bytes, self._max_depth
                     )
                     out.fragments.extend(fragments)
+                    out.otlp_messages.append(fragments)
                     out.fragment_warnings.update(w for fr in fragments for w in fr.warnings)
                     continue
                 item = parse_message(

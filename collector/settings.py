@@ -89,6 +89,12 @@ class KafkaSettings(_Group):
     """First wait before a failed batch (e.g. database unavailable) is retried; doubles."""
     retry_max_s: float = Field(30.0, gt=0)
     """Longest wait between retries of a failed batch."""
+    isolate_after_failures: int = Field(3, ge=1)
+    """A batch that failed this many times for a reason other than a database outage is
+    written in halves, recursively, so each record the database refuses goes to
+    `dead_letters` (reason `store_error:<exception type>`) and the rest is stored."""
+    unready_after_failures: int = Field(3, ge=1)
+    """`/readyz` answers 503 once the same batch failed this many times (any reason)."""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None

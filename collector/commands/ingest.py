@@ -18,8 +18,12 @@ def register(subparsers: Any) -> None:
         description="Consume the configured topics (RAGPULSE_KAFKA__*) into the configured "
         "database (RAGPULSE_DATABASE__URL) in the configured consumer group, committing "
         "offsets after each stored batch, until no message arrived for --until-idle "
-        'seconds. Prints {"consumed", "stored", "duplicates", "invalid", "sampled"} '
-        "as JSON on stdout. A SQLite database is migrated automatically; PostgreSQL only "
+        'seconds. Prints {"consumed", "stored", "duplicates", "feedback", "invalid", '
+        '"sampled", "unstored"} as JSON on stdout (consumed = stored + duplicates + '
+        "feedback + invalid; unstored = of invalid, records the database refused). Exits "
+        "3 (summary printed) when it stops with records it could not store: refused by the "
+        "database (in dead_letters, reason store_error:...) or a batch still failing when "
+        "stopped. A SQLite database is migrated automatically; PostgreSQL only "
         "with --migrate (otherwise its schema must be current). On PostgreSQL, "
         "--workers N runs N consumer processes in the group (one Python process uses at "
         "most one core) and prints their summed summary.",
@@ -71,8 +75,30 @@ def run(args: argparse.Namespace) -> int:
     except (StartupError, KafkaUnavailableError) as exc:
         print(f"ragpulse ingest: {exc}", file=sys.stderr)
         return 1
-    print(json.dumps(service.stats.summary()), flush=True)
-    return 0
+    summary = service.stats.summary()
+    print(json.dumps(summary), flush=True)
+    return _unstored_exit(summary, service.consumer.health())
+
+
+def _unstored_exit(summary: dict[str, int], health: Any) -> int:
+    """EXIT_UNSTORED, with the reason on stderr, when records could not be stored."""
+    from collector.kafka.workers import EXIT_UNSTORED
+
+    problems = []
+    if summary["unstored"]:
+        problems.append(
+            f"{summary['unstored']} record(s) refused by the database (see dead_letters, "
+            "reason store_error:...)"
+        )
+    if health.failures:
+        problems.append(
+            f"stopped while the batch at {health.where()} was failing ({health.failures} "
+            f"attempts, last error: {health.error}); it stays uncommitted"
+        )
+    if not problems:
+        return 0
+    print(f"ragpulse ingest: {'; '.join(problems)}", file=sys.stderr)
+    return EXIT_UNSTORED
 
 
 def _run_workers(args: argparse.Namespace, settings: Settings) -> int:
@@ -81,6 +107,7 @@ def _run_workers(args: argparse.Namespace, settings: Settings) -> int:
     from sqlalchemy.engine import make_url
 
     from collector.kafka.workers import (
+        EXIT_UNSTORED,
         WorkerFailedError,
         cli_command,
         combined_summary,
@@ -101,9 +128,18 @@ def _run_workers(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     command = worker_command(args.until_idle, config=args.config, log_level=args.log_level)
     try:
-        summary = combined_summary(run_workers(command, args.workers))
+        results = run_workers(command, args.workers)
+        summary = combined_summary(results)
     except WorkerFailedError as exc:
         print(f"ragpulse ingest: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(summary), flush=True)
+    unstored = [str(r.index + 1) for r in results if r.returncode == EXIT_UNSTORED]
+    if unstored:
+        print(
+            f"ragpulse ingest: worker(s) {', '.join(unstored)} stopped with records they "
+            "could not store",
+            file=sys.stderr,
+        )
+        return EXIT_UNSTORED
     return 0

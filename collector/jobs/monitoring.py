@@ -144,11 +144,27 @@ class Monitoring:
         if self.role in ("all", "consumer") and self.consumer is not None:
             assigned = bool(inner is not None and inner.assignment())
             checks["consumer"] = "assigned" if assigned else "no partition assigned"
+            stuck = self._stuck()
+            if stuck:
+                checks["consumer"] = stuck
         if self.runner is not None:
             failed = sorted(j for j, r in self.runner.last.items() if r.status == "error")
             checks["jobs"] = "ok" if not failed else "failed: " + ",".join(failed)
         ready = all(v in ("ok", "assigned") for v in checks.values())
         return Readiness(ready, checks)
+
+    def _stuck(self) -> str | None:
+        """Why the consumer is not ready when it failed the same batch too often."""
+        health = getattr(self.consumer, "health", None)
+        if health is None:
+            return None
+        state = health()
+        if state.failures < self.settings.kafka.unready_after_failures:
+            return None
+        return (
+            f"stuck for {state.stuck_seconds():.0f}s: the batch at {state.where()} failed "
+            f"{state.failures} times, last error: {state.error}"
+        )
 
     def stop(self) -> None:
         if self.scheduler is not None:

@@ -10,13 +10,18 @@ Delivery is at-least-once with idempotent writes (SPEC §3). For every polled ba
 
 A crash between 2 and 3 replays the batch, which changes nothing. When the database is
 unreachable the transaction is rolled back, no offset is committed, and the same batch is
-retried with exponential backoff (capped) until it goes through; any other failure is
-logged with its traceback, counted, and retried the same way. While a batch waits, its
-partitions are paused and the consumer keeps polling, so the group membership (bounded by
-`max_poll_interval_ms`) survives an outage of any length; records a rebalance might still
-deliver meanwhile are sought back and fetched again later. A stop request (SIGTERM/SIGINT)
-lets the current batch finish and commit, then closes the consumer, which leaves the group
-at once (a restart rejoins without waiting for a timeout).
+retried with exponential backoff (capped) until it goes through. Any other failure is
+logged with its traceback, counted and retried the same way, but only until the batch has
+failed `kafka.isolate_after_failures` times: then it is fetched again and written in
+halves (`collector.kafka.isolation`), so the records the database refuses go to
+`dead_letters` and the rest is stored and committed. `health()` tells how long and where
+the consumer has been failing the same batch (for `/readyz` and the stuck gauges).
+
+While a batch waits, its partitions are paused and the consumer keeps polling, so the
+group membership (bounded by `max_poll_interval_ms`) survives an outage of any length;
+records a rebalance might still deliver meanwhile are sought back and fetched again later.
+A stop request (SIGTERM/SIGINT) lets the current batch finish and commit, then closes the
+consumer, which leaves the group at once (a restart rejoins without waiting for a timeout).
 """
 
 from __future__ import annotations
@@ -29,24 +34,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.ingest import BatchResult, DecodedBatch, Ingestor, RawMessage
 from collector.kafka.idle import IdleClock
+from collector.kafka.isolation import (
+    DeadLetterWriter,
+    describe,
+    is_database_unavailable,
+    store_bisecting,
+)
 from collector.kafka.producer import kafka_security_options
-from collector.kafka.stats import ConsumerStats
+from collector.kafka.stats import ConsumerHealth, ConsumerStats
 from collector.settings import KafkaSettings
 
 logger = logging.getLogger(__name__)
-
-
-def is_database_unavailable(exc: BaseException) -> bool:
-    """True when `exc` means "the database cannot be reached now" (not a bug in a batch):
-    connection refused or dropped, server shutting down, connections not allowed."""
-    if isinstance(exc, OperationalError | InterfaceError | DisconnectionError):
-        return True
-    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)
 
 
 LAG_REFRESH_S = 5.0
@@ -147,6 +149,10 @@ class TraceConsumer:
         self._retry_max_s = kafka.retry_max_s
         self._consumer: Any = None
         self._delay_s = kafka.retry_initial_s
+        self._isolate_after = kafka.isolate_after_failures
+        self._record_failures = 0  # failures of the batch in hand that were not outages
+        self._isolate = False  # fetch the failing batch again and write it in halves
+        self._dead_letter = DeadLetterWriter(session_factory)
         self._last_lag_refresh = 0.0
         self.batches = 0
 
@@ -179,7 +185,10 @@ class TraceConsumer:
                     timeout_ms=self.kafka.poll_timeout_ms, max_records=self.kafka.max_poll_records
                 )
                 now = time.monotonic()
-                batch = self._decode(records) if records else None
+                isolating = self._isolate
+                batch = None
+                if records:  # raw values are kept for dead letters when isolating
+                    batch = (to_raw_messages(records), None) if isolating else self._decode(records)
                 if inflight is not None:
                     result = self._finish(consumer, inflight, records, stop)
                     inflight = None
@@ -194,7 +203,11 @@ class TraceConsumer:
                     messages, decoded = batch if batch is not None else ([], None)
                     # Raw values are needed again only if decoding failed; dropping them
                     # here keeps one batch's bytes in memory, not two.
-                    future = pool.submit(self._store, messages if decoded is None else [], decoded)
+                    if isolating:
+                        future = pool.submit(self._store_isolating, messages)
+                    else:
+                        kept = messages if decoded is None else []
+                        future = pool.submit(self._store, kept, decoded)
                     inflight = _InFlight(
                         future, first_offsets(records), next_offsets(records), len(messages)
                     )
@@ -237,16 +250,26 @@ class TraceConsumer:
         try:
             result = inflight.future.result()
         except Exception as exc:
-            self._failed(exc, inflight.size)
+            self._failed(exc, inflight)
             self._rewind_and_wait(consumer, [inflight.first, first_offsets(polled)], stop)
             return None
         self._delay_s = self._retry_initial_s
+        self._record_failures = 0
+        self._isolate = False
+        self.stats.succeeded()
         self._commit_offsets(consumer, inflight.next)
         self.stats.record(result)
         self.batches += 1
         return result
 
-    def _failed(self, exc: Exception, size: int) -> None:
+    def health(self) -> ConsumerHealth:
+        """How long and where the consumer has been failing the same batch."""
+        return self.stats.health()
+
+    def _failed(self, exc: Exception, inflight: _InFlight) -> None:
+        size = inflight.size
+        position = {(tp.topic, tp.partition): offset for tp, offset in inflight.first.items()}
+        health = self.stats.failed(position, describe(exc, 300))
         if is_database_unavailable(exc):
             self.stats.error("database_unavailable")
             logger.warning(
@@ -254,11 +277,40 @@ class TraceConsumer:
                 "offsets not committed): %s",
                 self._delay_s,
                 size,
-                _first_line(exc),
+                describe(exc, 300),
+            )
+            return
+        self.stats.error("ingest_error")
+        self._record_failures += 1
+        if self._record_failures >= self._isolate_after:
+            self._isolate = True
+            logger.exception(
+                "batch of %d messages at %s failed %d times: retrying in %.1fs record by "
+                "record (in halves), refused records go to dead_letters",
+                size,
+                health.where(),
+                self._record_failures,
+                self._delay_s,
             )
         else:
-            self.stats.error("ingest_error")
-            logger.exception("batch of %d messages failed, retrying in %.1fs", size, self._delay_s)
+            logger.exception(
+                "batch of %d messages at %s failed (%d of %d before isolating its records), "
+                "retrying in %.1fs",
+                size,
+                health.where(),
+                self._record_failures,
+                self._isolate_after,
+                self._delay_s,
+            )
+
+    def _store_isolating(self, messages: Sequence[RawMessage]) -> BatchResult:
+        """Store the messages in halves until the refused ones are found (dead letters)."""
+        return store_bisecting(
+            messages,
+            lambda piece: self._store(piece, None),
+            self._dead_letter,
+            known_to_fail=True,  # the batch failed isolate_after_failures times as a whole
+        )
 
     def _rewind_and_wait(
         self,
@@ -360,11 +412,6 @@ class TraceConsumer:
                     self.stats.set_lag(tp.topic, tp.partition, int(high) - int(position))
         except Exception as exc:  # lag is best effort; never stop consuming for it
             logger.debug("lag refresh failed: %s", exc)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
 def _rollback_quietly(session: Session) -> None:

@@ -24,7 +24,10 @@ from types import FrameType
 
 logger = logging.getLogger(__name__)
 
-SUMMARY_KEYS = ("consumed", "stored", "duplicates", "invalid", "sampled")
+SUMMARY_KEYS = ("consumed", "stored", "duplicates", "feedback", "invalid", "sampled", "unstored")
+EXIT_UNSTORED = 3
+"""Exit code of `ragpulse ingest` that stopped with records it could not store (refused by
+the database, or a batch still failing when stopped); its summary is printed all the same."""
 
 
 class WorkerFailedError(RuntimeError):
@@ -113,12 +116,13 @@ def _parse_summary(out: bytes) -> dict[str, int] | None:
 
 
 def combined_summary(results: Sequence[WorkerResult]) -> dict[str, int]:
-    """The summed summary, or `WorkerFailedError` naming each worker that failed."""
-    failed = [r for r in results if r.returncode != 0 or r.summary is None]
+    """The summed summary, or `WorkerFailedError` naming each worker that failed (a worker
+    that exited with `EXIT_UNSTORED` and printed its summary did not fail)."""
+    failed = [r for r in results if r.returncode not in (0, EXIT_UNSTORED) or r.summary is None]
     if failed:
         detail = ", ".join(
             f"worker {r.index + 1} exited with {r.returncode}"
-            if r.returncode != 0
+            if r.returncode not in (0, EXIT_UNSTORED)
             else f"worker {r.index + 1} printed no summary"
             for r in failed
         )

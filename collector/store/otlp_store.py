@@ -46,12 +46,18 @@ _SPAN_COLUMNS = (
 
 @dataclass
 class MergeResult:
-    """Traces created (`new_ids`) or changed by the fragments, and how many changed nothing."""
+    """Traces created (`new_ids`) or changed by the fragments, and how many changed nothing.
+
+    `known`: per incoming trace id, the span ids it had stored before this merge (empty
+    for a new trace), or None when a JSON trace owns the id (every span is then ignored);
+    `count_messages` uses it to tell which messages brought something new.
+    """
 
     states: list[TraceState] = field(default_factory=list)
     new_ids: list[str] = field(default_factory=list)
     changed: int = 0
     duplicates: int = 0
+    known: dict[str, frozenset[str] | None] = field(default_factory=dict)
 
 
 def merge_span_sets(
@@ -80,6 +86,31 @@ def merge_fragments(session: Session, fragments: Sequence[OtlpFragment]) -> Merg
     return result
 
 
+def count_messages(
+    messages: Sequence[Sequence[OtlpFragment]], known: Mapping[str, frozenset[str] | None]
+) -> tuple[int, int]:
+    """(stored, duplicates) counted per OTLP message, in order: a message is stored when it
+    brought a span id its trace did not have yet (stored, or from an earlier message of the
+    batch), else it is a duplicate; so each consumed message lands in exactly one count."""
+    seen: dict[str, set[str]] = {}
+    stored = duplicates = 0
+    for fragments in messages:
+        new = False
+        for frag in fragments:
+            before = known.get(frag.trace_id, frozenset())
+            if before is None:
+                continue
+            spans = seen.setdefault(frag.trace_id, set(before))
+            if not spans.issuperset(frag.spans):
+                spans.update(frag.spans)
+                new = True
+        if new:
+            stored += 1
+        else:
+            duplicates += 1
+    return stored, duplicates
+
+
 def _merge(
     session: Session,
     incoming: dict[str, dict[str, Mapping[str, Any]]],
@@ -102,8 +133,10 @@ def _merge(
         row = existing.get(trace_id)
         if row is not None and row.source != "otlp":
             result.duplicates += 1
+            result.known[trace_id] = None
             continue
         before = row.spans if row is not None and row.spans else {}
+        result.known[trace_id] = frozenset(before)
         merged = merge_span_sets(before, spans)
         if merged == before:
             result.duplicates += 1

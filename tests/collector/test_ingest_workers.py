@@ -11,7 +11,10 @@ import signal
 
 import pytest
 
+from collector.kafka.producer import OutgoingMessage, encode_record
 from collector.kafka.workers import (
+    EXIT_UNSTORED,
+    SUMMARY_KEYS,
     WorkerFailedError,
     WorkerResult,
     _parse_summary,
@@ -21,41 +24,50 @@ from collector.kafka.workers import (
 )
 from tests.collector.test_kafka_consumer import (
     _committed,
+    _otlp,
     _produce,
     _ragpulse,
     _scalar,
     _wait_for,
 )
-from tests.collector.traces import trace_bytes
+from tests.collector.traces import make_feedback, trace_bytes
 from tests.fixtures.broker import KafkaTopics
 
 pytestmark = pytest.mark.timeout(120)
 
 
+def _summary(**counts: int) -> dict[str, int]:
+    return {key: counts.get(key, 0) for key in SUMMARY_KEYS}
+
+
 def test_summaries_are_summed_key_by_key() -> None:
-    a = {"consumed": 3, "stored": 2, "duplicates": 1, "invalid": 0, "sampled": 1}
-    b = {"consumed": 5, "stored": 4, "duplicates": 0, "invalid": 1, "sampled": 2}
-    assert sum_summaries([a, b]) == {
-        "consumed": 8,
-        "stored": 6,
-        "duplicates": 1,
-        "invalid": 1,
-        "sampled": 3,
-    }
+    a = _summary(consumed=4, stored=2, duplicates=1, feedback=1, invalid=0, sampled=1)
+    b = _summary(consumed=6, stored=4, duplicates=0, feedback=1, invalid=1, sampled=2, unstored=1)
+    assert sum_summaries([a, b]) == _summary(
+        consumed=10, stored=6, duplicates=1, feedback=2, invalid=1, sampled=3, unstored=1
+    )
 
 
 def test_a_summary_is_the_last_json_line_with_every_key() -> None:
-    good = b'{"consumed": 1, "stored": 1, "duplicates": 0, "invalid": 0, "sampled": 0}'
+    good = json.dumps(_summary(consumed=1, stored=1)).encode()
     assert _parse_summary(b"noise\n" + good + b"\n") == json.loads(good)
     assert _parse_summary(b'{"consumed": 1}\n') is None
     assert _parse_summary(b"") is None
 
 
 def test_a_failed_worker_is_named() -> None:
-    ok = {"consumed": 1, "stored": 1, "duplicates": 0, "invalid": 0, "sampled": 0}
+    ok = _summary(consumed=1, stored=1)
     results = [WorkerResult(0, 0, ok), WorkerResult(1, 1, None), WorkerResult(2, 0, None)]
     with pytest.raises(WorkerFailedError, match="2 of 3 workers failed: worker 2 exited with 1"):
         combined_summary(results)
+
+
+def test_a_worker_with_unstored_records_did_not_fail() -> None:
+    unstored = _summary(consumed=2, invalid=1, stored=1, unstored=1)
+    results = [WorkerResult(0, EXIT_UNSTORED, unstored), WorkerResult(1, 0, _summary())]
+    assert combined_summary(results) == unstored
+    with pytest.raises(WorkerFailedError, match="worker 1 printed no summary"):
+        combined_summary([WorkerResult(0, EXIT_UNSTORED, None)])
 
 
 def test_worker_command_passes_the_config_and_runs_one_consumer() -> None:
@@ -127,3 +139,37 @@ def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopi
     assert process.returncode == 0, err
     assert json.loads(out)["stored"] == total
     assert sum(_committed(kafka_topics).values()) == total
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_counts_add_up_with_feedback(
+    workers: int, postgres_url: str, kafka_topics: KafkaTopics
+) -> None:
+    """consumed = stored + duplicates + feedback + invalid, with JSON and OTLP traces and
+    feedback, with one worker and with two (where a rebalance may replay a batch: that adds
+    to consumed and duplicates only)."""
+    feedback = [
+        OutgoingMessage(encode_record(make_feedback(i, rating=4)), kafka_topics.feedback)
+        for i in range(0, 200, 4)
+    ]
+    otlp = [*_otlp(kafka_topics, seed=1)[0], *_otlp(kafka_topics, seed=2)[0]]
+    messages: list[OutgoingMessage | bytes] = [trace_bytes(i) for i in range(200)]
+    messages += [*otlp, b"{bad", *feedback]
+    messages += [trace_bytes(3), otlp[1], feedback[0]]  # a repeat of each kind
+    _produce(kafka_topics, messages)
+    env = {**kafka_topics.env(postgres_url), "RAGPULSE_KAFKA__MAX_POLL_RECORDS": "40"}
+    process = _ragpulse(
+        ["ingest", "--until-idle", "2", "--workers", str(workers), "--migrate"], env
+    )
+    out, err = process.communicate(timeout=90)
+    assert process.returncode == 0, err
+    summary = json.loads(out)
+    # 200 JSON traces and 4 OTLP messages (two per trace) each brought something new
+    assert (summary["stored"], summary["feedback"], summary["invalid"]) == (204, 50, 1)
+    assert summary["consumed"] >= len(messages)
+    assert summary["duplicates"] >= 3
+    assert summary["consumed"] == (
+        summary["stored"] + summary["duplicates"] + summary["feedback"] + summary["invalid"]
+    )
+    assert _scalar(postgres_url, "SELECT count(*) FROM feedback") == 50
+    assert sum(_committed(kafka_topics).values()) == len(messages)

@@ -1,0 +1,23 @@
+"""CI ends only the processes it started: no stopping by name in the scripts it runs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BY_NAME = re.compile(r"^\s*[^#\n]*\b(pkill|killall)\b", re.MULTILINE)
+
+
+def test_ci_and_make_never_stop_processes_by_name() -> None:
+    for path in (ROOT / ".ci" / "run", ROOT / "Makefile"):
+        text = path.read_text(encoding="utf-8")
+        assert not BY_NAME.search(text), f"{path.name} stops processes by name"
+
+
+def test_ci_script_is_valid_bash() -> None:
+    result = subprocess.run(
+        ["bash", "-n", str(ROOT / ".ci" / "run")], capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
