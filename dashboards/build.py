@@ -347,6 +347,35 @@ def operations() -> dict[str, Any]:
         8,
         0,
     )
+    layout.add(
+        _ts(
+            "Consumer stuck",
+            "Seconds the consumer has kept failing the same batch (0 = healthy; /readyz is "
+            "503 past kafka.unready_after_failures) and how many times it failed.",
+            [
+                ("max(ragpulse_consumer_stuck_seconds)", "stuck seconds"),
+                ("max(ragpulse_consumer_batch_failures)", "failures of the batch"),
+            ],
+        ),
+        8,
+        8,
+        8,
+    )
+    layout.add(
+        _ts(
+            "Texts outside the embedding model's scripts",
+            "Share of embedded texts in a script the configured model was not trained on "
+            "(e.g. Cyrillic with an English-only model): above 0.5, similarity metrics are "
+            "unreliable; choose a multilingual model.",
+            [
+                ("max by (model) (ragpulse_embedding_script_mismatch_ratio)", "{{model}}"),
+            ],
+            "percentunit",
+        ),
+        8,
+        8,
+        16,
+    )
     layout.y += 8
     layout.row("LLM judge")
     layout.add(

@@ -106,12 +106,13 @@ def test_dashboards_and_rules_on_a_real_prometheus(
     from dataclasses import replace
 
     from collector.jobs.scheduler import build_runner
-    from collector.jobs.setup import JudgmentsFeed, job_environment
+    from collector.jobs.setup import JudgmentsFeed, job_environment, observe_scripts
 
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
     )
+    observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
     runner = build_runner(settings, engine, env, operations=monitoring.operations)
     feed = JudgmentsFeed(monitoring.operations, make_session_factory(engine))
     feed.sync()

@@ -102,12 +102,13 @@ def _more_traffic(engine: Any, tick: int) -> None:
 
 def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring) -> Any:
     from collector.jobs.scheduler import build_runner
-    from collector.jobs.setup import JudgmentsFeed, job_environment
+    from collector.jobs.setup import JudgmentsFeed, job_environment, observe_scripts
 
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
     )
+    observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
     runner = build_runner(settings, engine, env, operations=monitoring.operations)
     feed = JudgmentsFeed(monitoring.operations, make_session_factory(engine))
     return runner, feed
