@@ -19,6 +19,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from evaluators.judge import JudgeClient, JudgeConfig
 from evaluators.judge.api import ascore
@@ -61,7 +62,9 @@ def samples(n: int, salt: str) -> list[Sample]:
     return out
 
 
-async def run(base: str, concurrency: int, adaptive: bool, n: int, timeout: float) -> dict:
+async def run(
+    base: str, concurrency: int, adaptive: bool, n: int, timeout: float
+) -> dict[str, Any]:
     judge = JudgeClient(
         JudgeConfig(
             models=("openai/smollm2",),
