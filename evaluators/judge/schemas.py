@@ -72,3 +72,16 @@ def bounded(schema: Mapping[str, Any]) -> dict[str, Any]:
 
     walk(out)
     return out
+
+
+def exactly(schema: Mapping[str, Any], array_key: str, n: int) -> dict[str, Any]:
+    """Exactly `n` entries under `array_key`, none with an empty text (e.g. the N
+    questions response relevancy asks for)."""
+    out = copy.deepcopy(dict(schema))
+    array = out["properties"][array_key]
+    array["minItems"] = array["maxItems"] = n
+    entry = array["items"]
+    for node in (entry, *entry.get("properties", {}).values()):
+        if node.get("type") == "string":
+            node["minLength"] = 5
+    return out
