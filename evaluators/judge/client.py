@@ -220,8 +220,10 @@ class JudgeClient:
         chain = self._chains.get(model)
         if chain is None:
             supports = False
+            auto = self._modes_setting.get(model, self._modes_setting["*"]) == structured.AUTO
             try:
-                supports = bool(_litellm().supports_response_schema(model=model))
+                if auto:
+                    supports = bool(_litellm().supports_response_schema(model=model))
             except Exception:
                 supports = False
             chain = structured.mode_chain(model, self._modes_setting, supports)
