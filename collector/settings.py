@@ -139,8 +139,25 @@ class JudgeSettings(_Group):
     response_relevancy_with_question: bool = True
     """Seed 002: response_relevancy's question generator sees the user's question too
     (keeps its scope and style); false shows it the answer alone, as RAGAS does."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Cap on each judge reply's tokens (bounds a small model that loops inside a list)."""
+    structured_output: str = "auto"
+    """How the answer's JSON schema is enforced: auto (by litellm provider, falling back
+    when a server refuses), or json_schema | json_object_schema (llama.cpp) | guided_json
+    (vLLM/SGLang) | ollama_format | tools | prompt, for every model or as model=mode,..."""
+    adaptive_concurrency: bool = True
+    """Halve a model's concurrency on timeouts/429/5xx, grow it back on success (starts
+    at and never exceeds max_concurrency); exported as ragpulse_judge_concurrency_limit."""
 
     _csv = field_validator("models", mode="before")(_split_csv)
+
+    @field_validator("structured_output")
+    @classmethod
+    def _structured_output(cls, value: str) -> str:
+        from evaluators.judge.structured import parse_setting
+
+        parse_setting(value)
+        return value
 
 
 class EmbeddingSettings(_Group):

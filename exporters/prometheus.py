@@ -14,9 +14,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
@@ -210,3 +211,45 @@ class OperationsMetrics:
         self.judge_cost.labels(model=model).inc(cost_usd)
         if latency_s is not None:
             self.judge_latency.observe(latency_s)
+
+
+class JudgeStateCollector(Collector):
+    """The judge client's live state per model, read at scrape time:
+
+    - `ragpulse_judge_concurrency_limit{model}`: requests the model may have in flight now
+      (adaptive: halves on timeouts/429/5xx, grows back on success);
+    - `ragpulse_judge_structured_output_mode{model,mode}`: 1 for the mode its answers are
+      asked in (json_schema, json_object_schema, guided_json, ollama_format, tools, prompt);
+    - `ragpulse_judge_structured_output_fallbacks_total{model,from_mode,to_mode}`: a server
+      refused a mode and the model moved to the next one.
+
+    `judge` is anything with the `JudgeClient` methods used here (exporters import nothing
+    from evaluators).
+    """
+
+    def __init__(self, judge: Any) -> None:
+        self._judge = judge
+
+    def collect(self) -> Iterator[Metric]:
+        limit = GaugeMetricFamily(
+            "ragpulse_judge_concurrency_limit",
+            "LLM-judge requests each model may have in flight now (adaptive concurrency).",
+            labels=["model"],
+        )
+        for model, value in sorted(self._judge.concurrency_limits().items()):
+            limit.add_metric([model], float(value))
+        mode = GaugeMetricFamily(
+            "ragpulse_judge_structured_output_mode",
+            "1 for the structured-output mode each judge model is asked in now.",
+            labels=["model", "mode"],
+        )
+        for model, name in sorted(self._judge.structured_output_modes().items()):
+            mode.add_metric([model, name], 1.0)
+        fallbacks = CounterMetricFamily(
+            "ragpulse_judge_structured_output_fallbacks",
+            "Structured-output modes a judge model's server refused (then the next is used).",
+            labels=["model", "from_mode", "to_mode"],
+        )
+        for (model, old, new), count in sorted(self._judge.structured_output_fallbacks.items()):
+            fallbacks.add_metric([model, old, new], float(count))
+        yield from (limit, mode, fallbacks)

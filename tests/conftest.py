@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.fixtures.embedder",
     "tests.fixtures.llm_server",
     "tests.fixtures.chromium",
+    "tests.fixtures.llama_server",
 ]

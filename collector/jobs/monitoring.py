@@ -23,7 +23,7 @@ from collector.settings import Settings
 from collector.store.session import make_session_factory
 from exporters.http import MetricsServer, Readiness, serve
 from exporters.otel import Telemetry
-from exporters.prometheus import OperationsMetrics, QualityCollector
+from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
 
@@ -101,6 +101,8 @@ class Monitoring:
                 operations=self.operations,
                 telemetry=self.telemetry,
             )
+            if env.judge is not None:
+                self.registry.register(JudgeStateCollector(env.judge))
             feed = JudgmentsFeed(self.operations, factory)
             feed.sync()
 

@@ -11,6 +11,7 @@ from typing import Any
 from evaluators.judge.metric import by_item, texts_of
 from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, fence_items
 from evaluators.judge.prompts.statements import STATEMENTS
+from evaluators.judge.schemas import non_empty, numbered_rows
 from evaluators.sample import Sample
 
 
@@ -30,7 +31,14 @@ async def extract_statements(
     judge: Any, model: str, question: str, text: str, *, metric: str, trace_id: str
 ) -> list[str]:
     user = f"{fence('question', question)}\n\n{fence('text', text)}"
-    data = await judge.ask(STATEMENTS, user, model=model, metric=metric, trace_id=trace_id)
+    data = await judge.ask(
+        STATEMENTS,
+        user,
+        model=model,
+        metric=metric,
+        trace_id=trace_id,
+        schema=non_empty(STATEMENTS.schema, "statements", text),
+    )
     return clean_items(list(data["statements"]))
 
 
@@ -61,5 +69,6 @@ async def share_in_contexts(
         metric=metric,
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["verdicts"], "item", verdict, len(items)),
+        schema=numbered_rows(prompt.schema, "verdicts", "item", len(items)),
     )
     return float(sum(flags) / len(items))

@@ -8,12 +8,18 @@ One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON:
    successful answer is returned without any request, and identical requests in flight at
    the same moment share one HTTP call;
 2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`;
-3. the request runs under a semaphore (`max_concurrency`) and an optional requests-per-minute
-   pacer, with a timeout; timeouts, 429, 5xx and connection errors are retried with
-   exponential backoff and full jitter, anything else fails at once;
-4. the reply is checked (truncation, empty choices, refusals), its JSON found and validated;
-   a malformed reply gets at most one repair request;
-5. every request is recorded in the `JudgmentStore` (tokens, cost, latency, status).
+3. the request runs under the model's adaptive concurrency limit (`concurrency.py`: starts
+   at `max_concurrency`, halves on overload, grows back on success) and an optional
+   requests-per-minute pacer, with a timeout counted from when it is sent; timeouts, 429,
+   5xx and connection errors are retried with exponential backoff and full jitter,
+   anything else fails at once;
+4. the schema is asked for in the structured-output mode the model's server enforces
+   (`structured.py`); a server refusing a mode moves the model to the next mode for the
+   rest of the process (logged, counted in `structured_output_fallbacks`);
+5. the reply is checked (empty choices, refusals), its JSON found (also in a tool call)
+   and validated; a malformed, out-of-range or truncated reply gets at most one repair
+   request (a truncated one is first closed locally, kept when its check passes);
+6. every request is recorded in the `JudgmentStore` (tokens, cost, latency, status).
 
 litellm is imported lazily with its price map read locally, so importing this module (or
 building a client) touches no network.
@@ -35,6 +41,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from evaluators.judge import structured
+from evaluators.judge.concurrency import AdaptiveLimit
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.errors import (
     BudgetExceeded,
@@ -42,6 +50,7 @@ from evaluators.judge.errors import (
     JudgeEmptyResponse,
     JudgeError,
     JudgeInvalidOutput,
+    JudgeOutOfRange,
     JudgeRateLimited,
     JudgeRefusal,
     JudgeRequestError,
@@ -51,9 +60,10 @@ from evaluators.judge.errors import (
     JudgeTruncated,
 )
 from evaluators.judge.metric import prompt_hash
-from evaluators.judge.parsing import extract_json, looks_like_refusal, validate
+from evaluators.judge.parsing import close_truncated, extract_json, looks_like_refusal, validate
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
+from evaluators.judge.schemas import bounded
 from evaluators.judge.store import (
     STATUS_ERROR,
     STATUS_OK,
@@ -125,6 +135,7 @@ class _Reply:
     completion_tokens: int | None
     cost_usd: float
     latency_ms: float
+    truncated: bool = False
 
 
 class _LoopState:
@@ -132,7 +143,6 @@ class _LoopState:
 
     def __init__(self, config: JudgeConfig) -> None:
         self.loop = asyncio.get_running_loop()
-        self.semaphore = asyncio.Semaphore(config.max_concurrency)
         self.budget_lock = asyncio.Lock()
         self.inflight: dict[str, asyncio.Future[Any]] = {}
         self.pending_calls = 0
@@ -157,7 +167,11 @@ class JudgeClient:
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
         self.stats = JudgeStats()
         self._state: _LoopState | None = None
-        self._no_response_format: set[str] = set()
+        self._modes_setting = structured.parse_setting(config.structured_output)
+        self._chains: dict[str, list[str]] = {}
+        self._limits: dict[str, AdaptiveLimit] = {}
+        self.structured_output_fallbacks: dict[tuple[str, str, str], int] = {}
+        """(model, refused mode, next mode) -> times a server refused (once per model)."""
 
     @classmethod
     def from_settings(cls, settings: Any, store: JudgmentStore | None = None) -> JudgeClient:
@@ -180,7 +194,65 @@ class JudgeClient:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
             self._state = _LoopState(self.config)
+            for limit in self._limits.values():
+                limit.reset_loop()  # waiters and slots of a finished loop are gone
         return self._state
+
+    def _limit(self, model: str) -> AdaptiveLimit:
+        limit = self._limits.get(model)
+        if limit is None:
+            limit = AdaptiveLimit(
+                self.config.max_concurrency, adaptive=self.config.adaptive_concurrency
+            )
+            self._limits[model] = limit
+        return limit
+
+    def concurrency_limits(self) -> dict[str, int]:
+        """Requests each model may have in flight now (the configured concurrency until
+        the model first ran into overload)."""
+        return {m: self._limit(m).limit for m in self.config.models}
+
+    def structured_output_modes(self) -> dict[str, str]:
+        """The structured-output mode each model is asked in now (see `structured.py`)."""
+        return {m: self._chain(m)[0] for m in self.config.models}
+
+    def _chain(self, model: str) -> list[str]:
+        chain = self._chains.get(model)
+        if chain is None:
+            supports = False
+            auto = self._modes_setting.get(model, self._modes_setting["*"]) == structured.AUTO
+            try:
+                if auto:
+                    supports = bool(_litellm().supports_response_schema(model=model))
+            except Exception:
+                supports = False
+            chain = structured.mode_chain(model, self._modes_setting, supports)
+            self._chains[model] = chain
+        return chain
+
+    def _fall_back(self, model: str, mode: str, error: JudgeError) -> bool:
+        """Drop `mode` for `model` after its server refused it; False when nothing is left."""
+        chain = self._chain(model)
+        if chain[0] != mode:
+            return True  # another request already moved on
+        if len(chain) == 1:
+            return False
+        chain.pop(0)
+        key = (model, mode, chain[0])
+        self.structured_output_fallbacks[key] = self.structured_output_fallbacks.get(key, 0) + 1
+        log = logger.warning if chain[0] == "prompt" else logger.info
+        log(
+            "judge model %s: the server refused structured output mode %s (%s); using %s "
+            "from now on%s",
+            model,
+            mode,
+            str(error)[:200],
+            chain[0],
+            " (no enforced schema: a small model may answer malformed JSON)"
+            if chain[0] == "prompt"
+            else "",
+        )
+        return True
 
     # ------------------------------------------------------------------ public entry point
 
@@ -193,8 +265,18 @@ class JudgeClient:
         metric: str,
         trace_id: str | None = None,
         check: Check | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> Any:
-        """Validated JSON answer of `model` to `prompt` on `user`; raises `JudgeError`."""
+        """Validated JSON answer of `model` to `prompt` on `user`; raises `JudgeError`.
+
+        `schema` narrows `prompt.schema` for this input (e.g. exactly N verdicts numbered
+        1..N, see `schemas.py`) in the structured-output request only: a server that
+        enforces schemas while decoding then steers a small model away from the usual
+        mistakes. The prompt text, its version, the cache key and the validation of the
+        reply stay those of `prompt` (the metric's checks judge the reply). Strings are
+        capped (`schemas.bounded`) either way.
+        """
+        decode = bounded(schema if schema is not None else prompt.schema)
         template = prompt.messages(user)
         rendered = json.dumps(template, ensure_ascii=False, sort_keys=True)
         input_hash = text_hash(rendered, 32)
@@ -232,7 +314,7 @@ class JudgeClient:
                 "trace_id": trace_id,
             }
             messages = seal(template, new_nonce())
-            data = await self._answer(prompt, messages, model, meta, check)
+            data = await self._answer(prompt, messages, model, meta, check, decode)
         except asyncio.CancelledError:
             future.cancel()
             raise
@@ -255,14 +337,20 @@ class JudgeClient:
         model: str,
         meta: Mapping[str, Any],
         check: Check | None,
+        decode: Mapping[str, Any],
     ) -> Any:
-        reply = await self._call(prompt, messages, model, meta)
+        reply = await self._call(prompt, messages, model, meta, decode)
         try:
             raw, data = self._parse(prompt, reply, check)
-        except JudgeInvalidOutput as exc:
+        except (JudgeInvalidOutput, JudgeOutOfRange, JudgeTruncated) as exc:
             # One repair request: show the model its reply and what was wrong with it.
             await self._record(meta, STATUS_ERROR, exc, reply)
             self.stats.repairs += 1
+            problem = (
+                "it was cut off at the token limit; answer again, more briefly"
+                if isinstance(exc, JudgeTruncated)
+                else str(exc)
+            )
             repair = [
                 *messages,
                 {"role": "assistant", "content": reply.text},
@@ -270,13 +358,13 @@ class JudgeClient:
                     "role": "user",
                     "content": (
                         # The error may quote the reply, itself shaped by untrusted input.
-                        f"That reply could not be used: {neutralise(str(exc))}. Answer "
+                        f"That reply could not be used: {neutralise(problem)}. Answer "
                         "again with only the corrected JSON object, following the schema "
                         "exactly."
                     ),
                 },
             ]
-            reply = await self._call(prompt, repair, model, meta)
+            reply = await self._call(prompt, repair, model, meta, decode)
             try:
                 raw, data = self._parse(prompt, reply, check)
             except JudgeError as exc2:
@@ -291,7 +379,22 @@ class JudgeClient:
         return data
 
     def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> tuple[Any, Any]:
-        """(schema-valid JSON to cache, value after `check`)."""
+        """(schema-valid JSON to cache, value after `check`).
+
+        A reply cut at the token limit is closed (open strings, arrays and objects) and
+        kept only when a `check` then accepts it (e.g. every verdict present); a reply
+        without such a check would lose items silently, so it raises `JudgeTruncated`.
+        """
+        if reply.truncated:
+            if check is None:
+                raise JudgeTruncated("the reply hit the token limit (finish reason length)")
+            try:
+                raw = validate(close_truncated(reply.text), prompt.schema)
+                return raw, self._finish(raw, check)
+            except JudgeError as exc:
+                raise JudgeTruncated(
+                    f"the reply hit the token limit (finish reason length): {exc}"
+                ) from exc
         try:
             raw = validate(extract_json(reply.text), prompt.schema)
         except JudgeInvalidOutput as exc:
@@ -335,6 +438,7 @@ class JudgeClient:
         messages: list[dict[str, str]],
         model: str,
         meta: Mapping[str, Any],
+        decode: Mapping[str, Any],
     ) -> _Reply:
         """One logical request with retries; every failed attempt is recorded."""
         state = self._loop_state()
@@ -346,7 +450,7 @@ class JudgeClient:
                 self.stats.budget_skips += 1
                 raise
             try:
-                reply = await self._attempt(state, prompt, messages, model)
+                reply = await self._attempt(state, prompt, messages, model, decode)
                 self.stats.answered += 1
                 return reply
             except JudgeError as exc:
@@ -399,7 +503,12 @@ class JudgeClient:
             state.pending_calls = max(0, state.pending_calls - 1)
 
     async def _attempt(
-        self, state: _LoopState, prompt: Prompt, messages: list[dict[str, str]], model: str
+        self,
+        state: _LoopState,
+        prompt: Prompt,
+        messages: list[dict[str, str]],
+        model: str,
+        decode: Mapping[str, Any],
     ) -> _Reply:
         litellm = _litellm()
         kwargs: dict[str, Any] = {
@@ -416,46 +525,41 @@ class JudgeClient:
             kwargs["api_key"] = self.config.api_key
         if self.config.max_tokens:
             kwargs["max_tokens"] = self.config.max_tokens
-        response_format = self._response_format(litellm, model, prompt)
-        if response_format is not None:
-            kwargs["response_format"] = response_format
-        async with state.semaphore:
+        limit = self._limit(model)
+        token = await limit.acquire()
+        outcome = "other"
+        try:
             await state.pace()
+            # The timeout starts here, after the wait for a slot.
             started = time.perf_counter()
-            self.stats.calls += 1
-            try:
-                response = await self._send(litellm, kwargs)
-            except Exception as exc:
-                error = _map_exception(litellm, exc)
-                if response_format is None or not _rejects_response_format(error, exc):
-                    raise error from exc
-                # The provider does not take response_format: remember, ask plainly.
-                self._no_response_format.add(model)
-                logger.info("judge model %s rejects response_format; asking without", model)
-                kwargs.pop("response_format")
+            while True:
+                mode = self._chain(model)[0]
+                fields = structured.request_fields(mode, model, prompt.task, decode)
+                self.stats.calls += 1
                 try:
-                    response = await self._send(litellm, kwargs)
-                except Exception as exc2:
-                    raise _map_exception(litellm, exc2) from exc2
+                    response = await self._send(litellm, {**kwargs, **fields})
+                    break
+                except Exception as exc:
+                    error = _map_exception(litellm, exc)
+                    status = getattr(exc, "status_code", None)
+                    if not (
+                        isinstance(error, JudgeRequestError | JudgeServerError)
+                        and structured.refuses(mode, status, str(exc))
+                        and self._fall_back(model, mode, error)
+                    ):
+                        if error.retriable:
+                            outcome = "overload"
+                        raise error from exc
+                    started = time.perf_counter()
             latency_ms = (time.perf_counter() - started) * 1000.0
+            slow = latency_ms / 1000.0 > self.config.slow_fraction * self.config.timeout_s
+            outcome = "overload" if slow else "ok"
+        finally:
+            limit.release(token, outcome)
         return self._read(litellm, response, model, latency_ms)
 
     async def _send(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
         return await asyncio.wait_for(litellm.acompletion(**kwargs), self.config.timeout_s + 5.0)
-
-    def _response_format(self, litellm: Any, model: str, prompt: Prompt) -> Any:
-        if model in self._no_response_format:
-            return None
-        try:
-            if litellm.supports_response_schema(model=model):
-                return {
-                    "type": "json_schema",
-                    "json_schema": {"name": prompt.task, "schema": prompt.schema, "strict": False},
-                }
-            params = litellm.get_supported_openai_params(model=model) or []
-        except Exception:
-            return None
-        return {"type": "json_object"} if "response_format" in params else None
 
     def _read(self, litellm: Any, response: Any, model: str, latency_ms: float) -> _Reply:
         usage = getattr(response, "usage", None)
@@ -477,7 +581,9 @@ class JudgeClient:
             raise _with_reply(JudgeEmptyResponse("the reply has no choices"), reply)
         choice = choices[0]
         message = getattr(choice, "message", None)
-        text = getattr(message, "content", None) or ""
+        # In tools mode the answer is the forced call's arguments (some servers still
+        # put it in the content).
+        text = structured.tool_arguments(message) or getattr(message, "content", None) or ""
         reply.text = text
         refusal = getattr(message, "refusal", None) or (
             (getattr(message, "provider_specific_fields", None) or {}).get("refusal")
@@ -487,10 +593,7 @@ class JudgeClient:
             raise _with_reply(JudgeRefusal(f"the judge refused: {str(refusal)[:120]!r}"), reply)
         if finish == "content_filter":
             raise _with_reply(JudgeRefusal("the provider's content filter stopped it"), reply)
-        if finish == "length":
-            raise _with_reply(
-                JudgeTruncated("the reply hit the token limit (finish reason length)"), reply
-            )
+        reply.truncated = finish == "length"
         if not text.strip():
             raise _with_reply(JudgeEmptyResponse("the reply has no text"), reply)
         return reply
@@ -517,13 +620,6 @@ class JudgeClient:
 def _with_reply(exc: JudgeError, reply: _Reply) -> JudgeError:
     exc.reply = reply  # type: ignore[attr-defined]
     return exc
-
-
-def _rejects_response_format(error: JudgeError, exc: Exception) -> bool:
-    text = str(exc).lower()
-    return isinstance(error, JudgeRequestError) and (
-        "response_format" in text or "json_schema" in text or "json mode" in text
-    )
 
 
 _CONNECT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluators.judge.structured import parse_setting
+
 
 @dataclass(frozen=True)
 class JudgeConfig:
@@ -17,6 +19,12 @@ class JudgeConfig:
     overshoot the USD budget by at most `max_concurrency` calls).
     Retries (timeouts, 429, 5xx, connection errors only) wait `backoff_base_s * 2**attempt`
     seconds with full jitter, capped at `backoff_max_s`.
+
+    `max_concurrency` is where each model's concurrency limit starts and its ceiling; with
+    `adaptive_concurrency` the limit halves on overload (timeouts, 429, 5xx, or replies
+    slower than `slow_fraction * timeout_s`) and grows back on success.
+    `structured_output` is "auto" (by litellm provider), a mode for every model, or
+    "model=mode,..." pairs; modes are listed in `evaluators.judge.structured.MODES`.
     """
 
     models: tuple[str, ...]
@@ -36,6 +44,9 @@ class JudgeConfig:
     response_relevancy_with_question: bool = True
     """Seed 002: the question generator also sees the user's question; False shows it the
     answer alone (RAGAS)."""
+    structured_output: str = "auto"
+    adaptive_concurrency: bool = True
+    slow_fraction: float = 0.8
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -48,6 +59,9 @@ class JudgeConfig:
             raise ValueError("JudgeConfig.max_retries must be >= 0")
         if not 1 <= self.response_relevancy_questions <= 10:
             raise ValueError("JudgeConfig.response_relevancy_questions must be in 1..10")
+        if not 0 < self.slow_fraction <= 1:
+            raise ValueError("JudgeConfig.slow_fraction must be in (0, 1]")
+        parse_setting(self.structured_output)  # unknown modes fail here, not mid-run
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> JudgeConfig:
@@ -73,6 +87,9 @@ class JudgeConfig:
             "max_usd_per_day",
             "response_relevancy_questions",
             "response_relevancy_with_question",
+            "max_tokens",
+            "structured_output",
+            "adaptive_concurrency",
         ):
             if hasattr(settings, name):
                 values[name] = getattr(settings, name)

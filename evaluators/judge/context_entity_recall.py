@@ -19,6 +19,7 @@ from evaluators.judge.claims import clean_items, share_in_contexts
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
+from evaluators.judge.schemas import non_empty
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -35,7 +36,12 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
 async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
     reference = sample.reference or ""
     data = await judge.ask(
-        ENTITIES, fence("text", reference), model=model, metric=FAMILY, trace_id=sample.trace_id
+        ENTITIES,
+        fence("text", reference),
+        model=model,
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+        schema=non_empty(ENTITIES.schema, "entities", reference),
     )
     entities = clean_items(list(data["entities"]))
     if not entities:

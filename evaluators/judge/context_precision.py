@@ -17,6 +17,7 @@ from typing import Any
 from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_precision import CONTEXT_PRECISION
+from evaluators.judge.schemas import numbered_rows
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -69,6 +70,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         metric=FAMILY,
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["verdicts"], "context", "useful", len(texts)),
+        schema=numbered_rows(CONTEXT_PRECISION.schema, "verdicts", "context", len(texts)),
     )
     return average_precision(verdicts)
 

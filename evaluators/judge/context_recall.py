@@ -15,6 +15,7 @@ from typing import Any
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_recall import CONTEXT_RECALL
+from evaluators.judge.schemas import non_empty
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -34,7 +35,12 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         f"{fence('reference', sample.reference or '')}\n\n{fence_contexts(texts_of(sample))}"
     )
     data = await judge.ask(
-        CONTEXT_RECALL, user, model=model, metric=FAMILY, trace_id=sample.trace_id
+        CONTEXT_RECALL,
+        user,
+        model=model,
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+        schema=non_empty(CONTEXT_RECALL.schema, "statements", sample.reference or ""),
     )
     rows = [r for r in data["statements"] if str(r["statement"]).strip()]
     if not rows:

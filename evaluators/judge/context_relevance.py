@@ -14,6 +14,7 @@ from typing import Any
 from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_relevance import CONTEXT_RELEVANCE
+from evaluators.judge.schemas import numbered_rows
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -34,6 +35,7 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         metric=FAMILY,
         trace_id=sample.trace_id,
         check=lambda d: by_item(d["ratings"], "context", "score", len(texts)),
+        schema=numbered_rows(CONTEXT_RELEVANCE.schema, "ratings", "context", len(texts)),
     )
     return float(sum(g / 2.0 for g in grades) / len(grades))
 

@@ -30,6 +30,7 @@ from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts, fence_items
 from evaluators.judge.prompts.noise_sensitivity import NOISE_SUPPORT
 from evaluators.judge.prompts.statements import STATEMENTS
+from evaluators.judge.schemas import context_numbers, numbered_rows
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -85,6 +86,14 @@ def _support(
     )
 
 
+def _schema(n_ref: int, n_ans: int, n_contexts: int) -> dict[str, Any]:
+    """NOISE_SUPPORT's schema for this input: every claim once, known context numbers."""
+    schema = numbered_rows(NOISE_SUPPORT.schema, "reference", "item", n_ref)
+    schema = numbered_rows(schema, "answer", "item", n_ans)
+    schema = context_numbers(schema, ("reference", "items", "contexts"), n_contexts)
+    return context_numbers(schema, ("answer", "items", "contexts"), n_contexts)
+
+
 def _make_per_model(mode: str, family: str) -> Any:
     async def per_model(
         judge: Any, model: str, sample: Sample, ctx: EvalContext
@@ -127,6 +136,7 @@ def _make_per_model(mode: str, family: str) -> Any:
             check=lambda d: _support(
                 d, len(reference_statements), len(answer_statements), len(texts)
             ),
+            schema=_schema(len(reference_statements), len(answer_statements), len(texts)),
         )
         return noise_sensitivity(ref_support, in_reference, ans_support, mode)
 

@@ -53,6 +53,63 @@ def extract_json(text: str) -> Any:
     raise JudgeInvalidOutput(f"no JSON object in the reply: {preview!r}")
 
 
+def close_truncated(text: str) -> Any:
+    """The JSON object a reply cut at the token limit was writing, closed where it stopped.
+
+    An unfinished string is dropped with the key or item it belonged to, a dangling key or
+    comma is removed, and open arrays and objects are closed, so `{"verdicts": [{"item": 1,
+    "supported": 1}, {"item": 2, "sup` becomes `{"verdicts": [{"item": 1, "supported": 1},
+    {}]}`. Raises `JudgeInvalidOutput` when no object can be recovered.
+    """
+    start = text.find("{")
+    if start < 0:
+        raise JudgeInvalidOutput("the truncated reply holds no JSON object")
+    body = text[start:]
+    stack: list[str] = []
+    in_string = escaped = False
+    last_safe = 0  # end of the last complete value / opener, outside any string
+    safe_stack: list[str] = []
+    for i, ch in enumerate(body):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                last_safe, safe_stack = i + 1, list(stack)
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+            last_safe, safe_stack = i + 1, list(stack)
+        elif ch in "}]":
+            if not stack:
+                break
+            stack.pop()
+            last_safe, safe_stack = i + 1, list(stack)
+            if not stack:
+                return json.loads(body[: i + 1])
+        elif ch.isdigit() or ch in "eE.+-" or ch.isalpha():
+            last_safe, safe_stack = i + 1, list(stack)
+    head = body[:last_safe].rstrip()
+    stack = safe_stack
+    # Drop what cannot stand: a trailing comma, a key without its value, a lone key.
+    for _ in range(4):
+        trimmed = re.sub(r'(,\s*|\s*"(?:[^"\\]|\\.)*"\s*:?\s*)$', "", head)
+        candidate = trimmed + "".join(reversed(stack))
+        try:
+            return json.loads(head + "".join(reversed(stack)))
+        except ValueError:
+            pass
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            head = trimmed.rstrip().rstrip(":").rstrip()
+    raise JudgeInvalidOutput("the truncated reply could not be closed into JSON")
+
+
 def validate(value: Any, schema: Mapping[str, Any], path: str = "$") -> Any:
     """Check `value` against `schema`; return it with integral floats made ints."""
     kind = schema.get("type")

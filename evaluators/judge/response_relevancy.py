@@ -33,6 +33,7 @@ from evaluators.judge.prompts.response_relevancy import (
     QUESTION_GENERATION,
     QUESTION_GENERATION_ANSWER_ONLY,
 )
+from evaluators.judge.schemas import exactly
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -101,7 +102,13 @@ async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -
         user += f"{fence('question', sample.question)}\n\n"
     user += fence("answer", sample.answer or "")
     rows = await judge.ask(
-        prompt, user, model=model, metric=FAMILY, trace_id=sample.trace_id, check=_exactly(n)
+        prompt,
+        user,
+        model=model,
+        metric=FAMILY,
+        trace_id=sample.trace_id,
+        check=_exactly(n),
+        schema=exactly(prompt.schema, "questions", n),
     )
     flags = [int(r["noncommittal"]) for r in rows]
     if all(flags):

@@ -9,7 +9,8 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from collector.kafka.stats import ConsumerStats
-from exporters.prometheus import OperationsMetrics, QualityCollector
+from evaluators.judge import JudgeClient, JudgeConfig
+from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -27,6 +28,9 @@ def _exported() -> set[str]:
     ConsumerStats(registry)
     OperationsMetrics(registry)
     registry.register(QualityCollector(ResultsCache()))
+    judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
+    judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
+    registry.register(JudgeStateCollector(judge))
     names = set()
     for family in registry.collect():
         # prometheus-client drops `_total` from a counter family's name.

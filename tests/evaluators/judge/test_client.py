@@ -99,17 +99,43 @@ def test_truncated_output_is_an_error_not_a_score(llm_server: ScriptedLLM) -> No
         llm_server, Reply(content='{"ratings": [{"context": 1, "sc', finish_reason="length")
     )
     assert isinstance(outcome, Failed) and outcome.error_type == "truncated"
-    assert len(llm_server.requests) == 1
-    [record] = records(judge)
-    assert record.error_type == "truncated"
-    assert (record.output or "").startswith('{"ratings"')
+    # One repair request ("cut off ... more briefly"), then the typed error.
+    assert len(llm_server.requests) == 2
+    assert "cut off at the token limit" in llm_server.requests[1]["messages"][-1]["content"]
+    assert [r.error_type for r in records(judge)] == ["truncated", "truncated"]
+    assert (records(judge)[0].output or "").startswith('{"ratings"')
+
+
+def test_truncated_output_with_every_item_is_closed_locally(llm_server: ScriptedLLM) -> None:
+    cut = '{"ratings": [{"context": 1, "score": 2}, {"context": 2, "score": 0}], "no'
+    outcome, judge = run(llm_server, Reply(content=cut, finish_reason="length"))
+    assert isinstance(outcome, Score) and outcome.value == 0.5
+    assert len(llm_server.requests) == 1 and judge.stats.repairs == 0
+
+
+def test_truncated_output_is_repaired_once(llm_server: ScriptedLLM) -> None:
+    cut = '{"ratings": [{"context": 1, "score": 2}, {"context": 2, "sc'
+    outcome, judge = run(
+        llm_server, Reply(content=cut, finish_reason="length"), Reply(content=GOOD)
+    )
+    assert isinstance(outcome, Score) and outcome.value == 0.5
+    assert len(llm_server.requests) == 2 and judge.stats.repairs == 1
 
 
 def test_out_of_range_grade_is_an_error(llm_server: ScriptedLLM) -> None:
     bad = {"ratings": [{"context": 1, "score": 3}, {"context": 2, "score": 0}]}
     outcome, _ = run(llm_server, Reply(content=bad))
     assert isinstance(outcome, Failed) and outcome.error_type == "out_of_range"
-    assert len(llm_server.requests) == 1
+    assert len(llm_server.requests) == 2  # one repair request, then the typed error
+    assert "above 2" in llm_server.requests[1]["messages"][-1]["content"] or (
+        "not one of" in llm_server.requests[1]["messages"][-1]["content"]
+    )
+
+
+def test_out_of_range_grade_is_repaired_once(llm_server: ScriptedLLM) -> None:
+    bad = {"ratings": [{"context": 1, "score": 3}, {"context": 2, "score": 0}]}
+    outcome, _ = run(llm_server, Reply(content=bad), Reply(content=GOOD))
+    assert isinstance(outcome, Score) and outcome.value == 0.5
 
 
 @pytest.mark.parametrize(
@@ -131,16 +157,18 @@ def test_empty_choices(llm_server: ScriptedLLM) -> None:
     assert isinstance(outcome, Failed) and outcome.error_type == "empty_response"
 
 
-def test_json_mode_is_requested_and_dropped_when_rejected(llm_server: ScriptedLLM) -> None:
+def test_json_schema_is_requested_and_dropped_when_rejected(llm_server: ScriptedLLM) -> None:
     outcome, _ = run(
         llm_server,
-        Reply(status=400, content="response_format is not supported by this model"),
+        Reply(status=400, content="response_format type json_schema is not supported"),
         Reply(content=GOOD),
     )
     assert isinstance(outcome, Score)
     first, second = llm_server.requests
-    assert first["response_format"] == {"type": "json_object"}
-    assert "response_format" not in second
+    assert first["response_format"]["type"] == "json_schema"
+    # llama.cpp's form of the same schema comes next.
+    assert second["response_format"]["type"] == "json_object"
+    assert second["response_format"]["schema"]["required"] == ["ratings"]
     assert first["temperature"] == pytest.approx(0.1)
 
 
