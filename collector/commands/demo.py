@@ -215,8 +215,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         broker.stop()
     print(
-        f"stopped: consumed {totals.consumed}, stored {totals.stored}, "
-        f"invalid {totals.invalid}, sampled {totals.sampled}; database kept at {database_url}",
+        f"stopped: consumed {totals.consumed} = stored {totals.stored} + duplicates "
+        f"{totals.duplicates} + feedback {totals.feedback} + invalid {totals.invalid}; "
+        f"sampled {totals.sampled}; database kept at {database_url}",
         flush=True,
     )
     return 0
