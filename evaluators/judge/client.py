@@ -555,7 +555,16 @@ class JudgeClient:
             slow = latency_ms / 1000.0 > self.config.slow_fraction * self.config.timeout_s
             outcome = "overload" if slow else "ok"
         finally:
-            limit.release(token, outcome)
+            if outcome == "ok":
+                tokens = getattr(getattr(response, "usage", None), "completion_tokens", None)
+                limit.release(
+                    token,
+                    outcome,
+                    latency_ms / 1000.0,
+                    tokens if isinstance(tokens, int) else None,
+                )
+            else:
+                limit.release(token, outcome)
         return self._read(litellm, response, model, latency_ms)
 
     async def _send(self, litellm: Any, kwargs: dict[str, Any]) -> Any:

@@ -10,8 +10,23 @@ is a semaphore whose size moves:
 - an overload signal (timeout, 429, 5xx, dropped connection, or a reply that took more
   than `slow_fraction` of the timeout) halves it, once per round: requests sent before the
   last decrease were sent under the old limit and do not decrease it again;
-- a success adds 1/limit (about +1 per limit's worth of successes) while the limit is in
-  use, so it grows back once the server keeps up.
+- a success whose latency shows queueing is an overload signal too (below);
+- any other success adds 1/limit (about +1 per limit's worth of successes) while the limit
+  is in use, so it grows back once the server keeps up.
+
+Queueing (latency) signal, after Netflix's concurrency-limits Vegas/gradient limiters: a
+server that queues instead of timing out (llama.cpp with a long timeout) never sends the
+signals above, so the limit would stay at its ceiling with every extra request only
+waiting. The no-queue baseline is the minimum latency of the last `BASELINE_WINDOW`
+successes: a window, not an all-time minimum, so a lasting change (another server, longer
+replies) moves it within that many requests. Judge replies vary in length, and a reply's
+latency is a fixed part (the prompt) plus a part per completion token, so neither raw nor
+per-token latency alone tells queueing from length: a long reply is slow in seconds, a
+short one slow per token. A success counts as overload (once per round, like a timeout)
+only when both its latency and, when the server reports completion tokens, its latency
+per completion token exceed `QUEUEING_FACTOR` times their baselines; time spent in a queue
+inflates both. Nothing is judged before
+`MIN_SAMPLES` latencies are known.
 
 Only the time after `acquire` counts against a request's timeout; waiting here does not.
 """
@@ -21,6 +36,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
+
+QUEUEING_FACTOR = 2.0
+"""A reply more than this many times the baseline waited in a queue: with one slot, k
+requests in flight take about k times one request's latency, so 2 still allows one waiting
+request (which hides the client's own gap between requests) and flags anything beyond."""
+BASELINE_WINDOW = 50
+"""Successes the baselines (their minimum latency, and per token) are taken over."""
+MIN_SAMPLES = 3
+"""Latencies needed before the queueing signal is used."""
 
 
 class AdaptiveLimit:
@@ -45,6 +69,8 @@ class AdaptiveLimit:
         self._round = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self.decreases = 0
+        self._latencies: collections.deque[float] = collections.deque(maxlen=BASELINE_WINDOW)
+        self._per_token: collections.deque[float] = collections.deque(maxlen=BASELINE_WINDOW)
 
     @property
     def limit(self) -> int:
@@ -68,11 +94,26 @@ class AdaptiveLimit:
         self.in_flight += 1
         return self._round
 
-    def release(self, token: int, outcome: str) -> None:
-        """Free the slot; `outcome` is "ok", "overload" or "other" (no signal)."""
+    def release(
+        self,
+        token: int,
+        outcome: str,
+        latency_s: float | None = None,
+        completion_tokens: int | None = None,
+    ) -> None:
+        """Free the slot; `outcome` is "ok", "overload" or "other" (no signal).
+
+        An "ok" with its `latency_s` (and `completion_tokens`, when known) may turn into
+        "overload" when the latency shows the request waited in the server's queue."""
         used = self.in_flight >= self.limit
         self.in_flight = max(0, self.in_flight - 1)
         if self.adaptive:
+            if (
+                outcome == "ok"
+                and latency_s is not None
+                and self._queued(latency_s, completion_tokens)
+            ):
+                outcome = "overload"
             if outcome == "overload":
                 if token >= self._round and self._limit > self.minimum:
                     self._limit = max(float(self.minimum), self._limit * self.decrease_factor)
@@ -81,6 +122,23 @@ class AdaptiveLimit:
             elif outcome == "ok" and used and self._limit < self.maximum:
                 self._limit = min(float(self.maximum), self._limit + 1.0 / self._limit)
         self._wake()
+
+    @property
+    def baseline(self) -> float | None:
+        """The no-queue latency in seconds (minimum over the window), or None."""
+        return min(self._latencies) if self._latencies else None
+
+    def _queued(self, latency_s: float, completion_tokens: int | None) -> bool:
+        queued = len(self._latencies) >= MIN_SAMPLES - 1 and latency_s > QUEUEING_FACTOR * min(
+            self._latencies
+        )
+        self._latencies.append(latency_s)
+        if completion_tokens:
+            per_token = latency_s / completion_tokens
+            if self._per_token:
+                queued = queued and per_token > QUEUEING_FACTOR * min(self._per_token)
+            self._per_token.append(per_token)
+        return queued
 
     def reset_loop(self) -> None:
         """Forget slots and waiters of an event loop that has finished (the limit stays)."""

@@ -88,6 +88,52 @@ def test_one_slot_server_drives_the_limit_down(llm_server: ScriptedLLM) -> None:
     assert shed_adaptive * 2 < shed_fixed
 
 
+def test_one_slot_server_that_queues_drives_the_limit_down(llm_server: ScriptedLLM) -> None:
+    # llama.cpp with a long timeout: one slot, the rest wait in its queue; nothing times
+    # out and nothing is shed, so only the latency shows the overload.
+    llm_server.fallback = auto_reply
+    llm_server.latency_s = 0.05
+    llm_server.max_in_flight = 1
+    llm_server.queue = True
+    judge = make_judge(llm_server, max_concurrency=8, timeout_s=30.0, max_retries=0)
+    limits: list[int] = []
+    for batch in range(3):
+        samples = [
+            sample(f"Question {batch}-{i}?", [f"Context {i}.", "Other."], trace_id=f"t{batch}{i}")
+            for i in range(16)
+        ]
+        outcomes = score("context_relevance", samples, judge)
+        assert all(isinstance(o, Score) for o in outcomes)
+        limits.append(judge.concurrency_limits()["openai/judge-a"])
+    assert llm_server.peak_in_flight == 1
+    # Settles near what the server serves (1), not at the ceiling of 8.
+    assert max(limits[1:]) <= 3, limits
+
+
+def test_replies_of_different_lengths_are_not_queueing() -> None:
+    async def scenario() -> int:
+        limit = AdaptiveLimit(4)
+        for i in range(40):  # one at a time (no queue); replies of 10 to 400 tokens
+            tokens = 10 if i % 2 else 400
+            token = await limit.acquire()
+            limit.release(token, "ok", latency_s=0.2 + 0.01 * tokens, completion_tokens=tokens)
+        return limit.decreases
+
+    assert asyncio.run(scenario()) == 0
+
+
+def test_queueing_latency_halves_once_per_round() -> None:
+    async def scenario() -> list[int]:
+        limit = AdaptiveLimit(8)
+        tokens = [await limit.acquire() for _ in range(8)]
+        # One slot: the k-th of 8 requests sent together takes k times as long.
+        for k, token in enumerate(tokens, start=1):
+            limit.release(token, "ok", latency_s=0.1 * k, completion_tokens=20)
+        return [limit.limit, limit.decreases]
+
+    assert asyncio.run(scenario()) == [4, 1]
+
+
 def test_timeout_counts_from_sending_not_from_waiting(llm_server: ScriptedLLM) -> None:
     llm_server.fallback = auto_reply
     llm_server.latency_s = 0.4
