@@ -130,16 +130,23 @@ def start_prometheus(
             preexec_fn=_die_with_parent,
         )
     handle = DemoPrometheus(f"http://{HOST}:{port}", process, log, rules)
+    if wait_until_ready(handle.url, process, timeout_s):
+        return handle
+    handle.stop()
+    tail = log.read_text(errors="replace").strip().splitlines()[-3:]
+    raise PrometheusError(f"prometheus did not start (log {log}): " + " | ".join(tail))
+
+
+def wait_until_ready(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    """True once Prometheus at `url` answers /-/ready; False if it exits or `timeout_s` passes."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            with urllib.request.urlopen(f"{handle.url}/-/ready", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
                 if response.status == 200:
-                    return handle
+                    return True
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            handle.stop()
-            tail = log.read_text(errors="replace").strip().splitlines()[-3:]
-            raise PrometheusError(f"prometheus did not start (log {log}): " + " | ".join(tail))
+            return False
         time.sleep(0.2)
