@@ -43,11 +43,11 @@ from sqlalchemy import create_engine, text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.kafka import quiet_client_logs  # noqa: E402
-from collector.kafka.broker import EmbeddedBroker  # noqa: E402
-from collector.kafka.producer import make_producer, publish  # noqa: E402
+from collector.ingest.kafka import quiet_client_logs  # noqa: E402
+from collector.ingest.kafka.broker import EmbeddedBroker  # noqa: E402
+from collector.ingest.kafka.producer import make_producer, publish  # noqa: E402
 from collector.settings import KafkaSettings  # noqa: E402
-from collector.store.migrate import upgrade  # noqa: E402
+from migrations.runner import upgrade  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 from tests.fixtures.db import create_postgres_database, drop_postgres_database  # noqa: E402
 
@@ -162,7 +162,7 @@ def drain(bootstrap: str, topic: str, url: str, workers: int) -> Drain:
         [
             sys.executable,
             "-m",
-            "collector.cli",
+            "ragpulse.cli",
             "ingest",
             "--until-idle",
             "3",

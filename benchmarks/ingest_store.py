@@ -23,11 +23,11 @@ from sqlalchemy import text
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collector.decode.trace_json import decode_json_message, parse_message  # noqa: E402
-from collector.ingest import Ingestor, RawMessage  # noqa: E402
+from collector.ingest.decode.trace_json import decode_json_message, parse_message  # noqa: E402
+from collector.ingest.pipeline import Ingestor, RawMessage  # noqa: E402
 from collector.settings import load_settings  # noqa: E402
-from collector.store.migrate import upgrade  # noqa: E402
 from collector.store.session import make_engine, make_session_factory  # noqa: E402
+from migrations.runner import upgrade  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 from tests.fixtures.db import create_postgres_database, drop_postgres_database  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Cost of poison isolation: a batch with one record the database refuses, written in halves
-(`collector.kafka.isolation.store_bisecting`), against the same batch without it written
+(`collector.ingest.kafka.isolation.store_bisecting`), against the same batch without it written
 whole, in the same run, on SQLite and PostgreSQL.
 
 The refusal is real: a trigger on `traces` raises for one trace id. Reported per back end:
@@ -18,11 +18,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from collector.ingest import BatchResult, Ingestor, RawMessage
-from collector.kafka.isolation import DeadLetterWriter, store_bisecting
+from collector.ingest.kafka.isolation import DeadLetterWriter, store_bisecting
+from collector.ingest.pipeline import BatchResult, Ingestor, RawMessage
 from collector.settings import load_settings
-from collector.store.migrate import upgrade
 from collector.store.session import make_engine, make_session_factory
+from migrations.runner import upgrade
 from tests.collector.test_poison import REFUSE_TRACE, _execute
 from tests.collector.traces import trace_bytes
 from tests.fixtures.db import create_postgres_database, drop_postgres_database

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 
 from collector.store.judgments import SqlJudgmentStore
-from collector.store.migrate import upgrade
 from collector.store.session import make_engine, make_session_factory
 from evaluators.judge import InMemoryJudgmentStore, JudgeClient, JudgeConfig, JudgmentStore
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
 from evaluators.sample import Context, Sample
+from migrations.runner import upgrade
 from tests.fixtures.llm_server import serve_in_subprocess
 
 N_CONTEXTS = 4

@@ -1,7 +1,7 @@
 """`UserError`: a problem the user can fix, reported by the CLI as one line, exit code 2.
 
 Any command (or anything a command calls) raises it with a message that says what is wrong
-and what to do; `collector.cli.main` catches it once and prints `ragpulse: <message>` on
+and what to do; `ragpulse.cli.main` catches it once and prints `ragpulse: <message>` on
 stderr without a traceback. Bugs keep their tracebacks: raise this only for conditions of
 the user's environment, input or configuration (a database that does not exist, a server
 that cannot be reached, a file that is not there).

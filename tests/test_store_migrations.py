@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from sqlalchemy import inspect
 
-from collector.store.migrate import upgrade
 from collector.store.session import make_engine
+from migrations.runner import upgrade
 
 TABLES = {"traces", "feedback", "dead_letters", "samples", "metric_results", "judgments", "runs"}
 

@@ -122,7 +122,7 @@ def sample_fields(metrics: Iterable[ResolvedMetric]) -> frozenset[str] | None:
 
 
 def _default_to_sample(row: Any) -> Sample:
-    from collector.samples import trace_to_sample
+    from collector.store.samples import trace_to_sample
 
     sample: Sample = trace_to_sample(row)
     return sample

@@ -212,7 +212,7 @@ class JudgeConsistencyJob(IncrementalJob):
     def _to_sample(self, row: Trace) -> Any:
         if self.env.to_sample is not None:
             return self.env.to_sample(row)
-        from collector.samples import trace_to_sample
+        from collector.store.samples import trace_to_sample
 
         return trace_to_sample(row)
 

@@ -3,7 +3,7 @@
 Ground truth is the trace's `relevance`/`relevant_ids`, what feedback added later
 (feedback bumps the trace's `updated_at`, so the trace is re-evaluated), or the
 `shown_url` of seed 004 §7, in the order of `ground_truth.priority`
-(`evaluators.ground_truth`; the mapping is `collector.jobs.setup.sample_mapper`).
+(`evaluators.ground_truth`; the mapping is `ragpulse.job_setup.sample_mapper`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The jobs read thousands of traces per run (the new ones, the UX look-back, the d
 metrics' recent candidates). Selecting these columns with a Core query and mapping the
 rows directly skips the ORM's identity map and per-object state, and leaves out columns
 no metric reads (usage, metadata, OTLP spans). A row has the same attribute names as a
-`Trace`, so `collector.samples.trace_to_sample` (or a test's mapper) takes either.
+`Trace`, so `collector.store.samples.trace_to_sample` (or a test's mapper) takes either.
 
 A job whose metrics all declare the `Sample` fields they read (`MetricSpec.reads`) asks
 for only those: the other sample columns come back as NULL under their usual names, so

@@ -17,9 +17,9 @@ from sqlalchemy import String, Table, any_, bindparam, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from collector.decode.records import FeedbackEvent
 from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.models import Feedback, utcnow
+from collector.store.records import FeedbackEvent
 from collector.store.repository import TRACES
 
 FEEDBACK: Table = Feedback.__table__  # type: ignore[assignment]

@@ -16,10 +16,10 @@ from sqlalchemy import String, Table, any_, bindparam, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from collector.decode.records import TraceRecord
 from collector.store import copy_text as ct
 from collector.store.bulk import copy_new_rows, insert_ignore_returning, is_postgresql
 from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
+from collector.store.records import TraceRecord
 
 TRACES: Table = Trace.__table__  # type: ignore[assignment]
 DEAD_LETTERS: Table = DeadLetter.__table__  # type: ignore[assignment]

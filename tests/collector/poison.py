@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from collector.demo.otlp import export_request, make_span
-from collector.kafka.producer import OutgoingMessage
+from collector.ingest.kafka.producer import OutgoingMessage
+from ragpulse.demo.otlp import export_request, make_span
 from tests.collector.traces import make_trace, trace_bytes, trace_id
 
 AT = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

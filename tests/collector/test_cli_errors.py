@@ -20,7 +20,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from collector.store.migrate import upgrade
+from migrations.runner import upgrade
 from tests.fixtures.db import create_postgres_database, drop_postgres_database, postgres_admin_url
 from tests.jobs.helpers import add_trace
 
@@ -40,7 +40,7 @@ def ragpulse(
     clean["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     clean.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "collector.cli", *argv],
+        [sys.executable, "-m", "ragpulse.cli", *argv],
         cwd=cwd,
         env=clean,
         capture_output=True,

@@ -79,7 +79,7 @@ def _ragpulse(
     if db_url:
         env["RAGPULSE_DATABASE__URL"] = db_url
     return subprocess.run(
-        [sys.executable, "-m", "collector.cli", *args],
+        [sys.executable, "-m", "ragpulse.cli", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -243,7 +243,7 @@ def test_an_oversized_line_is_not_read_whole(tmp_path: Path) -> None:
         "import runpy, sys\n"
         "sys.argv = ['ragpulse', *sys.argv[1:]]\n"
         "try:\n"
-        "    runpy.run_module('collector.cli', run_name='__main__')\n"
+        "    runpy.run_module('ragpulse.cli', run_name='__main__')\n"
         "finally:\n"
         "    status = open('/proc/self/status').read()\n"
         "    kb = status.split('VmHWM:')[1].split()[0]\n"

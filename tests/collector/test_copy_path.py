@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.ingest import Ingestor, RawMessage
+from collector.ingest.pipeline import Ingestor, RawMessage
 from collector.settings import load_settings
 from collector.store import copy_text, repository
 from collector.store.models import DeadLetter, SampleRecord, Trace

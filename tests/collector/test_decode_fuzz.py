@@ -12,9 +12,9 @@ import json
 import random
 from typing import Any
 
-from collector.decode.limits import DEFAULT_MAX_DEPTH, walk
-from collector.decode.records import TraceRecord
-from collector.decode.trace_json import decode_json_message, parse_trace_record
+from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH, walk
+from collector.ingest.decode.trace_json import decode_json_message, parse_trace_record
+from collector.store.records import TraceRecord
 from collector.store.repository import trace_row
 from collector.store.session import dumps_json
 

@@ -8,10 +8,14 @@ from typing import Any
 
 import pytest
 
-from collector.decode.errors import REASONS, DecodeError
-from collector.decode.records import FeedbackEvent, TraceRecord
-from collector.decode.trace_json import decode_json_message, parse_message, parse_trace_record
-from collector.samples import record_to_sample
+from collector.ingest.decode.errors import REASONS, DecodeError
+from collector.ingest.decode.trace_json import (
+    decode_json_message,
+    parse_message,
+    parse_trace_record,
+)
+from collector.store.records import FeedbackEvent, TraceRecord
+from collector.store.samples import record_to_sample
 from tests.collector.traces import make_feedback, make_trace, trace_bytes
 
 

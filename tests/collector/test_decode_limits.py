@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from collector.decode.errors import DecodeError
-from collector.decode.limits import DEFAULT_MAX_DEPTH
-from collector.decode.records import FeedbackEvent, TraceRecord
-from collector.decode.trace_json import decode_json_message, parse_message
+from collector.ingest.decode.errors import DecodeError
+from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
+from collector.ingest.decode.trace_json import decode_json_message, parse_message
+from collector.store.records import FeedbackEvent, TraceRecord
 from tests.collector.traces import make_feedback, make_trace
 
 
@@ -118,7 +118,7 @@ def test_feedback_stays_strict() -> None:
 
 
 def test_otlp_json_nesting_beyond_the_limit_is_too_deep() -> None:
-    from collector.decode.otlp import decode_otlp_message
+    from collector.ingest.decode.otlp import decode_otlp_message
 
     value = b'{"resourceSpans": [' + b"[" * 5_000 + b"]" * 5_000 + b"]}"
     with pytest.raises(DecodeError) as info:
@@ -146,7 +146,7 @@ def _kvlist_request(depth: int) -> bytes:
 
 
 def test_otlp_protobuf_attributes_nested_past_the_parser_limit_are_too_deep() -> None:
-    from collector.decode.otlp import decode_otlp_message
+    from collector.ingest.decode.otlp import decode_otlp_message
 
     with pytest.raises(DecodeError) as info:
         decode_otlp_message(_kvlist_request(150))

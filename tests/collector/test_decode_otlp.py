@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from collector.decode.errors import DecodeError
-from collector.decode.otlp import OtlpFragment, decode_otlp_message
-from collector.decode.otlp_mapping import record_from_spans
-from collector.store.otlp_store import merge_span_sets
+from collector.ingest.decode.errors import DecodeError
+from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
+from collector.ingest.decode.otlp_mapping import record_from_spans
+from collector.ingest.otlp_store import merge_span_sets
 from tests.collector.otlp_traces import (
     ANSWER,
     DOCS,

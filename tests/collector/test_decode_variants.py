@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from collector.decode.records import TraceRecord
-from collector.decode.trace_json import decode_json_message, parse_message
+from collector.ingest.decode.trace_json import decode_json_message, parse_message
+from collector.store.records import TraceRecord
 
 CORPUS = Path(__file__).parent.parent / "data" / "trace_variants.jsonl"
 LINES = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from collector.demo.prometheus import find_prometheus
-from collector.demo.traffic import DemoTopics, generate_round, new_run_tag, write_jsonl
+from ragpulse.demo.prometheus import find_prometheus
+from ragpulse.demo.traffic import DemoTopics, generate_round, new_run_tag, write_jsonl
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 
@@ -149,7 +149,7 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         [
             sys.executable,
             "-m",
-            "collector.cli",
+            "ragpulse.cli",
             "demo",
             "--dir",
             str(tmp_path),

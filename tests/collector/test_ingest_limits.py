@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.ingest import Ingestor, RawMessage
-from collector.kafka.stats import ConsumerStats
+from collector.ingest.kafka.stats import ConsumerStats
+from collector.ingest.pipeline import Ingestor, RawMessage
 from collector.settings import load_settings
 from collector.store.models import DeadLetter, Trace
 from collector.store.session import make_engine, make_session_factory

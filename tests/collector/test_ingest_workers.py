@@ -11,8 +11,8 @@ import signal
 
 import pytest
 
-from collector.kafka.producer import OutgoingMessage, encode_record
-from collector.kafka.workers import (
+from collector.ingest.kafka.producer import OutgoingMessage, encode_record
+from collector.ingest.kafka.workers import (
     EXIT_UNSTORED,
     SUMMARY_KEYS,
     WorkerFailedError,
@@ -74,7 +74,7 @@ def test_worker_command_passes_the_config_and_runs_one_consumer() -> None:
     command = worker_command(2.5, config="ragpulse.yaml", log_level="DEBUG")
     assert command[1:] == [
         "-m",
-        "collector.cli",
+        "ragpulse.cli",
         "--config",
         "ragpulse.yaml",
         "--log-level",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from collector.kafka.broker import BrokerError, EmbeddedBroker, free_port
-from collector.kafka.producer import (
+from collector.ingest.kafka.broker import BrokerError, EmbeddedBroker, free_port
+from collector.ingest.kafka.producer import (
     OutgoingMessage,
     RateLimiter,
     iter_jsonl,
@@ -104,7 +104,7 @@ def test_broker_and_produce_commands(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "collector.cli",
+            "ragpulse.cli",
             "broker",
             "--port",
             "0",
@@ -129,7 +129,7 @@ def test_broker_and_produce_commands(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "collector.cli",
+                "ragpulse.cli",
                 "produce",
                 str(path),
                 "--topic",
@@ -146,7 +146,7 @@ def test_broker_and_produce_commands(tmp_path: Path) -> None:
         assert "published 3 messages to b" in produced.stderr
         assert sorted(_drain(bootstrap, "b", 2, 3)) == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}']
         missing = subprocess.run(
-            [sys.executable, "-m", "collector.cli", "produce", str(tmp_path / "nope.jsonl")],
+            [sys.executable, "-m", "ragpulse.cli", "produce", str(tmp_path / "nope.jsonl")],
             env=env,
             capture_output=True,
             text=True,

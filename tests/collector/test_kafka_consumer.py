@@ -25,11 +25,11 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from collector.demo.knowledge import QUESTIONS
-from collector.demo.otlp import otlp_trace_messages
-from collector.kafka.producer import OutgoingMessage, encode_record, make_producer, publish
-from collector.service import Service
+from collector.ingest.kafka.producer import OutgoingMessage, encode_record, make_producer, publish
 from collector.settings import KafkaSettings, Settings, load_settings
+from ragpulse.demo.knowledge import QUESTIONS
+from ragpulse.demo.otlp import otlp_trace_messages
+from ragpulse.service import Service
 from tests.collector.traces import make_feedback, trace_bytes, trace_id
 from tests.fixtures.broker import KafkaTopics
 from tests.fixtures.db import postgres_admin_url
@@ -102,7 +102,7 @@ def _committed(topics: KafkaTopics) -> dict[tuple[str, int], int]:
 def _ragpulse(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     return subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", *args],
+        [sys.executable, "-m", "ragpulse.cli", *args],
         env={**clean, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collector.kafka.idle import IdleClock
+from collector.ingest.kafka.idle import IdleClock
 
 
 def test_stops_after_the_idle_time_while_holding_partitions() -> None:

@@ -23,19 +23,19 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import create_engine, select, text
 
-from collector.ingest import BatchResult, Ingestor, RawMessage
-from collector.kafka.broker import free_port
-from collector.kafka.isolation import (
+from collector.ingest.kafka.broker import free_port
+from collector.ingest.kafka.isolation import (
     DeadLetterWriter,
     describe,
     is_database_unavailable,
     store_bisecting,
 )
-from collector.kafka.producer import OutgoingMessage
-from collector.service import Service
+from collector.ingest.kafka.producer import OutgoingMessage
+from collector.ingest.pipeline import BatchResult, Ingestor, RawMessage
 from collector.settings import Settings, load_settings
 from collector.store.repository import TRACES
 from collector.store.session import make_engine, make_session_factory
+from ragpulse.service import Service
 from tests.collector.poison import corpus
 from tests.collector.test_kafka_consumer import (
     _committed,
@@ -96,7 +96,7 @@ def _attempts(caplog: pytest.LogCaptureFixture) -> list[int]:
     return [
         int(str(r.args[2]))
         for r in caplog.records
-        if r.name == "collector.kafka.consumer"
+        if r.name == "collector.ingest.kafka.consumer"
         and str(r.msg).startswith("batch of")
         and isinstance(r.args, tuple)
     ]

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.ingest import BatchResult, Ingestor, RawMessage
-from collector.samples import trace_to_sample
+from collector.ingest.pipeline import BatchResult, Ingestor, RawMessage
 from collector.settings import load_settings
 from collector.store.models import Trace
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from tests.collector.otlp_traces import ANSWER, QUESTION, proto_message, rag_spans, trace_hex
 from tests.collector.traces import make_feedback, make_trace, trace_bytes, trace_id
@@ -240,12 +240,12 @@ def test_otlp_result_is_independent_of_arrival_order(db_url: str) -> None:
     for sequence in (parts, list(reversed(parts))):
         if db_url.startswith("sqlite"):
             url = db_url.replace("ragpulse.db", f"order{len(results)}.db")
-            from collector.store.migrate import upgrade
+            from migrations.runner import upgrade
 
             upgrade(url)
         else:
             url = create_postgres_database()
-            from collector.store.migrate import upgrade
+            from migrations.runner import upgrade
 
             upgrade(url)
         eng = make_engine(url)

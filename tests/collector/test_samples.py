@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from collector.decode.trace_json import parse_trace_record
-from collector.samples import record_to_sample, trace_to_sample
+from collector.ingest.decode.trace_json import parse_trace_record
 from collector.store.models import Trace
+from collector.store.samples import record_to_sample, trace_to_sample
 from tests.collector.traces import make_trace
 
 

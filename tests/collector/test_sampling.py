@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from collector.sampling import JUDGE, REAL_USERS_BENCHMARK, Sampler, trace_hash
+from collector.ingest.sampling import JUDGE, REAL_USERS_BENCHMARK, Sampler, trace_hash
 from collector.settings import SamplingSettings
 
 IDS = [f"trace-{i:08d}" for i in range(20_000)]
@@ -51,7 +51,7 @@ def test_edges_and_unknown_purpose() -> None:
 def test_decisions_are_stable_across_processes() -> None:
     here = [sampler().decide(t, p) for t in IDS[:300] for p in (REAL_USERS_BENCHMARK, JUDGE)]
     code = (
-        "import json; from collector.sampling import Sampler; "
+        "import json; from collector.ingest.sampling import Sampler; "
         "from collector.settings import SamplingSettings; s = Sampler(SamplingSettings()); "
         "print(json.dumps([s.decide(f'trace-{i:08d}', p) for i in range(300) "
         "for p in ('real_users_benchmark', 'judge')]))"

@@ -15,13 +15,13 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
-from collector.ingest import BatchResult
-from collector.jobs.monitoring import Monitoring
-from collector.kafka.stats import ConsumerStats
-from collector.samples import trace_to_sample
+from collector.ingest.kafka.stats import ConsumerStats
+from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import describe
+from ragpulse.monitoring import Monitoring
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_trace
 
@@ -106,7 +106,7 @@ def test_dashboards_and_rules_on_a_real_prometheus(
     from dataclasses import replace
 
     from collector.jobs.scheduler import build_runner
-    from collector.jobs.setup import JudgmentsFeed, job_environment, observe_scripts
+    from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
 
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from collector.kafka.stats import ConsumerStats
+from collector.ingest.kafka.stats import ConsumerStats
 from evaluators.judge import JudgeClient, JudgeConfig
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache

@@ -13,13 +13,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.jobs.monitoring import Monitoring
 from collector.settings import load_settings
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
+from ragpulse.monitoring import Monitoring
 
 pytestmark = pytest.mark.timeout(60)
 

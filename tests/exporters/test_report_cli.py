@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from collector.cli import main
 from exporters.report.dashboards import legend, load_dashboard, substitute
 from exporters.report.units import format_value
+from ragpulse.cli import main
 
 SHIPPED = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
 

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from collector.cli import main
-from collector.ingest import BatchResult
-from collector.jobs.monitoring import Monitoring
-from collector.kafka.stats import ConsumerStats
-from collector.samples import trace_to_sample
+from collector.ingest.kafka.stats import ConsumerStats
+from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from exporters.report.dashboards import load_dashboards
+from ragpulse.cli import main
+from ragpulse.monitoring import Monitoring
 from tests.dashboards.test_prometheus_e2e import _traffic
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_trace
@@ -102,7 +102,7 @@ def _more_traffic(engine: Any, tick: int) -> None:
 
 def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring) -> Any:
     from collector.jobs.scheduler import build_runner
-    from collector.jobs.setup import JudgmentsFeed, job_environment, observe_scripts
+    from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
 
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),

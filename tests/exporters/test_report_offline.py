@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from collector.cli import main
-from collector.demo.traffic import write_jsonl
 from exporters.report.dashboards import css_color
 from exporters.report.offline import shipped_thresholds
+from ragpulse.cli import main
+from ragpulse.demo.traffic import write_jsonl
 
 METRICS = ["hit_rate@1", "mrr", "judge_accuracy", "rougeL_f"]
 

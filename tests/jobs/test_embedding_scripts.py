@@ -8,12 +8,12 @@ import urllib.request
 from prometheus_client import CollectorRegistry
 
 from collector.jobs.embeddings import RecentEmbeddings
-from collector.jobs.monitoring import Monitoring
-from collector.jobs.setup import observe_scripts
 from collector.settings import load_settings
 from collector.store.session import make_engine
 from evaluators.embedder import MINILM, Embedder
 from exporters.prometheus import OperationsMetrics
+from ragpulse.job_setup import observe_scripts
+from ragpulse.monitoring import Monitoring
 from tests.fixtures.embedder import VectorEmbedder
 
 

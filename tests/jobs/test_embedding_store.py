@@ -12,12 +12,12 @@ from sqlalchemy import Engine, update
 from sqlalchemy.exc import OperationalError
 
 from collector.jobs.embeddings import RecentEmbeddings
-from collector.jobs.setup import job_environment
 from collector.settings import load_settings
 from collector.store.embeddings import SqlEmbeddingStore, embedding_key
 from collector.store.models import EmbeddingRow
 from collector.store.session import make_engine, make_session_factory
 from evaluators.embedder import Embedder
+from ragpulse.job_setup import job_environment
 from tests.fixtures.embedder import VectorEmbedder
 
 VECTORS = {

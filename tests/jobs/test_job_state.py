@@ -13,8 +13,8 @@ from collector.jobs.engine import IncrementalJob, JobEnvironment
 from collector.jobs.outcomes import OutcomeColumns, encode_outcome
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
-from collector.samples import trace_to_sample
 from collector.settings import load_settings
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.sample import Sample

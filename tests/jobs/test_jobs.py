@@ -16,13 +16,13 @@ from sqlalchemy import Engine, func, select
 from collector.jobs.engine import IncrementalJob, JobEnvironment
 from collector.jobs.scheduler import JobRunner, build_runner, definitions
 from collector.jobs.windows import parse_windows
-from collector.samples import trace_to_sample
 from collector.settings import Settings, load_settings
-from collector.store.migrate import upgrade
 from collector.store.models import JobState, MetricResult, Trace
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import OperationsMetrics
 from exporters.quality import ResultsCache
+from migrations.runner import upgrade
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
 from tests.jobs.helpers import add_trace
 

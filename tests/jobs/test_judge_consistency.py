@@ -10,13 +10,13 @@ from sqlalchemy import func, select
 
 from collector.jobs.judge_consistency import judgment_score
 from collector.jobs.scheduler import build_runner
-from collector.jobs.setup import job_environment, make_judge
-from collector.samples import trace_to_sample
 from collector.settings import load_settings
 from collector.store.models import Judgment, MetricResult, Trace
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
+from ragpulse.job_setup import job_environment, make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
 from tests.jobs.helpers import add_trace
 

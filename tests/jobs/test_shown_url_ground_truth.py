@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.ingest import Ingestor, RawMessage
+from collector.ingest.pipeline import Ingestor, RawMessage
 from collector.jobs.engine import IncrementalJob, JobEnvironment
 from collector.jobs.scheduler import definitions
-from collector.jobs.setup import sample_mapper
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, load_settings
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory
 from evaluators.sample import Context
 from exporters.quality import ResultsCache
+from ragpulse.job_setup import sample_mapper
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 WIKI = "https://wiki.example.com"
@@ -129,8 +129,8 @@ def test_unknown_ground_truth_source_is_a_clear_error() -> None:
 
 
 def test_sample_mapping_keys_contexts_by_page_for_shown_url() -> None:
-    from collector.decode.trace_json import parse_trace_record
-    from collector.samples import record_to_sample
+    from collector.ingest.decode.trace_json import parse_trace_record
+    from collector.store.samples import record_to_sample
 
     sample = record_to_sample(parse_trace_record(TRACES[0]))
     assert sample.ground_truth == "shown_url"
@@ -148,7 +148,7 @@ def test_offline_evaluate_uses_shown_url(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     args = ["evaluate", str(data), "--metrics", "hit_rate@1,mrr", "--output", str(out)]
     proc = subprocess.run(
-        [sys.executable, "-m", "collector.cli", *args],
+        [sys.executable, "-m", "ragpulse.cli", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,

@@ -14,11 +14,11 @@ import numpy as np
 from collector.jobs.engine import IncrementalJob, JobEnvironment
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
-from collector.samples import trace_to_sample
 from collector.settings import load_settings
-from collector.store.migrate import upgrade
+from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.embedder import normalize_rows
+from migrations.runner import upgrade
 from tests.jobs.helpers import add_trace
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

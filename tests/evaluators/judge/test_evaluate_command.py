@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from collector.cli import main
+from ragpulse.cli import main
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from collector.judge import make_judge as judge_from_settings
 from collector.settings import load_settings
 from collector.store.judgments import SqlJudgmentStore
 from collector.store.models import Judgment
@@ -17,6 +16,7 @@ from evaluators.judge.prompts.context_relevance import CONTEXT_RELEVANCE
 from evaluators.outcome import Score, Skipped
 from evaluators.registry import EvalContext
 from evaluators.runner import EvaluationResult, evaluate
+from ragpulse.judge import make_judge as judge_from_settings
 from tests.evaluators.judge.helpers import make_judge, sample
 from tests.fixtures.embedder import VectorEmbedder
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply

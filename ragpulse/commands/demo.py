@@ -1,0 +1,223 @@
+"""`ragpulse demo`: everything embedded — broker, SQLite, live sample traffic, the service."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from collector.settings import Settings, load_settings
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run everything embedded: broker, SQLite, sample traffic, the service, /metrics",
+        description="Start the embedded Kafka-compatible broker, a SQLite database under "
+        "--dir (migrated), a producer replaying the bundled sample traffic (Russian and "
+        "English RAG traces of three tenants, feedback, OTLP spans and a few malformed "
+        "messages, with fresh ids and timestamps every round), and the service consuming "
+        "it, running the evaluation jobs and serving /metrics. Ctrl-C stops everything "
+        "cleanly. The broker keeps nothing after it stops; "
+        "the database stays in --dir. When the `prometheus` binary is installed, a "
+        "Prometheus with the shipped alert rules scrapes /metrics (data under --dir) and "
+        "`ragpulse report` draws the Grafana dashboards from it into one HTML page.",
+    )
+    parser.add_argument(
+        "--dir", default=".demo", help="directory for the database and logs (default: .demo)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=9092,
+        help="broker port; if it is taken a free one is used (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=20.0, help="sample messages per second (default: 20)"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=3, help="partitions per topic (default: 3)"
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        default=9090,
+        help="port of the demo's Prometheus (started when the `prometheus` binary is "
+        "installed); if it is taken a free one is used (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-prometheus",
+        action="store_true",
+        help="do not start Prometheus even when it is installed",
+    )
+    parser.set_defaults(func=run)
+
+
+def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings:
+    """The user's settings pointed at the embedded parts (see collector/ingest/kafka/broker.py for
+    how the embedded broker treats group timeouts)."""
+    kafka = base.kafka.model_copy(
+        update={
+            "bootstrap_servers": [bootstrap],
+            "topics": ["rag.traces", "rag.feedback", "otlp_spans"],
+            "feedback_topic": "rag.feedback",
+            "otlp_topic": "otlp_spans",
+            "otlp_encoding": "otlp_proto",
+            # The demo's broker is fresh on every start, so no dead member can hold a
+            # join for long; leave room for batches slowed by the evaluation jobs.
+            "max_poll_interval_ms": 30_000,
+            "session_timeout_ms": 10_000,
+        }
+    )
+    database = base.database.model_copy(update={"url": SecretStr(database_url)})
+    return base.model_copy(update={"kafka": kafka, "database": database})
+
+
+def _exporter_port(settings: Settings) -> Settings:
+    """Keep the configured /metrics port when it is free, else take any free one."""
+    from collector.ingest.kafka.broker import free_port, port_is_free
+
+    host, port = settings.exporter.host, settings.exporter.port
+    if port and port_is_free(host, port):
+        return settings
+    exporter = settings.exporter.model_copy(update={"port": free_port(host)})
+    return settings.model_copy(update={"exporter": exporter})
+
+
+def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: str) -> None:
+    """Replay sample rounds until stopped; each round gets fresh ids and timestamps, and
+    every id carries this start's `run_tag`, so a restart never replays a stored id."""
+    from collector.ingest.kafka.producer import make_producer, publish
+    from ragpulse.demo.traffic import generate_round
+
+    producer = make_producer(settings.kafka)
+    try:
+        round_no = 0
+        while not stop.is_set():
+            sent = publish(
+                producer,
+                generate_round(round_no, run=run_tag),
+                topic="rag.traces",
+                rate=rate,
+                should_stop=stop.is_set,
+            )
+            logger.debug("demo traffic: round %d published (%d messages)", round_no, sent)
+            round_no += 1
+    except Exception:
+        logger.exception("demo traffic stopped")
+    finally:
+        producer.close(timeout=5)
+
+
+def _start_prometheus(args: argparse.Namespace, directory: Path, settings: Settings) -> Any:
+    """The demo's Prometheus, or None (printing why) when it is absent or fails."""
+    from ragpulse.demo.prometheus import (
+        INSTALL_HINT,
+        PrometheusError,
+        find_prometheus,
+        start_prometheus,
+    )
+
+    if args.no_prometheus:
+        return None
+    binary = find_prometheus()
+    if binary is None:
+        print(f"  prometheus not installed: {INSTALL_HINT}; continuing with /metrics only")
+        return None
+    target = f"{settings.exporter.host}:{settings.exporter.port}"
+    try:
+        return start_prometheus(binary, directory / "prometheus", target, port=args.prometheus_port)
+    except (PrometheusError, OSError) as exc:
+        print(f"  prometheus failed: {exc}; continuing with /metrics only")
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    from collector.ingest.kafka import quiet_client_logs
+    from ragpulse.demo.traffic import new_run_tag
+
+    quiet_client_logs()
+    from collector.ingest.kafka.broker import BrokerError, EmbeddedBroker, free_port, port_is_free
+    from ragpulse.service import Service, prepare_database
+
+    if args.rate <= 0 or args.partitions < 1:
+        print("ragpulse demo: --rate must be positive and --partitions at least 1", file=sys.stderr)
+        return 2
+    base = load_settings(args.config)
+    directory = Path(args.dir).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    database_url = f"sqlite:///{directory / 'ragpulse.db'}"
+    prepare_database(database_url, migrate=True)
+
+    port = args.port if port_is_free("127.0.0.1", args.port) else free_port()
+    broker = EmbeddedBroker("127.0.0.1", port, log_file=directory / "broker.log")
+    try:
+        broker.start()
+        broker.create_topics(["rag.traces", "rag.feedback", "otlp_spans"], args.partitions)
+    except BrokerError as exc:
+        broker.stop()
+        print(f"ragpulse demo: {exc}", file=sys.stderr)
+        return 1
+    try:
+        from ragpulse.monitoring import Monitoring
+
+        settings = _exporter_port(demo_settings(base, database_url, broker.bootstrap_servers))
+        service = Service(settings)
+        service.add(
+            Monitoring(settings, service.engine, service.registry, consumer=service.consumer)
+        )
+        service.install_signal_handlers()
+        run_tag = new_run_tag()
+        producer = threading.Thread(
+            target=_traffic,
+            args=(settings, args.rate, service.stop_event, run_tag),
+            name="ragpulse-demo-traffic",
+            daemon=True,
+        )
+        print("ragpulse demo", flush=True)
+        print(f"  broker     {broker.bootstrap_servers} (log: {directory / 'broker.log'})")
+        print("  topics     rag.traces, rag.feedback, otlp_spans")
+        print(f"  database   {database_url}")
+        print(
+            f"  traffic    bundled sample traces at {args.rate:g} messages/s "
+            f"(ids of this run start with {run_tag})"
+        )
+        print(f"  metrics    http://{settings.exporter.host}:{settings.exporter.port}/metrics")
+        print(
+            f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
+            f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"
+        )
+        prometheus = _start_prometheus(args, directory, settings)
+        if prometheus is not None:
+            print(
+                f"  prometheus {prometheus.url} ({len(prometheus.rules)} rule files; "
+                f"log: {prometheus.log})"
+            )
+            print(
+                f"  dashboards ragpulse report --prometheus {prometheus.url} "
+                "--output report.html  (every Grafana panel in one HTML page)"
+            )
+        print("  Ctrl-C to stop", flush=True)
+        producer.start()
+        try:
+            totals = service.run()
+            producer.join(10)
+        finally:
+            if prometheus is not None:
+                prometheus.stop()
+    finally:
+        broker.stop()
+    print(
+        f"stopped: consumed {totals.consumed} = stored {totals.stored} + duplicates "
+        f"{totals.duplicates} + feedback {totals.feedback} + invalid {totals.invalid}; "
+        f"sampled {totals.sampled}; database kept at {database_url}",
+        flush=True,
+    )
+    return 0

@@ -1,0 +1,80 @@
+"""`ragpulse run`: the service, until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+from collector.settings import load_settings
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the service: consume traces into the database until stopped",
+        description="Consume the configured Kafka topics into the configured database "
+        "until SIGTERM or Ctrl-C; then finish and commit the batch in hand and exit 0. "
+        "Delivery is at-least-once with idempotent writes; when the database is away the "
+        "batch is retried with backoff and nothing is committed or lost. A SQLite database "
+        "is migrated automatically; PostgreSQL only with --migrate.",
+    )
+    parser.add_argument(
+        "--migrate", action="store_true", help="apply database migrations before starting"
+    )
+    parser.add_argument(
+        "--role",
+        choices=["all", "consumer", "scheduler", "exporter"],
+        default="all",
+        help="which parts to run: all (default), consumer (Kafka -> SQL, serves its "
+        "counters on /metrics), scheduler (evaluation jobs + /metrics) or exporter "
+        "(/metrics from the stored results only)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from collector.ingest.kafka import quiet_client_logs
+
+    quiet_client_logs()
+    from collector.ingest.kafka.consumer import KafkaUnavailableError
+    from ragpulse.service import Service, StartupError, prepare_database
+
+    settings = load_settings(args.config)
+    try:
+        prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
+    except StartupError as exc:
+        print(f"ragpulse run: {exc}", file=sys.stderr)
+        return 1
+    service = Service(settings)
+    from ragpulse.monitoring import Monitoring
+
+    role = getattr(args, "role", "all")
+    service.consume = role in ("all", "consumer")
+    service.add(
+        Monitoring(settings, service.engine, service.registry, role=role, consumer=service.consumer)
+    )
+    service.install_signal_handlers()
+    logger.info(
+        "consuming %s from %s as group %s",
+        ",".join(settings.kafka.topics),
+        ",".join(settings.kafka.bootstrap_servers),
+        settings.kafka.group_id,
+    )
+    try:
+        totals = service.run()
+    except KafkaUnavailableError as exc:
+        print(f"ragpulse run: {exc}", file=sys.stderr)
+        return 1
+    logger.info(
+        "stopped: consumed %d, stored %d, duplicates %d, invalid %d, sampled %d",
+        totals.consumed,
+        totals.stored,
+        totals.duplicates,
+        totals.invalid,
+        totals.sampled,
+    )
+    return 0

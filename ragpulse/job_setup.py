@@ -1,0 +1,171 @@
+"""Build the jobs' environment from settings: the shared embedder, the judge, the windows.
+
+The service and `ragpulse jobs run` both call `job_environment`; the embedder is created
+once here (lazy: the model loads on the first encode) and shared by every job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.embeddings import RecentEmbeddings
+from collector.jobs.engine import JobEnvironment
+from collector.jobs.scheduler import ux_options
+from collector.jobs.windows import parse_windows
+from collector.settings import Settings, parse_duration
+from collector.store.models import Judgment
+from collector.store.session import make_session_factory
+from exporters.quality import ResultsCache
+
+logger = logging.getLogger(__name__)
+
+
+def make_embedder(settings: Settings) -> Any:
+    from evaluators.embedder import Embedder
+
+    cfg = settings.embeddings
+    return Embedder(
+        cfg.model, batch_size=cfg.batch_size, device=cfg.device, precision=cfg.precision
+    )
+
+
+def observe_scripts(embedder: Any, observer: Callable[[str, int, int], None]) -> bool:
+    """Route the script counts of the `Embedder` inside `embedder` (through its caches'
+    `inner`) to `observer` (the Prometheus counters), created at zero; False when there is
+    no model watching scripts (a stand-in encoder)."""
+    seen = 0
+    while embedder is not None and seen < 8:
+        watch = getattr(embedder, "scripts", None)
+        if watch is not None and hasattr(watch, "observer"):
+            watch.observer = observer
+            if watch.scripts is not None:
+                observer(watch.model_name, 0, 0)
+            return True
+        embedder = getattr(embedder, "inner", None)
+        seen += 1
+    return False
+
+
+def shared_embedder(
+    embedder: Any,
+    settings: Settings | None = None,
+    session_factory: sessionmaker[Session] | None = None,
+) -> Any:
+    """`embedder` behind the cross-run cache (once, never wrapped twice): recent texts in
+    memory and, with `embeddings.persist` and a session factory, the `embeddings` table."""
+    if embedder is None or isinstance(embedder, RecentEmbeddings):
+        return embedder
+    if settings is None:
+        return RecentEmbeddings(embedder)
+    cfg = settings.embeddings
+    store = None
+    persist = cfg.persist
+    if persist is None and session_factory is not None:
+        bind = session_factory.kw.get("bind")
+        persist = bind is not None and bind.dialect.name == "postgresql"
+    if persist and session_factory is not None:
+        from collector.store.embeddings import SqlEmbeddingStore
+
+        store = SqlEmbeddingStore(session_factory)
+    return RecentEmbeddings(
+        embedder,
+        cfg.cache_texts,
+        store=store,
+        retention=timedelta(seconds=parse_duration(cfg.retention)),
+    )
+
+
+def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
+    """The LLM judge when `judge.models` is set, else None (judge jobs are then skipped)."""
+    if not settings.judge.models:
+        return None
+    from evaluators.judge.client import JudgeClient
+
+    store = None
+    try:
+        from collector.store.judgments import SqlJudgmentStore
+
+        store = SqlJudgmentStore(session_factory)
+    except ImportError:
+        logger.warning("SQL judgment store unavailable; judgments are cached in memory only")
+    return JudgeClient.from_settings(settings.judge, store)
+
+
+def job_environment(
+    settings: Settings,
+    engine: Engine,
+    *,
+    results: ResultsCache | None = None,
+    embedder: Any = None,
+    judge: Any = None,
+) -> JobEnvironment:
+    factory = make_session_factory(engine)
+    return JobEnvironment(
+        session_factory=factory,
+        windows=parse_windows(settings.scheduler.windows),
+        group_labels=settings.scheduler.group_labels,
+        embedder=shared_embedder(
+            embedder if embedder is not None else make_embedder(settings), settings, factory
+        ),
+        judge=judge if judge is not None else make_judge(settings, factory),
+        options=ux_options(settings),
+        results=results,
+        retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
+        to_sample=sample_mapper(settings),
+    )
+
+
+def sample_mapper(settings: Settings) -> Callable[[Any], Any]:
+    """Stored trace -> Sample with the configured ground-truth priority."""
+    from collector.store.samples import trace_to_sample
+
+    return partial(trace_to_sample, priority=tuple(settings.ground_truth.priority))
+
+
+class JudgmentsFeed:
+    """Feeds `ragpulse_judge_*` from new rows of the `judgments` table (one per call)."""
+
+    def __init__(self, operations: Any, session_factory: sessionmaker[Session]) -> None:
+        self.operations = operations
+        self.session_factory = session_factory
+        self.last_id: int | None = None
+
+    def sync(self) -> int:
+        with self.session_factory() as session:
+            if self.last_id is None:
+                # Start from now: counters count this process's lifetime.
+                self.last_id = (
+                    session.scalar(select(Judgment.id).order_by(Judgment.id.desc()).limit(1)) or 0
+                )
+                return 0
+            rows = session.execute(
+                select(
+                    Judgment.id,
+                    Judgment.model,
+                    Judgment.status,
+                    Judgment.prompt_tokens,
+                    Judgment.completion_tokens,
+                    Judgment.cost_usd,
+                    Judgment.latency_ms,
+                )
+                .where(Judgment.id > self.last_id)
+                .order_by(Judgment.id)
+            ).all()
+        for row_id, model, status, prompt, completion, cost, latency in rows:
+            self.operations.record_judge_call(
+                model,
+                status,
+                prompt_tokens=prompt or 0,
+                completion_tokens=completion or 0,
+                cost_usd=cost or 0.0,
+                latency_s=latency / 1000.0 if latency is not None else None,
+            )
+            self.last_id = row_id
+        return len(rows)

@@ -1,0 +1,178 @@
+"""Wiring of the monitoring side of `ragpulse run`: scheduler, `/metrics`, readiness.
+
+`Monitoring` is a service component (`start()`/`stop()`): it loads the exporter's results
+cache once from `metric_results`, registers the quality collector and the operations
+metrics on the service's registry, starts the scheduler (roles `scheduler`/`all`) and the
+HTTP endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the
+scheduler process writes every `scheduler.interval_s`; a `consumer` serves only its own
+counters, not quality series it could not keep current. The embedder is created once here
+and shared by every job.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from sqlalchemy import Engine, text
+
+from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
+from collector.settings import Settings
+from collector.store.session import make_session_factory
+from exporters.http import MetricsServer, Readiness, serve
+from exporters.otel import Telemetry
+from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
+from exporters.quality import ResultsCache
+from exporters.refresh import ResultsRefresher
+from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
+
+logger = logging.getLogger(__name__)
+
+ROLES = ("all", "consumer", "scheduler", "exporter")
+
+
+class Monitoring:
+    def __init__(
+        self,
+        settings: Settings,
+        engine: Engine,
+        registry: CollectorRegistry,
+        *,
+        role: str = "all",
+        consumer: Any = None,
+        embedder: Any = None,
+        judge: Any = None,
+    ) -> None:
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}")
+        self.settings = settings
+        self.engine = engine
+        self.registry = registry
+        self.role = role
+        self.consumer = consumer
+        self.results = ResultsCache()
+        self.operations = OperationsMetrics(registry)
+        self.operations.set_judge_budget(settings.judge.max_usd_per_day)
+        self.telemetry = Telemetry(settings.otel)
+        # Served pre-rendered next to the registry (see exporters/prometheus.py).
+        self.quality = QualityCollector(self.results, settings.scheduler.group_labels)
+        self.runner: JobRunner | None = None
+        self.scheduler: Scheduler | None = None
+        self.server: MetricsServer | None = None
+        self.refresher: ResultsRefresher | None = None
+        self._embedder = embedder
+        self._judge = judge
+
+    @property
+    def schedules(self) -> bool:
+        return self.role in ("all", "scheduler")
+
+    @property
+    def exports_quality(self) -> bool:
+        return self.role != "consumer"
+
+    def start(self) -> Monitoring:
+        factory = make_session_factory(self.engine)
+        if self.exports_quality:
+            try:
+                with factory() as session:
+                    loaded = self.results.load_latest(session)
+                logger.info("loaded %d latest metric results for /metrics", loaded)
+            except Exception:
+                logger.exception("could not load the latest metric results")
+        if self.role == "exporter":
+            self.refresher = ResultsRefresher(
+                self.results, factory, self.settings.scheduler.interval_s, self.quality
+            ).start()
+        if self.schedules:
+            env = job_environment(
+                self.settings,
+                self.engine,
+                results=self.results,
+                embedder=self._embedder,
+                judge=self._judge,
+            )
+            observe_scripts(env.embedder, self.operations.record_embedding_scripts)
+            self.runner = build_runner(
+                self.settings,
+                self.engine,
+                env,
+                operations=self.operations,
+                telemetry=self.telemetry,
+            )
+            if env.judge is not None:
+                self.registry.register(JudgeStateCollector(env.judge))
+            feed = JudgmentsFeed(self.operations, factory)
+            feed.sync()
+
+            def after(_report: Any) -> None:
+                try:
+                    feed.sync()
+                except Exception:
+                    logger.exception("could not read new judgments for the judge counters")
+                try:
+                    self.quality.render()  # here, so no scrape pays for the formatting
+                except Exception:
+                    logger.exception("could not render the quality series")
+
+            self.runner.on_done = after
+            self.scheduler = Scheduler(
+                self.runner,
+                self.settings.scheduler.interval_s,
+                self.settings.scheduler.initial_delay_s,
+            ).start()
+        try:
+            self.server = serve(
+                self.registry,
+                self.settings.exporter,
+                self.readiness,
+                quality=self.quality if self.exports_quality else None,
+            )
+        except BaseException:
+            self.stop()  # e.g. the port is taken: the scheduler started above must not linger
+            raise
+        return self
+
+    def readiness(self) -> Readiness:
+        checks: dict[str, str] = {}
+        try:
+            with self.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+            checks["database"] = "ok"
+        except Exception as exc:
+            checks["database"] = f"unreachable: {type(exc).__name__}"
+        inner = getattr(self.consumer, "_consumer", None) if self.consumer is not None else None
+        if self.role in ("all", "consumer") and self.consumer is not None:
+            assigned = bool(inner is not None and inner.assignment())
+            checks["consumer"] = "assigned" if assigned else "no partition assigned"
+            stuck = self._stuck()
+            if stuck:
+                checks["consumer"] = stuck
+        if self.runner is not None:
+            failed = sorted(j for j, r in self.runner.last.items() if r.status == "error")
+            checks["jobs"] = "ok" if not failed else "failed: " + ",".join(failed)
+        ready = all(v in ("ok", "assigned") for v in checks.values())
+        return Readiness(ready, checks)
+
+    def _stuck(self) -> str | None:
+        """Why the consumer is not ready when it failed the same batch too often."""
+        health = getattr(self.consumer, "health", None)
+        if health is None:
+            return None
+        state = health()
+        if state.failures < self.settings.kafka.unready_after_failures:
+            return None
+        return (
+            f"stuck for {state.stuck_seconds():.0f}s: the batch at {state.where()} failed "
+            f"{state.failures} times, last error: {state.error}"
+        )
+
+    def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)
+        if self.refresher is not None:
+            self.refresher.stop()
+        if self.server is not None:
+            self.server.stop()
+        self.telemetry.shutdown()
