@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics)"
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
-	@echo "make lint   ruff;  make typecheck  mypy --strict;  make bench  the benchmarks"
+	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,9 +40,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
-	$(BIN)/mypy collector evaluators exporters
+	$(BIN)/mypy ragpulse collector evaluators exporters migrations
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.metrics

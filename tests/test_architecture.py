@@ -1,0 +1,64 @@
+"""The layers contract (pyproject `[tool.importlinter]`, README "Architecture") holds, and
+it is not vacuous: an upward import planted in a copy of the tree breaks it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("ragpulse", "collector", "evaluators", "exporters", "migrations", "dashboards")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_contracts_are_kept() -> None:
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 2 kept, 0 broken." in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "broken"),
+    [
+        # the store below the jobs, the jobs below the exporters, the exporters below the app
+        ("collector/store/_planted.py", "import collector.jobs.engine\n", "collector.store"),
+        ("collector/jobs/_planted.py", "import exporters.quality\n", "collector.jobs"),
+        ("exporters/_planted.py", "from ragpulse import service\n", "exporters"),
+        # siblings of one layer do not import each other
+        ("collector/ingest/_planted.py", "import collector.jobs.windows\n", "collector.ingest"),
+        # the library imports nothing of the service, nor the service's infrastructure
+        ("evaluators/_planted.py", "import collector.settings\n", "evaluators"),
+        ("evaluators/_planted.py", "import sqlalchemy\n", "evaluators"),
+    ],
+)
+def test_an_upward_import_breaks_the_contract(
+    tmp_path: Path, module: str, source: str, broken: str
+) -> None:
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / module).write_text(source)
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{broken} is not allowed to import" in result.stdout, result.stdout
+    assert f"{broken}._planted -> " in result.stdout.replace("-   ", "- "), result.stdout
