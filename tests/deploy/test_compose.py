@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,13 @@ def test_every_part_is_there_and_every_mounted_or_built_path_exists() -> None:
             assert context == ROOT
             assert (context / build["dockerfile"]).is_file()
     dockerfile = (DEPLOY / "Dockerfile").read_text()
-    for source in re.findall(r"^COPY (\S+)", dockerfile, flags=re.M):
+    copied = re.findall(r"^COPY (\S+)", dockerfile, flags=re.M)
+    for source in copied:
         assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+    # every package the distribution installs is in the image
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for pattern in packages["packages"]["find"]["include"]:
+        assert pattern.rstrip("*") in copied, f"the Dockerfile does not copy {pattern}"
     for name, service in services.items():
         for dependency in service.get("depends_on", {}):
             assert dependency in services, f"{name} depends on unknown {dependency}"
