@@ -38,7 +38,7 @@ from typing import Any
 
 import psutil
 from kafka import KafkaConsumer
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,6 +47,7 @@ from collector.ingest.kafka import quiet_client_logs  # noqa: E402
 from collector.ingest.kafka.broker import EmbeddedBroker  # noqa: E402
 from collector.ingest.kafka.producer import make_producer, publish  # noqa: E402
 from collector.settings import KafkaSettings  # noqa: E402
+from collector.store.session import make_engine  # noqa: E402
 from migrations.runner import upgrade  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 from tests.fixtures.db import create_postgres_database, drop_postgres_database  # noqa: E402
@@ -121,7 +122,7 @@ class Drain:
 def stored_rate(url: str) -> float:
     """Traces per second from the traces' `received_at` (the moment each batch was written):
     the rows stored before the last batch began, over the time since the first one began."""
-    engine = create_engine(url)
+    engine = make_engine(url)
     try:
         with engine.connect() as conn:
             first, last = conn.execute(
@@ -195,7 +196,7 @@ def drain(bootstrap: str, topic: str, url: str, workers: int) -> Drain:
 
 
 def _count(url: str) -> int:
-    engine = create_engine(url)
+    engine = make_engine(url)
     try:
         with engine.connect() as conn:
             return int(conn.execute(text("SELECT count(*) FROM traces")).scalar_one())

@@ -25,6 +25,10 @@ def run_migrations_offline() -> None:
 def run_migrations_online() -> None:
     connectable = config.attributes.get("connection")
     if connectable is None:
+        # Alembic's own engine, not `collector.store.session.make_engine`: a migration is one
+        # connection used once (NullPool), and make_engine's SQLite pragmas are for the
+        # service's readers and writer (foreign_keys=ON would get in the way of batch mode's
+        # copy-and-rename of tables; WAL is set by the service's first connection).
         connectable = engine_from_config(
             config.get_section(config.config_ini_section) or {},
             prefix="sqlalchemy.",

@@ -28,3 +28,17 @@ def current_heads() -> tuple[str, ...]:
     from alembic.script import ScriptDirectory
 
     return tuple(ScriptDirectory.from_config(alembic_config("sqlite://")).get_heads())
+
+
+def database_heads(url: str) -> set[str]:
+    """The revisions the database at `url` is at (empty: not migrated); one short connection."""
+    from alembic.runtime.migration import MigrationContext
+
+    from collector.store.session import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return set(MigrationContext.configure(conn).get_current_heads())
+    finally:
+        engine.dispose()

@@ -6,7 +6,6 @@ once here (lazy: the model loads on the first encode) and shared by every job.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
@@ -23,8 +22,7 @@ from collector.settings import Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from exporters.quality import ResultsCache
-
-logger = logging.getLogger(__name__)
+from ragpulse.judge import make_judge
 
 
 def make_embedder(settings: Settings) -> Any:
@@ -82,22 +80,6 @@ def shared_embedder(
     )
 
 
-def make_judge(settings: Settings, session_factory: sessionmaker[Session]) -> Any:
-    """The LLM judge when `judge.models` is set, else None (judge jobs are then skipped)."""
-    if not settings.judge.models:
-        return None
-    from evaluators.judge.client import JudgeClient
-
-    store = None
-    try:
-        from collector.store.judgments import SqlJudgmentStore
-
-        store = SqlJudgmentStore(session_factory)
-    except ImportError:
-        logger.warning("SQL judgment store unavailable; judgments are cached in memory only")
-    return JudgeClient.from_settings(settings.judge, store)
-
-
 def job_environment(
     settings: Settings,
     engine: Engine,
@@ -114,7 +96,7 @@ def job_environment(
         embedder=shared_embedder(
             embedder if embedder is not None else make_embedder(settings), settings, factory
         ),
-        judge=judge if judge is not None else make_judge(settings, factory),
+        judge=judge if judge is not None else make_judge(settings.judge, factory),
         options=ux_options(settings),
         results=results,
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),

@@ -43,21 +43,15 @@ class Component(Protocol):
 def prepare_database(url: str, *, migrate: bool) -> None:
     """Migrate when asked to (or for SQLite, where it is cheap and local); otherwise check
     that the schema is at the newest revision and raise `ConfigError` if it is not."""
-    from alembic.runtime.migration import MigrationContext
     from sqlalchemy.exc import OperationalError
 
-    from migrations.runner import current_heads, upgrade
+    from migrations.runner import current_heads, database_heads, upgrade
 
     try:
         if migrate or url.startswith("sqlite"):
             upgrade(url)
             return
-        engine = make_engine(url)
-        try:
-            with engine.connect() as conn:
-                current = set(MigrationContext.configure(conn).get_current_heads())
-        finally:
-            engine.dispose()
+        current = database_heads(url)
     except OperationalError as exc:
         from ragpulse.store_check import unusable
 

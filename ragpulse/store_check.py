@@ -78,10 +78,7 @@ def require_creatable(url: str) -> None:
 def require_migrated(url: str) -> None:
     """The database exists, answers, and its schema is at the newest revision; a SQLite
     file that does not exist is reported without being created."""
-    from alembic.runtime.migration import MigrationContext
-
-    from collector.store.session import make_engine
-    from migrations.runner import current_heads
+    from migrations.runner import current_heads, database_heads
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():
@@ -90,12 +87,7 @@ def require_migrated(url: str) -> None:
             "`ragpulse migrate` to create it, or set RAGPULSE_DATABASE__URL"
         )
     with database_errors(url):
-        engine = make_engine(url)
-        try:
-            with engine.connect() as conn:
-                current = set(MigrationContext.configure(conn).get_current_heads())
-        finally:
-            engine.dispose()
+        current = database_heads(url)
     needed = set(current_heads())
     if current != needed:
         at = ", ".join(sorted(current)) or "no revision: not migrated"

@@ -22,60 +22,26 @@ from sqlalchemy import Select, null, select
 from sqlalchemy.orm import Session
 
 from collector.store.models import Trace
+from collector.store.repository import TRACES
+from collector.store.samples import COLUMNS, FIELD_COLUMNS
 from evaluators.sample import Sample
 
 CHUNK = 1000
 """Ids per `IN (...)` when fetching rows by id."""
 
-SAMPLE_COLUMNS = (
-    Trace.id,
-    Trace.trace_id,
-    Trace.timestamp,
-    Trace.updated_at,
-    Trace.question,
-    Trace.answer,
-    Trace.contexts,
-    Trace.reference,
-    Trace.relevant_ids,
-    Trace.relevance,
-    Trace.session_id,
-    Trace.user_id,
-    Trace.turn,
-    Trace.judge_decision,
-    Trace.judge_score,
-    Trace.judge_model,
-    Trace.judge_latency_ms,
-    Trace.judge_label,
-    Trace.cache_hit,
-    Trace.cache_similarity,
-    Trace.tags,
-    Trace.shown_url,
+ROW_KEY = ("id", "updated_at")
+"""Which version of which trace a row is (with `trace_id`): the memo's key."""
+
+SAMPLE_COLUMNS = tuple(
+    getattr(Trace, c.key) for c in TRACES.columns if c.key in ROW_KEY or c.key in COLUMNS
 )
+"""The row key and every column a `Sample` is mapped from, in the table's order."""
 
-
-ALWAYS = frozenset({"id", "trace_id", "timestamp", "updated_at", "question", "tags"})
+ALWAYS = frozenset(ROW_KEY).union(
+    *(FIELD_COLUMNS[f] for f in ("trace_id", "timestamp", "question", "tags"))
+)
 """Columns every job reads: the row's identity and version, the time and group tags the
 windows are built from, and the question (a `Sample` requires one)."""
-FIELD_COLUMNS: dict[str, tuple[str, ...]] = {
-    "trace_id": ("trace_id",),
-    "question": ("question",),
-    "answer": ("answer",),
-    "contexts": ("contexts",),
-    "reference": ("reference",),
-    "relevance": ("relevance", "relevant_ids", "shown_url"),
-    "session_id": ("session_id",),
-    "user_id": ("user_id",),
-    "turn": ("turn",),
-    "timestamp": ("timestamp",),
-    "judge": ("judge_decision", "judge_score", "judge_model", "judge_latency_ms"),
-    "judge_label": ("judge_label",),
-    "cache_hit": ("cache_hit",),
-    "cache_similarity": ("cache_similarity",),
-    "tags": ("tags",),
-    "shown_urls": ("shown_url",),
-    "ground_truth": ("relevance", "relevant_ids", "shown_url"),
-}
-"""`Sample` field -> the trace columns it is mapped from."""
 
 
 def columns_for(fields: Collection[str] | None) -> frozenset[str] | None:

@@ -1,5 +1,9 @@
 """Stored traces and validated records -> `evaluators.sample.Sample` (the metrics' only input).
 
+`FIELD_COLUMNS` is the one table of which `traces` columns each `Sample` field is mapped
+from: the jobs select by it (`collector.jobs.trace_rows`), `trace_to_sample` reads exactly
+those columns, and `record_to_sample` maps a record as the trace it is stored as.
+
 Ground truth: the first of graded `relevance`, `relevant_ids` (grade 1) and `shown_url`
 present, in the configured priority (`evaluators.ground_truth`), else none.
 Tags become strings (integral numbers without a decimal point) so group labels are uniform.
@@ -8,17 +12,51 @@ Tags become strings (integral numbers without a decimal point) so group labels a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
-from typing import Any
+from types import MappingProxyType, SimpleNamespace
+from typing import Any, Final, cast
 
 from collector.store.models import Trace
 from collector.store.records import TraceRecord
+from collector.store.repository import TRACES, trace_row
 from evaluators.ground_truth import DEFAULT_PRIORITY, resolve
 from evaluators.sample import Context, JudgeDecision, Sample
 
+_GROUND_TRUTH = ("relevance", "relevant_ids", "shown_url")
+
+FIELD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "trace_id": ("trace_id",),
+        "question": ("question",),
+        "answer": ("answer",),
+        # keyed by url when shown_url is the ground truth: a metric comparing context keys
+        # with the ground truth reads `relevance`, which brings those columns
+        "contexts": ("contexts",),
+        "reference": ("reference",),
+        "relevance": _GROUND_TRUTH,
+        "session_id": ("session_id",),
+        "user_id": ("user_id",),
+        "turn": ("turn",),
+        "timestamp": ("timestamp",),
+        "judge": ("judge_decision", "judge_score", "judge_model", "judge_latency_ms"),
+        "judge_label": ("judge_label",),
+        "cache_hit": ("cache_hit",),
+        "cache_similarity": ("cache_similarity",),
+        "tags": ("tags",),
+        "shown_urls": ("shown_url",),
+        "ground_truth": _GROUND_TRUTH,
+    }
+)
+"""`Sample` field -> the `traces` columns it is mapped from."""
+
+COLUMNS: Final[tuple[str, ...]] = tuple(
+    c.key for c in TRACES.columns if any(c.key in cols for cols in FIELD_COLUMNS.values())
+)
+"""Every column `trace_to_sample` reads, in the table's order."""
+
 
 def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> Sample:
-    """A stored trace as a sample; ground truth by `priority` (`evaluators.ground_truth`)."""
+    """A stored trace (a `Trace` or a row of its `COLUMNS`) as a sample; ground truth by
+    `priority` (`evaluators.ground_truth`)."""
     judge = None
     if any(
         v is not None
@@ -61,41 +99,10 @@ def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> S
 
 
 def record_to_sample(rec: TraceRecord, priority: Sequence[str] = DEFAULT_PRIORITY) -> Sample:
-    """A validated record (e.g. a dataset line) as a sample."""
-    judge = rec.judge
-    relevance, contexts, source = resolve(
-        priority,
-        rec.relevance,
-        rec.relevant_ids,
-        rec.shown_urls,
-        tuple(Context(id=c.id, url=c.url, text=c.text, score=c.score) for c in rec.contexts),
-    )
-    return Sample(
-        trace_id=rec.trace_id,
-        question=rec.question,
-        answer=rec.answer,
-        contexts=contexts,
-        reference=rec.reference,
-        relevance=relevance,
-        session_id=rec.session_id,
-        user_id=rec.user_id,
-        turn=rec.turn,
-        timestamp=rec.timestamp,
-        judge=JudgeDecision(
-            decision=judge.decision,
-            score=judge.score,
-            model=judge.model,
-            latency_ms=judge.latency_ms,
-        )
-        if judge is not None
-        else None,
-        judge_label=rec.judge_label,
-        cache_hit=rec.cache_hit,
-        cache_similarity=rec.cache_similarity,
-        tags=_tags(rec.tags),
-        shown_urls=rec.shown_urls,
-        ground_truth=source,
-    )
+    """A validated record (e.g. a dataset line) as a sample: the sample of the trace it is
+    stored as (`repository.trace_row`, read under the column names like a fetched row)."""
+    row = SimpleNamespace(**trace_row(rec, rec.timestamp))
+    return trace_to_sample(cast(Trace, row), priority)
 
 
 def _context(c: Mapping[str, Any]) -> Context:

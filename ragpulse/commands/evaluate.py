@@ -157,6 +157,7 @@ def _evaluate(
 ) -> int:
     from evaluators.registry import EvalContext
     from evaluators.runner import evaluate, resolve_all
+    from ragpulse.judge import make_judge, require_reachable, unreachable
     from ragpulse.offline_eval import (
         RunRecorder,
         combined_signature,
@@ -175,15 +176,13 @@ def _evaluate(
         session_factory = make_session_factory(make_engine(url))
     ctx = EvalContext(
         embedder=_embedder(settings) if any(m.spec.uses_embedder for m in metrics) else None,
-        judge=_judge(settings, session_factory)
+        judge=make_judge(settings.judge, session_factory)
         if any(m.spec.uses_judge for m in metrics)
         else None,
         options={**settings.ux.model_dump(), "consistency_delta": settings.judge.consistency_delta},
         seed=args.seed,
     )
     if ctx.judge is not None:
-        from ragpulse.judge import require_reachable
-
         require_reachable(settings.judge)
     recorder = None
     if session_factory is not None and not args.no_record:
@@ -215,7 +214,6 @@ def _evaluate(
     if ctx.judge is not None:
         print(_judge_summary(ctx.judge), file=sys.stderr)
         from collector.errors import UserError
-        from ragpulse.judge import unreachable
 
         if (problem := unreachable(ctx.judge)) is not None:
             if recorder is not None:
@@ -244,14 +242,6 @@ def _embedder(settings: Settings) -> Any:
     return Embedder(
         cfg.model, batch_size=cfg.batch_size, device=cfg.device, precision=cfg.precision
     )
-
-
-def _judge(settings: Settings, session_factory: Any) -> Any:
-    if not settings.judge.models:
-        return None
-    from ragpulse.judge import make_judge
-
-    return make_judge(settings.judge, session_factory)
 
 
 def _judge_summary(judge: Any) -> str:

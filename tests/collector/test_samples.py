@@ -2,43 +2,73 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+from sqlalchemy import select
 
 from collector.ingest.decode.trace_json import parse_trace_record
 from collector.store.models import Trace
-from collector.store.samples import record_to_sample, trace_to_sample
+from collector.store.repository import insert_traces
+from collector.store.samples import COLUMNS, FIELD_COLUMNS, record_to_sample, trace_to_sample
+from collector.store.session import make_engine, make_session_factory
+from evaluators.sample import Sample
 from tests.collector.traces import make_trace
 
 
-def test_row_and_record_give_the_same_sample() -> None:
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"relevance": {"doc-49": 2, "doc-50": 0}, "reference": "Эталон"},
+        {"shown_url": ["https://kb.example.org/ru/doc-49"], "judge": {}, "tags": {"n": 3.0}},
+    ],
+)
+def test_a_record_maps_as_the_trace_it_is_stored_as(db_url: str, extra: dict[str, Any]) -> None:
+    rec = parse_trace_record(make_trace(7, "ru") | extra)
+    engine = make_engine(db_url)
+    try:
+        with make_session_factory(engine)() as session:
+            insert_traces(session, [rec])
+            session.commit()
+            stored = session.scalars(select(Trace)).one()
+    finally:
+        engine.dispose()
+    for priority in (("relevance", "relevant_ids", "shown_url"), ("shown_url",)):
+        assert trace_to_sample(stored, priority) == record_to_sample(rec, priority)
+
+
+def test_a_record_sample() -> None:
     raw = make_trace(7, "ru") | {"relevance": {"doc-49": 2, "doc-50": 0}, "reference": "Эталон"}
-    rec = parse_trace_record(raw)
-    row = Trace(
-        trace_id=rec.trace_id,
-        timestamp=rec.timestamp,
-        question=rec.question,
-        answer=rec.answer,
-        contexts=[c.to_json() for c in rec.contexts],
-        reference=rec.reference,
-        relevant_ids=list(rec.relevant_ids or ()),
-        relevance=dict(rec.relevance or {}),
-        session_id=rec.session_id,
-        user_id=rec.user_id,
-        turn=rec.turn,
-        judge_decision=rec.judge.decision if rec.judge else None,
-        judge_score=rec.judge.score if rec.judge else None,
-        judge_model=rec.judge.model if rec.judge else None,
-        judge_latency_ms=rec.judge.latency_ms if rec.judge else None,
-        judge_label=rec.judge_label,
-        cache_hit=rec.cache_hit,
-        cache_similarity=rec.cache_similarity,
-        tags=dict(rec.tags or {}),
-    )
-    from_row, from_record = trace_to_sample(row), record_to_sample(rec)
-    assert from_row == from_record
-    assert from_row.relevance == {"doc-49": 2, "doc-50": 0}  # graded wins over relevant_ids
-    assert from_row.reference == "Эталон"
-    assert from_row.contexts[0].key == "doc-49"
+    sample = record_to_sample(parse_trace_record(raw))
+    assert sample.relevance == {"doc-49": 2, "doc-50": 0}  # graded wins over relevant_ids
+    assert sample.reference == "Эталон"
+    assert sample.contexts[0].key == "doc-49"
+    assert sample.judge is not None and sample.judge.model == "judge-mini"
+    # an empty judge object is no decision, as for the stored trace
+    assert record_to_sample(parse_trace_record(raw | {"judge": {}})).judge is None
+
+
+class _Reads:
+    """A row of NULL columns that notes which of them are read."""
+
+    def __init__(self, columns: tuple[str, ...]) -> None:
+        self.columns = columns
+        self.read: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in self.columns:
+            raise AttributeError(name)
+        self.read.add(name)
+        return None
+
+
+def test_the_mapping_reads_exactly_the_columns_of_its_table() -> None:
+    assert FIELD_COLUMNS.keys() == {f.name for f in dataclasses.fields(Sample)}
+    row = _Reads(COLUMNS)
+    trace_to_sample(cast(Trace, row))
+    assert row.read == set(COLUMNS)
 
 
 def test_sparse_row() -> None:

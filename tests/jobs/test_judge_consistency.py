@@ -16,7 +16,8 @@ from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import EvalContext
 from evaluators.runner import evaluate
-from ragpulse.job_setup import job_environment, make_judge
+from ragpulse.job_setup import job_environment
+from ragpulse.judge import make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
 from tests.jobs.helpers import add_trace
 
@@ -73,7 +74,7 @@ def test_rejudges_a_sample_and_computes_the_judge_metrics(
         session.commit()
         rows = list(session.scalars(select(Trace)))
     env = job_environment(
-        settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings, factory)
+        settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings.judge, factory)
     )
     env.to_sample = trace_to_sample
     # What rag_quality does first: one cached judgment per trace, metric and model.

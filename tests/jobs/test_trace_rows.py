@@ -13,11 +13,11 @@ from sqlalchemy import Engine, select
 
 from collector.jobs.engine import IncrementalJob, JobEnvironment, sample_fields
 from collector.jobs.scheduler import definitions, ux_options
-from collector.jobs.trace_rows import ALWAYS, FIELD_COLUMNS, SAMPLE_COLUMNS, columns_for
+from collector.jobs.trace_rows import ALWAYS, SAMPLE_COLUMNS, columns_for
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings
 from collector.store.models import MetricResult, Trace
-from collector.store.samples import trace_to_sample
+from collector.store.samples import FIELD_COLUMNS, trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import FAMILIES, EvalContext, known_names, resolve
 from evaluators.runner import evaluate
