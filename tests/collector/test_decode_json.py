@@ -146,6 +146,7 @@ def test_field_errors(changes: dict[str, Any], reason: str, parts: tuple[str, ..
         ({"relevant_ids": ["a", {"b": 1}]}, "relevant_ids"),
         ({"relevance": {"doc-1": "yes"}}, "relevance"),
         ({"relevance": {"doc-1": True}}, "relevance"),
+        ({"relevance": {"doc-1": 2, "doc-2": None}}, "relevance"),
         ({"judge": {"decision": "maybe"}}, "judge.decision"),
         ({"judge": []}, "judge"),
         ({"judge_label": 7}, "judge_label"),

@@ -143,7 +143,8 @@ def grades(value: Any, path: str, issues: FieldIssues) -> dict[str, int] | None:
     if type(value) is dict:
         scratch = FieldIssues()
         out = {k: integer(g, k, scratch, -INT32_MAX, INT32_MAX) for k, g in value.items()}
-        if not scratch:
+        # a null grade is a bad grade too: stored, it would stop every job reading the trace
+        if not scratch and None not in out.values():
             return out  # type: ignore[return-value]
     issues.keep(path, value)
     return None
