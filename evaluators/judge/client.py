@@ -37,7 +37,7 @@ import random
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -64,6 +64,7 @@ from evaluators.judge.parsing import close_truncated, extract_json, looks_like_r
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
 from evaluators.judge.schemas import bounded
+from evaluators.judge.stats import JudgeStats
 from evaluators.judge.store import (
     STATUS_ERROR,
     STATUS_OK,
@@ -89,43 +90,6 @@ def _litellm() -> Any:
     litellm.suppress_debug_info = True
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     return litellm
-
-
-@dataclass
-class JudgeStats:
-    """Counters for progress bars and exporters (this client's lifetime)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    errors: int = 0
-    retries: int = 0
-    repairs: int = 0
-    budget_skips: int = 0
-    cost_usd: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    unpriced_models: set[str] = field(default_factory=set)
-    answered: int = 0
-    """Requests that got a reply from the model's server (usable or not)."""
-    failures: dict[str, int] = field(default_factory=dict)
-    """Requests that finally failed, by error type (`connection_error`, `timeout`, ...)."""
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "errors": self.errors,
-            "retries": self.retries,
-            "repairs": self.repairs,
-            "budget_skips": self.budget_skips,
-            "cost_usd": round(self.cost_usd, 6),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
 
 
 @dataclass
