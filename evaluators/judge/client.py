@@ -28,41 +28,41 @@ building a client) touches no network.
 from __future__ import annotations
 
 import asyncio
-import errno
 import hashlib
 import json
 import logging
-import os
 import random
-import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from evaluators.judge import structured
 from evaluators.judge.concurrency import AdaptiveLimit
 from evaluators.judge.config import JudgeConfig
+from evaluators.judge.cost import response_cost
 from evaluators.judge.errors import (
     BudgetExceeded,
-    JudgeConnectionError,
-    JudgeEmptyResponse,
     JudgeError,
     JudgeInvalidOutput,
     JudgeOutOfRange,
-    JudgeRateLimited,
-    JudgeRefusal,
     JudgeRequestError,
-    JudgeSchemaError,
     JudgeServerError,
-    JudgeTimeout,
     JudgeTruncated,
 )
 from evaluators.judge.metric import prompt_hash
-from evaluators.judge.parsing import close_truncated, extract_json, looks_like_refusal, validate
+from evaluators.judge.parsing import validate
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
+from evaluators.judge.reply import (
+    Check,
+    Reply,
+    finish,
+    parse_reply,
+    read_reply,
+    reply_of,
+    token_usage,
+)
 from evaluators.judge.schemas import bounded
 from evaluators.judge.stats import JudgeStats
 from evaluators.judge.store import (
@@ -73,33 +73,10 @@ from evaluators.judge.store import (
     JudgmentStore,
     utcnow,
 )
+from evaluators.judge.transport import LiteLLMTransport, Transport
 from evaluators.signature import Signature, text_hash
 
 logger = logging.getLogger(__name__)
-
-Check = Callable[[Any], Any]
-"""Extra validation of parsed data (e.g. one verdict per statement); raises JudgeError."""
-
-
-def _litellm() -> Any:
-    # No price-map download and no telemetry: the user configured no such network call.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-    return litellm
-
-
-@dataclass
-class _Reply:
-    text: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd: float
-    latency_ms: float
-    truncated: bool = False
 
 
 class _LoopState:
@@ -130,6 +107,7 @@ class JudgeClient:
         self.config = config
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
         self.stats = JudgeStats()
+        self._transport: Transport = LiteLLMTransport(config)
         self._state: _LoopState | None = None
         self._modes_setting = structured.parse_setting(config.structured_output)
         self._chains: dict[str, list[str]] = {}
@@ -187,7 +165,7 @@ class JudgeClient:
             auto = self._modes_setting.get(model, self._modes_setting["*"]) == structured.AUTO
             try:
                 if auto:
-                    supports = bool(_litellm().supports_response_schema(model=model))
+                    supports = self._transport.supports_response_schema(model)
             except Exception:
                 supports = False
             chain = structured.mode_chain(model, self._modes_setting, supports)
@@ -254,7 +232,7 @@ class JudgeClient:
         cached = await self.store.get(key)
         if cached is not None:
             try:
-                data = self._finish(validate(cached, prompt.schema), check)
+                data = finish(validate(cached, prompt.schema), check)
             except JudgeError:
                 data = None
             if data is not None:
@@ -305,7 +283,7 @@ class JudgeClient:
     ) -> Any:
         reply = await self._call(prompt, messages, model, meta, decode)
         try:
-            raw, data = self._parse(prompt, reply, check)
+            raw, data = parse_reply(prompt, reply, check)
         except (JudgeInvalidOutput, JudgeOutOfRange, JudgeTruncated) as exc:
             # One repair request: show the model its reply and what was wrong with it.
             await self._record(meta, STATUS_ERROR, exc, reply)
@@ -330,7 +308,7 @@ class JudgeClient:
             ]
             reply = await self._call(prompt, repair, model, meta, decode)
             try:
-                raw, data = self._parse(prompt, reply, check)
+                raw, data = parse_reply(prompt, reply, check)
             except JudgeError as exc2:
                 await self._record(meta, STATUS_ERROR, exc2, reply)
                 self.stats.errors += 1
@@ -342,41 +320,12 @@ class JudgeClient:
         await self._record(meta, STATUS_OK, None, reply, parsed=raw)
         return data
 
-    def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> tuple[Any, Any]:
-        """(schema-valid JSON to cache, value after `check`).
-
-        A reply cut at the token limit is closed (open strings, arrays and objects) and
-        kept only when a `check` then accepts it (e.g. every verdict present); a reply
-        without such a check would lose items silently, so it raises `JudgeTruncated`.
-        """
-        if reply.truncated:
-            if check is None:
-                raise JudgeTruncated("the reply hit the token limit (finish reason length)")
-            try:
-                raw = validate(close_truncated(reply.text), prompt.schema)
-                return raw, self._finish(raw, check)
-            except JudgeError as exc:
-                raise JudgeTruncated(
-                    f"the reply hit the token limit (finish reason length): {exc}"
-                ) from exc
-        try:
-            raw = validate(extract_json(reply.text), prompt.schema)
-        except JudgeInvalidOutput as exc:
-            if not isinstance(exc, JudgeSchemaError) and looks_like_refusal(reply.text):
-                raise JudgeRefusal(f"the judge declined: {reply.text[:120]!r}") from exc
-            raise
-        return raw, self._finish(raw, check)
-
-    @staticmethod
-    def _finish(data: Any, check: Check | None) -> Any:
-        return check(data) if check is not None else data
-
     async def _record(
         self,
         meta: Mapping[str, Any],
         status: str,
         exc: JudgeError | None,
-        reply: _Reply | None,
+        reply: Reply | None,
         parsed: Any = None,
     ) -> None:
         try:
@@ -403,7 +352,7 @@ class JudgeClient:
         model: str,
         meta: Mapping[str, Any],
         decode: Mapping[str, Any],
-    ) -> _Reply:
+    ) -> Reply:
         """One logical request with retries; every failed attempt is recorded."""
         state = self._loop_state()
         attempt = 0
@@ -418,9 +367,9 @@ class JudgeClient:
                 self.stats.answered += 1
                 return reply
             except JudgeError as exc:
-                if getattr(exc, "reply", None) is not None:
+                if reply_of(exc) is not None:
                     self.stats.answered += 1
-                await self._record(meta, STATUS_ERROR, exc, getattr(exc, "reply", None))
+                await self._record(meta, STATUS_ERROR, exc, reply_of(exc))
                 if not exc.retriable or attempt >= self.config.max_retries:
                     self.stats.errors += 1
                     failures = self.stats.failures
@@ -473,22 +422,7 @@ class JudgeClient:
         messages: list[dict[str, str]],
         model: str,
         decode: Mapping[str, Any],
-    ) -> _Reply:
-        litellm = _litellm()
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "temperature": self.config.temperature,
-            "timeout": self.config.timeout_s,
-            "max_retries": 0,  # retries are ours, with typed errors and jitter
-            "num_retries": 0,
-        }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        if self.config.api_key:
-            kwargs["api_key"] = self.config.api_key
-        if self.config.max_tokens:
-            kwargs["max_tokens"] = self.config.max_tokens
+    ) -> Reply:
         limit = self._limit(model)
         token = await limit.acquire()
         outcome = "other"
@@ -501,10 +435,10 @@ class JudgeClient:
                 fields = structured.request_fields(mode, model, prompt.task, decode)
                 self.stats.calls += 1
                 try:
-                    response = await self._send(litellm, {**kwargs, **fields})
+                    response = await self._transport.send(model, messages, fields)
                     break
                 except Exception as exc:
-                    error = _map_exception(litellm, exc)
+                    error = self._transport.to_error(exc)
                     status = getattr(exc, "status_code", None)
                     if not (
                         isinstance(error, JudgeRequestError | JudgeServerError)
@@ -529,119 +463,18 @@ class JudgeClient:
                 )
             else:
                 limit.release(token, outcome)
-        return self._read(litellm, response, model, latency_ms)
+        return self._read(response, model, latency_ms)
 
-    async def _send(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
-        return await asyncio.wait_for(litellm.acompletion(**kwargs), self.config.timeout_s + 5.0)
-
-    def _read(self, litellm: Any, response: Any, model: str, latency_ms: float) -> _Reply:
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
-        cost = self._cost(litellm, response, model)
+    def _read(self, response: object, model: str, latency_ms: float) -> Reply:
+        prompt_tokens, completion_tokens = token_usage(response)
+        cost = response_cost(response, model, self._transport, self.stats.unpriced_models)
         self.stats.prompt_tokens += int(prompt_tokens or 0)
         self.stats.completion_tokens += int(completion_tokens or 0)
         self.stats.cost_usd += cost
-        choices: Sequence[Any] = getattr(response, "choices", None) or []
-        reply = _Reply(
-            text="",
+        return read_reply(
+            response,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
             latency_ms=latency_ms,
         )
-        if not choices:
-            raise _with_reply(JudgeEmptyResponse("the reply has no choices"), reply)
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        # In tools mode the answer is the forced call's arguments (some servers still
-        # put it in the content).
-        text = structured.tool_arguments(message) or getattr(message, "content", None) or ""
-        reply.text = text
-        refusal = getattr(message, "refusal", None) or (
-            (getattr(message, "provider_specific_fields", None) or {}).get("refusal")
-        )
-        finish = getattr(choice, "finish_reason", None)
-        if refusal:
-            raise _with_reply(JudgeRefusal(f"the judge refused: {str(refusal)[:120]!r}"), reply)
-        if finish == "content_filter":
-            raise _with_reply(JudgeRefusal("the provider's content filter stopped it"), reply)
-        reply.truncated = finish == "length"
-        if not text.strip():
-            raise _with_reply(JudgeEmptyResponse("the reply has no text"), reply)
-        return reply
-
-    def _cost(self, litellm: Any, response: Any, model: str) -> float:
-        # litellm prices every response while logging it; reuse that instead of paying
-        # the (CPU-heavy) lookup twice, and skip models already known to have no price.
-        hidden = getattr(response, "_hidden_params", None) or {}
-        known = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if isinstance(known, int | float) and known > 0:
-            return float(known)
-        if model in self.stats.unpriced_models:
-            return 0.0
-        try:
-            return float(litellm.completion_cost(completion_response=response, model=model))
-        except Exception:
-            self.stats.unpriced_models.add(model)
-            logger.warning(
-                "litellm has no price for judge model %s; its cost is recorded as 0", model
-            )
-            return 0.0
-
-
-def _with_reply(exc: JudgeError, reply: _Reply) -> JudgeError:
-    exc.reply = reply  # type: ignore[attr-defined]
-    return exc
-
-
-_CONNECT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
-
-
-def _connect_failure(exc: BaseException) -> str | None:
-    """The OS-level reason when `exc` was caused by failing to connect (refused, no route,
-    unknown host), found down its cause/context chain; None otherwise."""
-    seen = 0
-    cause: BaseException | None = exc
-    while cause is not None and seen < 20:
-        if isinstance(cause, socket.gaierror) or (
-            isinstance(cause, OSError) and cause.errno in _CONNECT_ERRNOS
-        ):
-            return str(cause).splitlines()[0][:200] or type(cause).__name__
-        cause = cause.__cause__ or cause.__context__
-        seen += 1
-    return None
-
-
-def _map_exception(litellm: Any, exc: BaseException) -> JudgeError:
-    """litellm / asyncio exception -> typed, retriable-or-not judge error."""
-    if isinstance(exc, JudgeError):
-        return exc
-    message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-    if isinstance(exc, (TimeoutError, litellm.Timeout)):
-        return JudgeTimeout(message)
-    refused = _connect_failure(exc)
-    if refused is not None:
-        # litellm reports a refused connection as an InternalServerError (status 500).
-        return JudgeConnectionError(f"cannot connect: {refused}")
-    if isinstance(exc, litellm.RateLimitError):
-        return JudgeRateLimited(message)
-    if isinstance(exc, litellm.ContentPolicyViolationError):
-        return JudgeRefusal(message)
-    server_errors = (
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-        litellm.BadGatewayError,
-    )
-    if isinstance(exc, server_errors):
-        return JudgeServerError(message)
-    if isinstance(exc, litellm.APIConnectionError):
-        return JudgeConnectionError(message)
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return JudgeRateLimited(message)
-    if isinstance(status, int) and status >= 500:
-        return JudgeServerError(message)
-    if isinstance(status, int) and status == 408:
-        return JudgeTimeout(message)
-    return JudgeRequestError(f"{type(exc).__name__}: {message}")
