@@ -28,8 +28,6 @@ building a client) touches no network.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import random
 import time
@@ -38,6 +36,7 @@ from datetime import timedelta
 from typing import Any
 
 from evaluators.judge import structured
+from evaluators.judge.cache import InFlight, cache_key, input_hash
 from evaluators.judge.concurrency import AdaptiveLimit
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.cost import response_cost
@@ -74,7 +73,7 @@ from evaluators.judge.store import (
     utcnow,
 )
 from evaluators.judge.transport import LiteLLMTransport, Transport
-from evaluators.signature import Signature, text_hash
+from evaluators.signature import Signature
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +84,7 @@ class _LoopState:
     def __init__(self, config: JudgeConfig) -> None:
         self.loop = asyncio.get_running_loop()
         self.budget_lock = asyncio.Lock()
-        self.inflight: dict[str, asyncio.Future[Any]] = {}
+        self.inflight = InFlight(self.loop)
         self.pending_calls = 0
         self.interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
         self.next_slot = 0.0
@@ -220,13 +219,8 @@ class JudgeClient:
         """
         decode = bounded(schema if schema is not None else prompt.schema)
         template = prompt.messages(user)
-        rendered = json.dumps(template, ensure_ascii=False, sort_keys=True)
-        input_hash = text_hash(rendered, 32)
-        key = hashlib.sha256(
-            "\x1f".join(
-                [model, prompt.version, input_hash, repr(float(self.config.temperature))]
-            ).encode("utf-8")
-        ).hexdigest()
+        digest = input_hash(template)
+        key = cache_key(model, prompt.version, digest, self.config.temperature)
         state = self._loop_state()
 
         cached = await self.store.get(key)
@@ -239,36 +233,25 @@ class JudgeClient:
                 self.stats.cache_hits += 1
                 return data
 
-        shared = state.inflight.get(key)
+        shared = state.inflight.follow(key)
         if shared is not None:
             self.stats.cache_hits += 1
-            return await asyncio.shield(shared)
-        future: asyncio.Future[Any] = state.loop.create_future()
-        state.inflight[key] = future
-        try:
+            return await shared
+
+        async def request() -> Any:
             meta = {
                 "cache_key": key,
                 "metric": metric,
                 "model": model,
                 "prompt_version": prompt.version,
-                "input_hash": input_hash,
+                "input_hash": digest,
                 "temperature": float(self.config.temperature),
                 "trace_id": trace_id,
             }
             messages = seal(template, new_nonce())
-            data = await self._answer(prompt, messages, model, meta, check, decode)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: nobody else may be waiting
-            raise
-        else:
-            future.set_result(data)
-            return data
-        finally:
-            state.inflight.pop(key, None)
+            return await self._answer(prompt, messages, model, meta, check, decode)
+
+        return await state.inflight.lead(key, request)
 
     # ------------------------------------------------------------------ internals
 
