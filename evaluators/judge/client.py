@@ -32,10 +32,10 @@ import logging
 import random
 import time
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from evaluators.judge import structured
+from evaluators.judge.budget import Budget, UsageLedger
 from evaluators.judge.cache import InFlight, cache_key, input_hash
 from evaluators.judge.concurrency import AdaptiveLimit
 from evaluators.judge.config import JudgeConfig
@@ -50,6 +50,7 @@ from evaluators.judge.errors import (
     JudgeTruncated,
 )
 from evaluators.judge.metric import prompt_hash
+from evaluators.judge.pacing import Pacer
 from evaluators.judge.parsing import validate
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
@@ -70,7 +71,6 @@ from evaluators.judge.store import (
     InMemoryJudgmentStore,
     JudgmentRecord,
     JudgmentStore,
-    utcnow,
 )
 from evaluators.judge.transport import LiteLLMTransport, Transport
 from evaluators.signature import Signature
@@ -81,22 +81,15 @@ logger = logging.getLogger(__name__)
 class _LoopState:
     """Asyncio primitives bound to one event loop (each `asyncio.run` gets fresh ones)."""
 
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: JudgeConfig, ledger: UsageLedger) -> None:
         self.loop = asyncio.get_running_loop()
-        self.budget_lock = asyncio.Lock()
         self.inflight = InFlight(self.loop)
-        self.pending_calls = 0
-        self.interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
-        self.next_slot = 0.0
-
-    async def pace(self) -> None:
-        if not self.interval:
-            return
-        now = time.monotonic()
-        slot = max(now, self.next_slot)
-        self.next_slot = slot + self.interval
-        if slot > now:
-            await asyncio.sleep(slot - now)
+        self.budget = Budget(
+            ledger,
+            max_calls_per_hour=config.max_calls_per_hour,
+            max_usd_per_day=config.max_usd_per_day,
+        )
+        self.pacer = Pacer(config.requests_per_minute)
 
 
 class JudgeClient:
@@ -134,7 +127,7 @@ class JudgeClient:
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(self.config)
+            self._state = _LoopState(self.config, self.store)
             for limit in self._limits.values():
                 limit.reset_loop()  # waiters and slots of a finished loop are gone
         return self._state
@@ -326,7 +319,8 @@ class JudgeClient:
                 )
             )
         finally:
-            self._release_budget()
+            if self._state is not None:
+                self._state.budget.release()
 
     async def _call(
         self,
@@ -341,7 +335,7 @@ class JudgeClient:
         attempt = 0
         while True:
             try:
-                await self._reserve_budget(state)
+                await state.budget.reserve()
             except BudgetExceeded:
                 self.stats.budget_skips += 1
                 raise
@@ -368,36 +362,6 @@ class JudgeClient:
                 )
                 await asyncio.sleep(random.uniform(0, delay))
 
-    async def _reserve_budget(self, state: _LoopState) -> None:
-        cfg = self.config
-        if cfg.max_calls_per_hour is None and cfg.max_usd_per_day is None:
-            return
-        async with state.budget_lock:
-            now = utcnow()
-            if cfg.max_calls_per_hour is not None:
-                used = await self.store.usage(now - timedelta(hours=1))
-                if used.calls + state.pending_calls >= cfg.max_calls_per_hour:
-                    raise BudgetExceeded(
-                        f"{cfg.max_calls_per_hour} judge calls per hour already used"
-                    )
-            if cfg.max_usd_per_day is not None:
-                used = await self.store.usage(now - timedelta(days=1))
-                if used.cost_usd >= cfg.max_usd_per_day:
-                    raise BudgetExceeded(
-                        f"judge spending reached {used.cost_usd:.4f} of "
-                        f"{cfg.max_usd_per_day} USD in the last 24 h"
-                    )
-            # Counted until the request is recorded, so concurrent checks see it.
-            state.pending_calls += 1
-
-    def _release_budget(self) -> None:
-        cfg = self.config
-        state = self._state
-        if state is not None and (
-            cfg.max_calls_per_hour is not None or cfg.max_usd_per_day is not None
-        ):
-            state.pending_calls = max(0, state.pending_calls - 1)
-
     async def _attempt(
         self,
         state: _LoopState,
@@ -410,7 +374,7 @@ class JudgeClient:
         token = await limit.acquire()
         outcome = "other"
         try:
-            await state.pace()
+            await state.pacer.pace()
             # The timeout starts here, after the wait for a slot.
             started = time.perf_counter()
             while True:
