@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -63,6 +62,7 @@ from evaluators.judge.reply import (
     reply_of,
     token_usage,
 )
+from evaluators.judge.retry import RetryPolicy, note_attempts
 from evaluators.judge.schemas import bounded
 from evaluators.judge.stats import JudgeStats
 from evaluators.judge.store import (
@@ -100,6 +100,7 @@ class JudgeClient:
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
         self.stats = JudgeStats()
         self._transport: Transport = LiteLLMTransport(config)
+        self._retry = RetryPolicy.from_config(config)
         self._state: _LoopState | None = None
         self._modes_setting = structured.parse_setting(config.structured_output)
         self._chains: dict[str, list[str]] = {}
@@ -347,20 +348,15 @@ class JudgeClient:
                 if reply_of(exc) is not None:
                     self.stats.answered += 1
                 await self._record(meta, STATUS_ERROR, exc, reply_of(exc))
-                if not exc.retriable or attempt >= self.config.max_retries:
+                if self._retry.gives_up(exc, attempt):
                     self.stats.errors += 1
                     failures = self.stats.failures
                     failures[exc.error_type] = failures.get(exc.error_type, 0) + 1
-                    if exc.retriable and attempt:
-                        exc.args = (f"{exc} (after {attempt + 1} attempts)",)
+                    note_attempts(exc, attempt)
                     raise
                 attempt += 1
                 self.stats.retries += 1
-                delay = min(
-                    self.config.backoff_max_s,
-                    self.config.backoff_base_s * 2 ** (attempt - 1),
-                )
-                await asyncio.sleep(random.uniform(0, delay))
+                await self._retry.wait(attempt)
 
     async def _attempt(
         self,
