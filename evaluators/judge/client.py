@@ -28,7 +28,6 @@ building a client) touches no network.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -44,11 +43,10 @@ from evaluators.judge.errors import (
     JudgeError,
     JudgeInvalidOutput,
     JudgeOutOfRange,
-    JudgeRequestError,
-    JudgeServerError,
     JudgeTruncated,
 )
 from evaluators.judge.metric import prompt_hash
+from evaluators.judge.modes import StructuredModes
 from evaluators.judge.pacing import Pacer
 from evaluators.judge.parsing import validate
 from evaluators.judge.prompts.base import Prompt
@@ -75,8 +73,6 @@ from evaluators.judge.store import (
 from evaluators.judge.transport import LiteLLMTransport, Transport
 from evaluators.signature import Signature
 
-logger = logging.getLogger(__name__)
-
 
 class _LoopState:
     """Asyncio primitives bound to one event loop (each `asyncio.run` gets fresh ones)."""
@@ -102,11 +98,8 @@ class JudgeClient:
         self._transport: Transport = LiteLLMTransport(config)
         self._retry = RetryPolicy.from_config(config)
         self._state: _LoopState | None = None
-        self._modes_setting = structured.parse_setting(config.structured_output)
-        self._chains: dict[str, list[str]] = {}
+        self._modes = StructuredModes(config.structured_output, self._transport)
         self._limits: dict[str, AdaptiveLimit] = {}
-        self.structured_output_fallbacks: dict[tuple[str, str, str], int] = {}
-        """(model, refused mode, next mode) -> times a server refused (once per model)."""
 
     @classmethod
     def from_settings(cls, settings: Any, store: JudgmentStore | None = None) -> JudgeClient:
@@ -149,45 +142,12 @@ class JudgeClient:
 
     def structured_output_modes(self) -> dict[str, str]:
         """The structured-output mode each model is asked in now (see `structured.py`)."""
-        return {m: self._chain(m)[0] for m in self.config.models}
+        return {m: self._modes.current(m) for m in self.config.models}
 
-    def _chain(self, model: str) -> list[str]:
-        chain = self._chains.get(model)
-        if chain is None:
-            supports = False
-            auto = self._modes_setting.get(model, self._modes_setting["*"]) == structured.AUTO
-            try:
-                if auto:
-                    supports = self._transport.supports_response_schema(model)
-            except Exception:
-                supports = False
-            chain = structured.mode_chain(model, self._modes_setting, supports)
-            self._chains[model] = chain
-        return chain
-
-    def _fall_back(self, model: str, mode: str, error: JudgeError) -> bool:
-        """Drop `mode` for `model` after its server refused it; False when nothing is left."""
-        chain = self._chain(model)
-        if chain[0] != mode:
-            return True  # another request already moved on
-        if len(chain) == 1:
-            return False
-        chain.pop(0)
-        key = (model, mode, chain[0])
-        self.structured_output_fallbacks[key] = self.structured_output_fallbacks.get(key, 0) + 1
-        log = logger.warning if chain[0] == "prompt" else logger.info
-        log(
-            "judge model %s: the server refused structured output mode %s (%s); using %s "
-            "from now on%s",
-            model,
-            mode,
-            str(error)[:200],
-            chain[0],
-            " (no enforced schema: a small model may answer malformed JSON)"
-            if chain[0] == "prompt"
-            else "",
-        )
-        return True
+    @property
+    def structured_output_fallbacks(self) -> dict[tuple[str, str, str], int]:
+        """(model, refused mode, next mode) -> times a server refused (once per model)."""
+        return self._modes.fallbacks
 
     # ------------------------------------------------------------------ public entry point
 
@@ -374,7 +334,7 @@ class JudgeClient:
             # The timeout starts here, after the wait for a slot.
             started = time.perf_counter()
             while True:
-                mode = self._chain(model)[0]
+                mode = self._modes.current(model)
                 fields = structured.request_fields(mode, model, prompt.task, decode)
                 self.stats.calls += 1
                 try:
@@ -383,11 +343,7 @@ class JudgeClient:
                 except Exception as exc:
                     error = self._transport.to_error(exc)
                     status = getattr(exc, "status_code", None)
-                    if not (
-                        isinstance(error, JudgeRequestError | JudgeServerError)
-                        and structured.refuses(mode, status, str(exc))
-                        and self._fall_back(model, mode, error)
-                    ):
+                    if not self._modes.move_on(model, mode, error, status, str(exc)):
                         if error.retriable:
                             outcome = "overload"
                         raise error from exc
