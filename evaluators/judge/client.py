@@ -41,16 +41,15 @@ from evaluators.judge.cost import response_cost
 from evaluators.judge.errors import (
     BudgetExceeded,
     JudgeError,
-    JudgeInvalidOutput,
-    JudgeOutOfRange,
-    JudgeTruncated,
 )
 from evaluators.judge.metric import prompt_hash
 from evaluators.judge.modes import StructuredModes
 from evaluators.judge.pacing import Pacer
 from evaluators.judge.parsing import validate
 from evaluators.judge.prompts.base import Prompt
-from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
+from evaluators.judge.prompts.fencing import new_nonce, seal
+from evaluators.judge.records import RequestMeta, judgment_record
+from evaluators.judge.repair import REPAIRABLE, repair_messages
 from evaluators.judge.reply import (
     Check,
     Reply,
@@ -67,7 +66,6 @@ from evaluators.judge.store import (
     STATUS_ERROR,
     STATUS_OK,
     InMemoryJudgmentStore,
-    JudgmentRecord,
     JudgmentStore,
 )
 from evaluators.judge.transport import LiteLLMTransport, Transport
@@ -193,15 +191,15 @@ class JudgeClient:
             return await shared
 
         async def request() -> Any:
-            meta = {
-                "cache_key": key,
-                "metric": metric,
-                "model": model,
-                "prompt_version": prompt.version,
-                "input_hash": digest,
-                "temperature": float(self.config.temperature),
-                "trace_id": trace_id,
-            }
+            meta = RequestMeta(
+                cache_key=key,
+                metric=metric,
+                model=model,
+                prompt_version=prompt.version,
+                input_hash=digest,
+                temperature=float(self.config.temperature),
+                trace_id=trace_id,
+            )
             messages = seal(template, new_nonce())
             return await self._answer(prompt, messages, model, meta, check, decode)
 
@@ -214,35 +212,17 @@ class JudgeClient:
         prompt: Prompt,
         messages: list[dict[str, str]],
         model: str,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         check: Check | None,
         decode: Mapping[str, Any],
     ) -> Any:
         reply = await self._call(prompt, messages, model, meta, decode)
         try:
             raw, data = parse_reply(prompt, reply, check)
-        except (JudgeInvalidOutput, JudgeOutOfRange, JudgeTruncated) as exc:
-            # One repair request: show the model its reply and what was wrong with it.
+        except REPAIRABLE as exc:
             await self._record(meta, STATUS_ERROR, exc, reply)
             self.stats.repairs += 1
-            problem = (
-                "it was cut off at the token limit; answer again, more briefly"
-                if isinstance(exc, JudgeTruncated)
-                else str(exc)
-            )
-            repair = [
-                *messages,
-                {"role": "assistant", "content": reply.text},
-                {
-                    "role": "user",
-                    "content": (
-                        # The error may quote the reply, itself shaped by untrusted input.
-                        f"That reply could not be used: {neutralise(problem)}. Answer "
-                        "again with only the corrected JSON object, following the schema "
-                        "exactly."
-                    ),
-                },
-            ]
+            repair = repair_messages(messages, reply.text, exc)
             reply = await self._call(prompt, repair, model, meta, decode)
             try:
                 raw, data = parse_reply(prompt, reply, check)
@@ -259,26 +239,14 @@ class JudgeClient:
 
     async def _record(
         self,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         status: str,
         exc: JudgeError | None,
         reply: Reply | None,
         parsed: Any = None,
     ) -> None:
         try:
-            await self.store.record(
-                JudgmentRecord(
-                    **meta,
-                    status=status,
-                    error_type=exc.error_type if exc is not None else None,
-                    output=reply.text if reply is not None else None,
-                    parsed=parsed if isinstance(parsed, dict) else None,
-                    prompt_tokens=reply.prompt_tokens if reply is not None else None,
-                    completion_tokens=reply.completion_tokens if reply is not None else None,
-                    cost_usd=reply.cost_usd if reply is not None else 0.0,
-                    latency_ms=reply.latency_ms if reply is not None else None,
-                )
-            )
+            await self.store.record(judgment_record(meta, status, exc, reply, parsed))
         finally:
             if self._state is not None:
                 self._state.budget.release()
@@ -288,7 +256,7 @@ class JudgeClient:
         prompt: Prompt,
         messages: list[dict[str, str]],
         model: str,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         decode: Mapping[str, Any],
     ) -> Reply:
         """One logical request with retries; every failed attempt is recorded."""
