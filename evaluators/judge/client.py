@@ -35,7 +35,7 @@ from typing import Any
 from evaluators.judge import structured
 from evaluators.judge.budget import Budget, UsageLedger
 from evaluators.judge.cache import InFlight, cache_key, input_hash
-from evaluators.judge.concurrency import AdaptiveLimit
+from evaluators.judge.concurrency import ModelLimits
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.cost import response_cost
 from evaluators.judge.errors import (
@@ -97,7 +97,7 @@ class JudgeClient:
         self._retry = RetryPolicy.from_config(config)
         self._state: _LoopState | None = None
         self._modes = StructuredModes(config.structured_output, self._transport)
-        self._limits: dict[str, AdaptiveLimit] = {}
+        self._limits = ModelLimits(config.max_concurrency, adaptive=config.adaptive_concurrency)
 
     @classmethod
     def from_settings(cls, settings: Any, store: JudgmentStore | None = None) -> JudgeClient:
@@ -120,23 +120,13 @@ class JudgeClient:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
             self._state = _LoopState(self.config, self.store)
-            for limit in self._limits.values():
-                limit.reset_loop()  # waiters and slots of a finished loop are gone
+            self._limits.reset_loop()  # waiters and slots of a finished loop are gone
         return self._state
-
-    def _limit(self, model: str) -> AdaptiveLimit:
-        limit = self._limits.get(model)
-        if limit is None:
-            limit = AdaptiveLimit(
-                self.config.max_concurrency, adaptive=self.config.adaptive_concurrency
-            )
-            self._limits[model] = limit
-        return limit
 
     def concurrency_limits(self) -> dict[str, int]:
         """Requests each model may have in flight now (the configured concurrency until
         the model first ran into overload)."""
-        return {m: self._limit(m).limit for m in self.config.models}
+        return {m: self._limits.of(m).limit for m in self.config.models}
 
     def structured_output_modes(self) -> dict[str, str]:
         """The structured-output mode each model is asked in now (see `structured.py`)."""
@@ -294,7 +284,7 @@ class JudgeClient:
         model: str,
         decode: Mapping[str, Any],
     ) -> Reply:
-        limit = self._limit(model)
+        limit = self._limits.of(model)
         token = await limit.acquire()
         outcome = "other"
         try:
