@@ -3,7 +3,8 @@
 The key hashes model, prompt version, rendered input and temperature. The input is hashed
 as rendered with fence marks, before the request's random fence code is sealed in, so the
 code never defeats the cache. A stored successful answer under the key is the cache entry
-(`store.py`); identical requests in flight at the same moment share one call (`InFlight`).
+(`store.py`), used when it still passes the prompt's schema and the metric's check;
+identical requests in flight at the same moment share one call (`InFlight`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
+from evaluators.judge.errors import JudgeError
+from evaluators.judge.parsing import validate
+from evaluators.judge.reply import Check, finish
 from evaluators.signature import text_hash
 
 T = TypeVar("T")
@@ -29,6 +33,26 @@ def cache_key(model: str, prompt_version: str, input_digest: str, temperature: f
     """The key a judgment is stored and looked up under."""
     parts = [model, prompt_version, input_digest, repr(float(temperature))]
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+class StoredAnswers(Protocol):
+    async def get(self, cache_key: str) -> Mapping[str, Any] | None:
+        """The parsed output of the latest successful call with this key, if any."""
+        ...
+
+
+async def stored_answer(
+    store: StoredAnswers, key: str, schema: Mapping[str, Any], check: Check | None
+) -> Any:
+    """The answer stored under `key`, validated again (`schema`, then `check`); None when
+    there is none or it no longer passes (then it is asked for again)."""
+    cached = await store.get(key)
+    if cached is None:
+        return None
+    try:
+        return finish(validate(cached, schema), check)
+    except JudgeError:
+        return None
 
 
 class InFlight:

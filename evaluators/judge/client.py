@@ -1,25 +1,30 @@
 """The LLM judge: `litellm.acompletion` over asyncio, paced, retried, cached and budgeted.
 
-One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON:
+One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON. The client
+only orders the steps; each step is a module of its own:
 
 1. the cache key hashes model, prompt version, rendered input and temperature (the input
    as rendered with fence marks, before the request's random fence code is sealed in, so
-   the code never defeats the cache); a stored
-   successful answer is returned without any request, and identical requests in flight at
-   the same moment share one HTTP call;
-2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`;
+   the code never defeats the cache); a stored successful answer is returned without any
+   request, and identical requests in flight at the same moment share one HTTP call
+   (`cache.py`);
+2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`
+   (`budget.py`);
 3. the request runs under the model's adaptive concurrency limit (`concurrency.py`: starts
    at `max_concurrency`, halves on overload, grows back on success) and an optional
-   requests-per-minute pacer, with a timeout counted from when it is sent; timeouts, 429,
+   requests-per-minute pacer (`pacing.py`), with a timeout counted from when it is sent
+   (`transport.py`: litellm, its errors mapped to typed `JudgeError`s); timeouts, 429,
    5xx and connection errors are retried with exponential backoff and full jitter,
-   anything else fails at once;
+   anything else fails at once (`retry.py`);
 4. the schema is asked for in the structured-output mode the model's server enforces
    (`structured.py`); a server refusing a mode moves the model to the next mode for the
-   rest of the process (logged, counted in `structured_output_fallbacks`);
+   rest of the process (`modes.py`; logged, counted in `structured_output_fallbacks`);
 5. the reply is checked (empty choices, refusals), its JSON found (also in a tool call)
-   and validated; a malformed, out-of-range or truncated reply gets at most one repair
-   request (a truncated one is first closed locally, kept when its check passes);
-6. every request is recorded in the `JudgmentStore` (tokens, cost, latency, status).
+   and validated (`reply.py`, `parsing.py`); a malformed, out-of-range or truncated reply
+   gets at most one repair request (`repair.py`; a truncated one is first closed locally,
+   kept when its check passes);
+6. every request is recorded in the `JudgmentStore` (`records.py`: tokens, cost from
+   `cost.py`, latency, status) and counted in `JudgeStats` (`stats.py`).
 
 litellm is imported lazily with its price map read locally, so importing this module (or
 building a client) touches no network.
@@ -34,18 +39,14 @@ from typing import Any
 
 from evaluators.judge import structured
 from evaluators.judge.budget import Budget, UsageLedger
-from evaluators.judge.cache import InFlight, cache_key, input_hash
+from evaluators.judge.cache import InFlight, cache_key, input_hash, stored_answer
 from evaluators.judge.concurrency import ModelLimits
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.cost import response_cost
-from evaluators.judge.errors import (
-    BudgetExceeded,
-    JudgeError,
-)
+from evaluators.judge.errors import BudgetExceeded, JudgeError
 from evaluators.judge.metric import prompt_hash
 from evaluators.judge.modes import StructuredModes
 from evaluators.judge.pacing import Pacer
-from evaluators.judge.parsing import validate
 from evaluators.judge.prompts.base import Prompt
 from evaluators.judge.prompts.fencing import new_nonce, seal
 from evaluators.judge.records import RequestMeta, judgment_record
@@ -53,7 +54,6 @@ from evaluators.judge.repair import REPAIRABLE, repair_messages
 from evaluators.judge.reply import (
     Check,
     Reply,
-    finish,
     parse_reply,
     read_reply,
     reply_of,
@@ -62,12 +62,7 @@ from evaluators.judge.reply import (
 from evaluators.judge.retry import RetryPolicy, note_attempts
 from evaluators.judge.schemas import bounded
 from evaluators.judge.stats import JudgeStats
-from evaluators.judge.store import (
-    STATUS_ERROR,
-    STATUS_OK,
-    InMemoryJudgmentStore,
-    JudgmentStore,
-)
+from evaluators.judge.store import STATUS_ERROR, STATUS_OK, InMemoryJudgmentStore, JudgmentStore
 from evaluators.judge.transport import LiteLLMTransport, Transport
 from evaluators.signature import Signature
 
@@ -165,15 +160,10 @@ class JudgeClient:
         key = cache_key(model, prompt.version, digest, self.config.temperature)
         state = self._loop_state()
 
-        cached = await self.store.get(key)
-        if cached is not None:
-            try:
-                data = finish(validate(cached, prompt.schema), check)
-            except JudgeError:
-                data = None
-            if data is not None:
-                self.stats.cache_hits += 1
-                return data
+        data = await stored_answer(self.store, key, prompt.schema, check)
+        if data is not None:
+            self.stats.cache_hits += 1
+            return data
 
         shared = state.inflight.follow(key)
         if shared is not None:
@@ -210,6 +200,7 @@ class JudgeClient:
         try:
             raw, data = parse_reply(prompt, reply, check)
         except REPAIRABLE as exc:
+            # One repair request: show the model its reply and what was wrong with it.
             await self._record(meta, STATUS_ERROR, exc, reply)
             self.stats.repairs += 1
             repair = repair_messages(messages, reply.text, exc)
