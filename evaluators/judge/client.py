@@ -1,25 +1,30 @@
 """The LLM judge: `litellm.acompletion` over asyncio, paced, retried, cached and budgeted.
 
-One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON:
+One `JudgeClient.ask` call turns (prompt, input, model) into validated JSON. The client
+only orders the steps; each step is a module of its own:
 
 1. the cache key hashes model, prompt version, rendered input and temperature (the input
    as rendered with fence marks, before the request's random fence code is sealed in, so
-   the code never defeats the cache); a stored
-   successful answer is returned without any request, and identical requests in flight at
-   the same moment share one HTTP call;
-2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`;
+   the code never defeats the cache); a stored successful answer is returned without any
+   request, and identical requests in flight at the same moment share one HTTP call
+   (`cache.py`);
+2. the budget (calls per hour, USD per 24 h) is checked; over budget -> `BudgetExceeded`
+   (`budget.py`);
 3. the request runs under the model's adaptive concurrency limit (`concurrency.py`: starts
    at `max_concurrency`, halves on overload, grows back on success) and an optional
-   requests-per-minute pacer, with a timeout counted from when it is sent; timeouts, 429,
+   requests-per-minute pacer (`pacing.py`), with a timeout counted from when it is sent
+   (`transport.py`: litellm, its errors mapped to typed `JudgeError`s); timeouts, 429,
    5xx and connection errors are retried with exponential backoff and full jitter,
-   anything else fails at once;
+   anything else fails at once (`retry.py`);
 4. the schema is asked for in the structured-output mode the model's server enforces
    (`structured.py`); a server refusing a mode moves the model to the next mode for the
-   rest of the process (logged, counted in `structured_output_fallbacks`);
+   rest of the process (`modes.py`; logged, counted in `structured_output_fallbacks`);
 5. the reply is checked (empty choices, refusals), its JSON found (also in a tool call)
-   and validated; a malformed, out-of-range or truncated reply gets at most one repair
-   request (a truncated one is first closed locally, kept when its check passes);
-6. every request is recorded in the `JudgmentStore` (tokens, cost, latency, status).
+   and validated (`reply.py`, `parsing.py`); a malformed, out-of-range or truncated reply
+   gets at most one repair request (`repair.py`; a truncated one is first closed locally,
+   kept when its check passes);
+6. every request is recorded in the `JudgmentStore` (`records.py`: tokens, cost from
+   `cost.py`, latency, status) and counted in `JudgeStats` (`stats.py`).
 
 litellm is imported lazily with its price map read locally, so importing this module (or
 building a client) touches no network.
@@ -28,135 +33,52 @@ building a client) touches no network.
 from __future__ import annotations
 
 import asyncio
-import errno
-import hashlib
-import json
-import logging
-import os
-import random
-import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import timedelta
+from collections.abc import Mapping
 from typing import Any
 
 from evaluators.judge import structured
-from evaluators.judge.concurrency import AdaptiveLimit
+from evaluators.judge.budget import Budget, UsageLedger
+from evaluators.judge.cache import InFlight, cache_key, input_hash, stored_answer
+from evaluators.judge.concurrency import ModelLimits
 from evaluators.judge.config import JudgeConfig
-from evaluators.judge.errors import (
-    BudgetExceeded,
-    JudgeConnectionError,
-    JudgeEmptyResponse,
-    JudgeError,
-    JudgeInvalidOutput,
-    JudgeOutOfRange,
-    JudgeRateLimited,
-    JudgeRefusal,
-    JudgeRequestError,
-    JudgeSchemaError,
-    JudgeServerError,
-    JudgeTimeout,
-    JudgeTruncated,
-)
+from evaluators.judge.cost import response_cost
+from evaluators.judge.errors import BudgetExceeded, JudgeError
 from evaluators.judge.metric import prompt_hash
-from evaluators.judge.parsing import close_truncated, extract_json, looks_like_refusal, validate
+from evaluators.judge.modes import StructuredModes
+from evaluators.judge.pacing import Pacer
 from evaluators.judge.prompts.base import Prompt
-from evaluators.judge.prompts.fencing import neutralise, new_nonce, seal
-from evaluators.judge.schemas import bounded
-from evaluators.judge.store import (
-    STATUS_ERROR,
-    STATUS_OK,
-    InMemoryJudgmentStore,
-    JudgmentRecord,
-    JudgmentStore,
-    utcnow,
+from evaluators.judge.prompts.fencing import new_nonce, seal
+from evaluators.judge.records import RequestMeta, judgment_record
+from evaluators.judge.repair import REPAIRABLE, repair_messages
+from evaluators.judge.reply import (
+    Check,
+    Reply,
+    parse_reply,
+    read_reply,
+    reply_of,
+    token_usage,
 )
-from evaluators.signature import Signature, text_hash
-
-logger = logging.getLogger(__name__)
-
-Check = Callable[[Any], Any]
-"""Extra validation of parsed data (e.g. one verdict per statement); raises JudgeError."""
-
-
-def _litellm() -> Any:
-    # No price-map download and no telemetry: the user configured no such network call.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
-    return litellm
-
-
-@dataclass
-class JudgeStats:
-    """Counters for progress bars and exporters (this client's lifetime)."""
-
-    calls: int = 0
-    cache_hits: int = 0
-    errors: int = 0
-    retries: int = 0
-    repairs: int = 0
-    budget_skips: int = 0
-    cost_usd: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    unpriced_models: set[str] = field(default_factory=set)
-    answered: int = 0
-    """Requests that got a reply from the model's server (usable or not)."""
-    failures: dict[str, int] = field(default_factory=dict)
-    """Requests that finally failed, by error type (`connection_error`, `timeout`, ...)."""
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "cache_hits": self.cache_hits,
-            "errors": self.errors,
-            "retries": self.retries,
-            "repairs": self.repairs,
-            "budget_skips": self.budget_skips,
-            "cost_usd": round(self.cost_usd, 6),
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-        }
-
-
-@dataclass
-class _Reply:
-    text: str
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    cost_usd: float
-    latency_ms: float
-    truncated: bool = False
+from evaluators.judge.retry import RetryPolicy, note_attempts
+from evaluators.judge.schemas import bounded
+from evaluators.judge.stats import JudgeStats
+from evaluators.judge.store import STATUS_ERROR, STATUS_OK, InMemoryJudgmentStore, JudgmentStore
+from evaluators.judge.transport import LiteLLMTransport, Transport
+from evaluators.signature import Signature
 
 
 class _LoopState:
     """Asyncio primitives bound to one event loop (each `asyncio.run` gets fresh ones)."""
 
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: JudgeConfig, ledger: UsageLedger) -> None:
         self.loop = asyncio.get_running_loop()
-        self.budget_lock = asyncio.Lock()
-        self.inflight: dict[str, asyncio.Future[Any]] = {}
-        self.pending_calls = 0
-        self.interval = 60.0 / config.requests_per_minute if config.requests_per_minute else 0.0
-        self.next_slot = 0.0
-
-    async def pace(self) -> None:
-        if not self.interval:
-            return
-        now = time.monotonic()
-        slot = max(now, self.next_slot)
-        self.next_slot = slot + self.interval
-        if slot > now:
-            await asyncio.sleep(slot - now)
+        self.inflight = InFlight(self.loop)
+        self.budget = Budget(
+            ledger,
+            max_calls_per_hour=config.max_calls_per_hour,
+            max_usd_per_day=config.max_usd_per_day,
+        )
+        self.pacer = Pacer(config.requests_per_minute)
 
 
 class JudgeClient:
@@ -166,12 +88,11 @@ class JudgeClient:
         self.config = config
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
         self.stats = JudgeStats()
+        self._transport: Transport = LiteLLMTransport(config)
+        self._retry = RetryPolicy.from_config(config)
         self._state: _LoopState | None = None
-        self._modes_setting = structured.parse_setting(config.structured_output)
-        self._chains: dict[str, list[str]] = {}
-        self._limits: dict[str, AdaptiveLimit] = {}
-        self.structured_output_fallbacks: dict[tuple[str, str, str], int] = {}
-        """(model, refused mode, next mode) -> times a server refused (once per model)."""
+        self._modes = StructuredModes(config.structured_output, self._transport)
+        self._limits = ModelLimits(config.max_concurrency, adaptive=config.adaptive_concurrency)
 
     @classmethod
     def from_settings(cls, settings: Any, store: JudgmentStore | None = None) -> JudgeClient:
@@ -193,66 +114,23 @@ class JudgeClient:
     def _loop_state(self) -> _LoopState:
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(self.config)
-            for limit in self._limits.values():
-                limit.reset_loop()  # waiters and slots of a finished loop are gone
+            self._state = _LoopState(self.config, self.store)
+            self._limits.reset_loop()  # waiters and slots of a finished loop are gone
         return self._state
-
-    def _limit(self, model: str) -> AdaptiveLimit:
-        limit = self._limits.get(model)
-        if limit is None:
-            limit = AdaptiveLimit(
-                self.config.max_concurrency, adaptive=self.config.adaptive_concurrency
-            )
-            self._limits[model] = limit
-        return limit
 
     def concurrency_limits(self) -> dict[str, int]:
         """Requests each model may have in flight now (the configured concurrency until
         the model first ran into overload)."""
-        return {m: self._limit(m).limit for m in self.config.models}
+        return {m: self._limits.of(m).limit for m in self.config.models}
 
     def structured_output_modes(self) -> dict[str, str]:
         """The structured-output mode each model is asked in now (see `structured.py`)."""
-        return {m: self._chain(m)[0] for m in self.config.models}
+        return {m: self._modes.current(m) for m in self.config.models}
 
-    def _chain(self, model: str) -> list[str]:
-        chain = self._chains.get(model)
-        if chain is None:
-            supports = False
-            auto = self._modes_setting.get(model, self._modes_setting["*"]) == structured.AUTO
-            try:
-                if auto:
-                    supports = bool(_litellm().supports_response_schema(model=model))
-            except Exception:
-                supports = False
-            chain = structured.mode_chain(model, self._modes_setting, supports)
-            self._chains[model] = chain
-        return chain
-
-    def _fall_back(self, model: str, mode: str, error: JudgeError) -> bool:
-        """Drop `mode` for `model` after its server refused it; False when nothing is left."""
-        chain = self._chain(model)
-        if chain[0] != mode:
-            return True  # another request already moved on
-        if len(chain) == 1:
-            return False
-        chain.pop(0)
-        key = (model, mode, chain[0])
-        self.structured_output_fallbacks[key] = self.structured_output_fallbacks.get(key, 0) + 1
-        log = logger.warning if chain[0] == "prompt" else logger.info
-        log(
-            "judge model %s: the server refused structured output mode %s (%s); using %s "
-            "from now on%s",
-            model,
-            mode,
-            str(error)[:200],
-            chain[0],
-            " (no enforced schema: a small model may answer malformed JSON)"
-            if chain[0] == "prompt"
-            else "",
-        )
-        return True
+    @property
+    def structured_output_fallbacks(self) -> dict[tuple[str, str, str], int]:
+        """(model, refused mode, next mode) -> times a server refused (once per model)."""
+        return self._modes.fallbacks
 
     # ------------------------------------------------------------------ public entry point
 
@@ -278,55 +156,34 @@ class JudgeClient:
         """
         decode = bounded(schema if schema is not None else prompt.schema)
         template = prompt.messages(user)
-        rendered = json.dumps(template, ensure_ascii=False, sort_keys=True)
-        input_hash = text_hash(rendered, 32)
-        key = hashlib.sha256(
-            "\x1f".join(
-                [model, prompt.version, input_hash, repr(float(self.config.temperature))]
-            ).encode("utf-8")
-        ).hexdigest()
+        digest = input_hash(template)
+        key = cache_key(model, prompt.version, digest, self.config.temperature)
         state = self._loop_state()
 
-        cached = await self.store.get(key)
-        if cached is not None:
-            try:
-                data = self._finish(validate(cached, prompt.schema), check)
-            except JudgeError:
-                data = None
-            if data is not None:
-                self.stats.cache_hits += 1
-                return data
+        data = await stored_answer(self.store, key, prompt.schema, check)
+        if data is not None:
+            self.stats.cache_hits += 1
+            return data
 
-        shared = state.inflight.get(key)
+        shared = state.inflight.follow(key)
         if shared is not None:
             self.stats.cache_hits += 1
-            return await asyncio.shield(shared)
-        future: asyncio.Future[Any] = state.loop.create_future()
-        state.inflight[key] = future
-        try:
-            meta = {
-                "cache_key": key,
-                "metric": metric,
-                "model": model,
-                "prompt_version": prompt.version,
-                "input_hash": input_hash,
-                "temperature": float(self.config.temperature),
-                "trace_id": trace_id,
-            }
+            return await shared
+
+        async def request() -> Any:
+            meta = RequestMeta(
+                cache_key=key,
+                metric=metric,
+                model=model,
+                prompt_version=prompt.version,
+                input_hash=digest,
+                temperature=float(self.config.temperature),
+                trace_id=trace_id,
+            )
             messages = seal(template, new_nonce())
-            data = await self._answer(prompt, messages, model, meta, check, decode)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-            future.exception()  # mark retrieved: nobody else may be waiting
-            raise
-        else:
-            future.set_result(data)
-            return data
-        finally:
-            state.inflight.pop(key, None)
+            return await self._answer(prompt, messages, model, meta, check, decode)
+
+        return await state.inflight.lead(key, request)
 
     # ------------------------------------------------------------------ internals
 
@@ -335,38 +192,21 @@ class JudgeClient:
         prompt: Prompt,
         messages: list[dict[str, str]],
         model: str,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         check: Check | None,
         decode: Mapping[str, Any],
     ) -> Any:
         reply = await self._call(prompt, messages, model, meta, decode)
         try:
-            raw, data = self._parse(prompt, reply, check)
-        except (JudgeInvalidOutput, JudgeOutOfRange, JudgeTruncated) as exc:
+            raw, data = parse_reply(prompt, reply, check)
+        except REPAIRABLE as exc:
             # One repair request: show the model its reply and what was wrong with it.
             await self._record(meta, STATUS_ERROR, exc, reply)
             self.stats.repairs += 1
-            problem = (
-                "it was cut off at the token limit; answer again, more briefly"
-                if isinstance(exc, JudgeTruncated)
-                else str(exc)
-            )
-            repair = [
-                *messages,
-                {"role": "assistant", "content": reply.text},
-                {
-                    "role": "user",
-                    "content": (
-                        # The error may quote the reply, itself shaped by untrusted input.
-                        f"That reply could not be used: {neutralise(problem)}. Answer "
-                        "again with only the corrected JSON object, following the schema "
-                        "exactly."
-                    ),
-                },
-            ]
+            repair = repair_messages(messages, reply.text, exc)
             reply = await self._call(prompt, repair, model, meta, decode)
             try:
-                raw, data = self._parse(prompt, reply, check)
+                raw, data = parse_reply(prompt, reply, check)
             except JudgeError as exc2:
                 await self._record(meta, STATUS_ERROR, exc2, reply)
                 self.stats.errors += 1
@@ -378,74 +218,34 @@ class JudgeClient:
         await self._record(meta, STATUS_OK, None, reply, parsed=raw)
         return data
 
-    def _parse(self, prompt: Prompt, reply: _Reply, check: Check | None) -> tuple[Any, Any]:
-        """(schema-valid JSON to cache, value after `check`).
-
-        A reply cut at the token limit is closed (open strings, arrays and objects) and
-        kept only when a `check` then accepts it (e.g. every verdict present); a reply
-        without such a check would lose items silently, so it raises `JudgeTruncated`.
-        """
-        if reply.truncated:
-            if check is None:
-                raise JudgeTruncated("the reply hit the token limit (finish reason length)")
-            try:
-                raw = validate(close_truncated(reply.text), prompt.schema)
-                return raw, self._finish(raw, check)
-            except JudgeError as exc:
-                raise JudgeTruncated(
-                    f"the reply hit the token limit (finish reason length): {exc}"
-                ) from exc
-        try:
-            raw = validate(extract_json(reply.text), prompt.schema)
-        except JudgeInvalidOutput as exc:
-            if not isinstance(exc, JudgeSchemaError) and looks_like_refusal(reply.text):
-                raise JudgeRefusal(f"the judge declined: {reply.text[:120]!r}") from exc
-            raise
-        return raw, self._finish(raw, check)
-
-    @staticmethod
-    def _finish(data: Any, check: Check | None) -> Any:
-        return check(data) if check is not None else data
-
     async def _record(
         self,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         status: str,
         exc: JudgeError | None,
-        reply: _Reply | None,
+        reply: Reply | None,
         parsed: Any = None,
     ) -> None:
         try:
-            await self.store.record(
-                JudgmentRecord(
-                    **meta,
-                    status=status,
-                    error_type=exc.error_type if exc is not None else None,
-                    output=reply.text if reply is not None else None,
-                    parsed=parsed if isinstance(parsed, dict) else None,
-                    prompt_tokens=reply.prompt_tokens if reply is not None else None,
-                    completion_tokens=reply.completion_tokens if reply is not None else None,
-                    cost_usd=reply.cost_usd if reply is not None else 0.0,
-                    latency_ms=reply.latency_ms if reply is not None else None,
-                )
-            )
+            await self.store.record(judgment_record(meta, status, exc, reply, parsed))
         finally:
-            self._release_budget()
+            if self._state is not None:
+                self._state.budget.release()
 
     async def _call(
         self,
         prompt: Prompt,
         messages: list[dict[str, str]],
         model: str,
-        meta: Mapping[str, Any],
+        meta: RequestMeta,
         decode: Mapping[str, Any],
-    ) -> _Reply:
+    ) -> Reply:
         """One logical request with retries; every failed attempt is recorded."""
         state = self._loop_state()
         attempt = 0
         while True:
             try:
-                await self._reserve_budget(state)
+                await state.budget.reserve()
             except BudgetExceeded:
                 self.stats.budget_skips += 1
                 raise
@@ -454,53 +254,18 @@ class JudgeClient:
                 self.stats.answered += 1
                 return reply
             except JudgeError as exc:
-                if getattr(exc, "reply", None) is not None:
+                if reply_of(exc) is not None:
                     self.stats.answered += 1
-                await self._record(meta, STATUS_ERROR, exc, getattr(exc, "reply", None))
-                if not exc.retriable or attempt >= self.config.max_retries:
+                await self._record(meta, STATUS_ERROR, exc, reply_of(exc))
+                if self._retry.gives_up(exc, attempt):
                     self.stats.errors += 1
                     failures = self.stats.failures
                     failures[exc.error_type] = failures.get(exc.error_type, 0) + 1
-                    if exc.retriable and attempt:
-                        exc.args = (f"{exc} (after {attempt + 1} attempts)",)
+                    note_attempts(exc, attempt)
                     raise
                 attempt += 1
                 self.stats.retries += 1
-                delay = min(
-                    self.config.backoff_max_s,
-                    self.config.backoff_base_s * 2 ** (attempt - 1),
-                )
-                await asyncio.sleep(random.uniform(0, delay))
-
-    async def _reserve_budget(self, state: _LoopState) -> None:
-        cfg = self.config
-        if cfg.max_calls_per_hour is None and cfg.max_usd_per_day is None:
-            return
-        async with state.budget_lock:
-            now = utcnow()
-            if cfg.max_calls_per_hour is not None:
-                used = await self.store.usage(now - timedelta(hours=1))
-                if used.calls + state.pending_calls >= cfg.max_calls_per_hour:
-                    raise BudgetExceeded(
-                        f"{cfg.max_calls_per_hour} judge calls per hour already used"
-                    )
-            if cfg.max_usd_per_day is not None:
-                used = await self.store.usage(now - timedelta(days=1))
-                if used.cost_usd >= cfg.max_usd_per_day:
-                    raise BudgetExceeded(
-                        f"judge spending reached {used.cost_usd:.4f} of "
-                        f"{cfg.max_usd_per_day} USD in the last 24 h"
-                    )
-            # Counted until the request is recorded, so concurrent checks see it.
-            state.pending_calls += 1
-
-    def _release_budget(self) -> None:
-        cfg = self.config
-        state = self._state
-        if state is not None and (
-            cfg.max_calls_per_hour is not None or cfg.max_usd_per_day is not None
-        ):
-            state.pending_calls = max(0, state.pending_calls - 1)
+                await self._retry.wait(attempt)
 
     async def _attempt(
         self,
@@ -509,44 +274,25 @@ class JudgeClient:
         messages: list[dict[str, str]],
         model: str,
         decode: Mapping[str, Any],
-    ) -> _Reply:
-        litellm = _litellm()
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "temperature": self.config.temperature,
-            "timeout": self.config.timeout_s,
-            "max_retries": 0,  # retries are ours, with typed errors and jitter
-            "num_retries": 0,
-        }
-        if self.config.api_base:
-            kwargs["api_base"] = self.config.api_base
-        if self.config.api_key:
-            kwargs["api_key"] = self.config.api_key
-        if self.config.max_tokens:
-            kwargs["max_tokens"] = self.config.max_tokens
-        limit = self._limit(model)
+    ) -> Reply:
+        limit = self._limits.of(model)
         token = await limit.acquire()
         outcome = "other"
         try:
-            await state.pace()
+            await state.pacer.pace()
             # The timeout starts here, after the wait for a slot.
             started = time.perf_counter()
             while True:
-                mode = self._chain(model)[0]
+                mode = self._modes.current(model)
                 fields = structured.request_fields(mode, model, prompt.task, decode)
                 self.stats.calls += 1
                 try:
-                    response = await self._send(litellm, {**kwargs, **fields})
+                    response = await self._transport.send(model, messages, fields)
                     break
                 except Exception as exc:
-                    error = _map_exception(litellm, exc)
+                    error = self._transport.to_error(exc)
                     status = getattr(exc, "status_code", None)
-                    if not (
-                        isinstance(error, JudgeRequestError | JudgeServerError)
-                        and structured.refuses(mode, status, str(exc))
-                        and self._fall_back(model, mode, error)
-                    ):
+                    if not self._modes.move_on(model, mode, error, status, str(exc)):
                         if error.retriable:
                             outcome = "overload"
                         raise error from exc
@@ -565,119 +311,18 @@ class JudgeClient:
                 )
             else:
                 limit.release(token, outcome)
-        return self._read(litellm, response, model, latency_ms)
+        return self._read(response, model, latency_ms)
 
-    async def _send(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
-        return await asyncio.wait_for(litellm.acompletion(**kwargs), self.config.timeout_s + 5.0)
-
-    def _read(self, litellm: Any, response: Any, model: str, latency_ms: float) -> _Reply:
-        usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
-        cost = self._cost(litellm, response, model)
+    def _read(self, response: object, model: str, latency_ms: float) -> Reply:
+        prompt_tokens, completion_tokens = token_usage(response)
+        cost = response_cost(response, model, self._transport, self.stats.unpriced_models)
         self.stats.prompt_tokens += int(prompt_tokens or 0)
         self.stats.completion_tokens += int(completion_tokens or 0)
         self.stats.cost_usd += cost
-        choices: Sequence[Any] = getattr(response, "choices", None) or []
-        reply = _Reply(
-            text="",
+        return read_reply(
+            response,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=cost,
             latency_ms=latency_ms,
         )
-        if not choices:
-            raise _with_reply(JudgeEmptyResponse("the reply has no choices"), reply)
-        choice = choices[0]
-        message = getattr(choice, "message", None)
-        # In tools mode the answer is the forced call's arguments (some servers still
-        # put it in the content).
-        text = structured.tool_arguments(message) or getattr(message, "content", None) or ""
-        reply.text = text
-        refusal = getattr(message, "refusal", None) or (
-            (getattr(message, "provider_specific_fields", None) or {}).get("refusal")
-        )
-        finish = getattr(choice, "finish_reason", None)
-        if refusal:
-            raise _with_reply(JudgeRefusal(f"the judge refused: {str(refusal)[:120]!r}"), reply)
-        if finish == "content_filter":
-            raise _with_reply(JudgeRefusal("the provider's content filter stopped it"), reply)
-        reply.truncated = finish == "length"
-        if not text.strip():
-            raise _with_reply(JudgeEmptyResponse("the reply has no text"), reply)
-        return reply
-
-    def _cost(self, litellm: Any, response: Any, model: str) -> float:
-        # litellm prices every response while logging it; reuse that instead of paying
-        # the (CPU-heavy) lookup twice, and skip models already known to have no price.
-        hidden = getattr(response, "_hidden_params", None) or {}
-        known = hidden.get("response_cost") if isinstance(hidden, dict) else None
-        if isinstance(known, int | float) and known > 0:
-            return float(known)
-        if model in self.stats.unpriced_models:
-            return 0.0
-        try:
-            return float(litellm.completion_cost(completion_response=response, model=model))
-        except Exception:
-            self.stats.unpriced_models.add(model)
-            logger.warning(
-                "litellm has no price for judge model %s; its cost is recorded as 0", model
-            )
-            return 0.0
-
-
-def _with_reply(exc: JudgeError, reply: _Reply) -> JudgeError:
-    exc.reply = reply  # type: ignore[attr-defined]
-    return exc
-
-
-_CONNECT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
-
-
-def _connect_failure(exc: BaseException) -> str | None:
-    """The OS-level reason when `exc` was caused by failing to connect (refused, no route,
-    unknown host), found down its cause/context chain; None otherwise."""
-    seen = 0
-    cause: BaseException | None = exc
-    while cause is not None and seen < 20:
-        if isinstance(cause, socket.gaierror) or (
-            isinstance(cause, OSError) and cause.errno in _CONNECT_ERRNOS
-        ):
-            return str(cause).splitlines()[0][:200] or type(cause).__name__
-        cause = cause.__cause__ or cause.__context__
-        seen += 1
-    return None
-
-
-def _map_exception(litellm: Any, exc: BaseException) -> JudgeError:
-    """litellm / asyncio exception -> typed, retriable-or-not judge error."""
-    if isinstance(exc, JudgeError):
-        return exc
-    message = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-    if isinstance(exc, (TimeoutError, litellm.Timeout)):
-        return JudgeTimeout(message)
-    refused = _connect_failure(exc)
-    if refused is not None:
-        # litellm reports a refused connection as an InternalServerError (status 500).
-        return JudgeConnectionError(f"cannot connect: {refused}")
-    if isinstance(exc, litellm.RateLimitError):
-        return JudgeRateLimited(message)
-    if isinstance(exc, litellm.ContentPolicyViolationError):
-        return JudgeRefusal(message)
-    server_errors = (
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-        litellm.BadGatewayError,
-    )
-    if isinstance(exc, server_errors):
-        return JudgeServerError(message)
-    if isinstance(exc, litellm.APIConnectionError):
-        return JudgeConnectionError(message)
-    status = getattr(exc, "status_code", None)
-    if status == 429:
-        return JudgeRateLimited(message)
-    if isinstance(status, int) and status >= 500:
-        return JudgeServerError(message)
-    if isinstance(status, int) and status == 408:
-        return JudgeTimeout(message)
-    return JudgeRequestError(f"{type(exc).__name__}: {message}")

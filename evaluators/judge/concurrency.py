@@ -153,3 +153,25 @@ class AdaptiveLimit:
             if not waiter.done():
                 waiter.set_result(None)
                 free -= 1
+
+
+class ModelLimits:
+    """One `AdaptiveLimit` per judge model, made on first use."""
+
+    def __init__(self, initial: int, *, adaptive: bool = True) -> None:
+        self.initial = initial
+        self.adaptive = adaptive
+        self._limits: dict[str, AdaptiveLimit] = {}
+
+    def of(self, model: str) -> AdaptiveLimit:
+        """The limit of `model`."""
+        limit = self._limits.get(model)
+        if limit is None:
+            limit = AdaptiveLimit(self.initial, adaptive=self.adaptive)
+            self._limits[model] = limit
+        return limit
+
+    def reset_loop(self) -> None:
+        """Forget the slots and waiters of a finished event loop (every model's limit stays)."""
+        for limit in self._limits.values():
+            limit.reset_loop()
