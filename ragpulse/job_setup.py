@@ -17,12 +17,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
+from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import ux_options
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
-from exporters.quality import ResultsCache
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def job_environment(
     settings: Settings,
     engine: Engine,
     *,
-    results: ResultsCache | None = None,
+    results: ResultsSink | None = None,
     embedder: Any = None,
     judge: Any = None,
 ) -> JobEnvironment:

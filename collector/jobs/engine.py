@@ -30,8 +30,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate, encode_outcome
+from collector.jobs.publish import ResultsSink, quality_point
 from collector.jobs.trace_rows import SampleMemo, columns_for, sample_rows
-from collector.jobs.windows import OVERALL, Group, Window, group_for, group_values
+from collector.jobs.windows import OVERALL, Window, group_for, group_values
 from collector.store.models import JobOutcome, JobState, MetricResult, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.outcome import Outcome, Skipped
@@ -39,7 +40,6 @@ from evaluators.registry import EvalContext, ResolvedMetric, resolve
 from evaluators.sample import Sample
 from evaluators.signature import Signature
 from evaluators.thresholds import threshold_signature
-from exporters.quality import QualityPoint, ResultsCache
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class JobEnvironment:
     embedder: Any = None
     judge: Any = None
     options: dict[str, Any] = field(default_factory=dict)
-    results: ResultsCache | None = None
+    results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
     to_sample: Callable[[Any], Sample] | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
@@ -452,7 +452,7 @@ class IncrementalJob:
                     "signature": str(agg.signature),
                 }
             )
-            quality.append(_point(self.name, window, item.group, agg))
+            quality.append(quality_point(self.name, window, item.group, agg))
         if rows:
             session.execute(insert_rows(MetricResult), rows)
         self._publish = quality
@@ -480,17 +480,3 @@ class IncrementalJob:
             session.merge(state)
             session.commit()
         return written
-
-
-def _point(job: str, window: Window, group: Group, agg: Aggregate) -> QualityPoint:
-    return QualityPoint(
-        metric=agg.metric,
-        window=window.name,
-        group_key=group.key,
-        value=agg.value,
-        n=agg.n,
-        ci_lower=agg.ci_lower,
-        ci_upper=agg.ci_upper,
-        job=job,
-        group_labels=group.labels,
-    )
