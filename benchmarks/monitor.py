@@ -147,8 +147,10 @@ class Facts:
 
 
 # The stored columns the generated rows fill, in the table's order (no graded relevance,
-# no metadata in this traffic).
-TRACE_COLUMNS = tuple(c for c in STORED_COLUMNS if c not in ("relevance", "metadata"))
+# no metadata, no per-stage latencies and no shown URL in this traffic).
+TRACE_COLUMNS = tuple(
+    c for c in STORED_COLUMNS if c not in ("relevance", "metadata", "latency_stages", "shown_url")
+)
 
 
 def generate_traces(
