@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from collector.jobs.windows import Group, Window
 from collector.store.models import MetricResult
-from evaluators.aggregate import Aggregate
+
+if TYPE_CHECKING:
+    # Annotations only: the exporters import this module and need none of these.
+    from collector.jobs.outcomes import WindowAggregate
+    from collector.jobs.windows import Group, Window
+    from evaluators.aggregate import Aggregate
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -66,6 +70,13 @@ def quality_point(job: str, window: Window, group: Group, agg: Aggregate) -> Qua
         job=job,
         group_labels=group.labels,
     )
+
+
+def quality_points(
+    job: str, points: Iterable[tuple[Window, WindowAggregate]]
+) -> list[QualityPoint]:
+    """The published form of a run's aggregates."""
+    return [quality_point(job, window, item.group, item.aggregate) for window, item in points]
 
 
 class ResultsSink(Protocol):
