@@ -2,7 +2,8 @@
 
 `JobDefinition` says which metrics a job computes over which stored traces (each job
 module, `ux.py`, `rag_quality.py`, ..., builds one). `JobEnvironment` is everything a job
-needs from outside: the service builds it once and passes it in explicitly.
+needs from outside, typed by what the jobs use of it (`seams.py`, `publish.ResultsSink`,
+the evaluators' `TextEncoder`): the service builds it once and passes it in explicitly.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.publish import ResultsSink
+from collector.jobs.seams import Judge, SampleMapper
 from collector.jobs.windows import Window
-from evaluators.sample import Sample
+from evaluators.embedder import TextEncoder
 
 if TYPE_CHECKING:
     from collector.jobs.engine import IncrementalJob
@@ -58,12 +60,12 @@ class JobEnvironment:
     session_factory: sessionmaker[Session]
     windows: Sequence[Window]
     group_labels: Sequence[str]
-    embedder: Any = None
-    judge: Any = None
+    embedder: TextEncoder | None = None
+    judge: Judge | None = None
     options: dict[str, Any] = field(default_factory=dict)
     results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
-    to_sample: Callable[[Any], Sample] | None = None
+    to_sample: SampleMapper | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
 
 

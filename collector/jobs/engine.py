@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import cast
 
 from sqlalchemy.orm import Session
 
@@ -31,10 +31,11 @@ from collector.jobs.evaluation import JobMetrics, PerSampleScoring, fetch_rows, 
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
+from collector.jobs.seams import StoredTrace
 from collector.jobs.sync import GRACE, TraceCursor, epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
-from collector.store.models import JobState
+from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.sample import Sample
 
@@ -53,11 +54,11 @@ __all__ = [
 NO_JUDGE = "no judge configured"
 
 
-def _default_to_sample(row: Any) -> Sample:
+def _default_to_sample(row: StoredTrace) -> Sample:
     from collector.store.samples import trace_to_sample
 
-    sample: Sample = trace_to_sample(row)
-    return sample
+    # A row of `trace_rows.SAMPLE_COLUMNS` has the attribute names of a `Trace`.
+    return trace_to_sample(cast(Trace, row))
 
 
 class IncrementalJob:
@@ -72,8 +73,8 @@ class IncrementalJob:
         self.dataset = metrics.dataset
         self.columns = OutcomeColumns([m.name for m in self.per_sample], env.group_labels)
         self._longest = max(w.seconds for w in env.windows)
-        self._to_sample = env.to_sample or _default_to_sample
-        self._memo = SampleMemo(self._to_sample, columns_for(metrics.fields))
+        to_sample = env.to_sample or _default_to_sample
+        self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
         self._cursor = TraceCursor(self.name, self.columns, env.group_labels, self._longest)
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.definition import JobDefinition, JobEnvironment
@@ -63,9 +63,9 @@ def eval_context(env: JobEnvironment) -> EvalContext:
     return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
 
 
-def fetch_rows(session: Session, memo: SampleMemo, ids: Sequence[int]) -> list[Any]:
+def fetch_rows(session: Session, memo: SampleMemo, ids: Sequence[int]) -> list[Row[Any]]:
     """The sample rows of `ids` (the columns `memo` maps), oldest update first."""
-    rows: list[Any] = []
+    rows: list[Row[Any]] = []
     for start in range(0, len(ids), _CHUNK):
         part = ids[start : start + _CHUNK]
         query = sample_rows(memo.columns).where(Trace.id.in_(part))
@@ -90,7 +90,7 @@ class PerSampleScoring:
         self.memo = memo
 
     def outcomes(
-        self, session: Session, rows: Sequence[Any], samples: list[Sample]
+        self, session: Session, rows: Sequence[Row[Any]], samples: list[Sample]
     ) -> dict[str, list[Outcome]]:
         """One outcome per metric and sample of `rows` (mapped as `samples`), in order."""
         if not self.metrics:
@@ -110,7 +110,7 @@ class PerSampleScoring:
             for m in self.metrics
         }
 
-    def _context(self, session: Session, rows: Sequence[Any]) -> list[Sample]:
+    def _context(self, session: Session, rows: Sequence[Row[Any]]) -> list[Sample]:
         """Earlier candidates within the look-back before the new traces (not re-scored)."""
         first = min(r.timestamp for r in rows)
         last = max(r.timestamp for r in rows)

@@ -15,12 +15,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
-from sqlalchemy import Text, cast, select
+from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.definition import Filter
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, encode_outcome
+from collector.jobs.seams import StoredTrace
 from collector.jobs.windows import group_values
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
@@ -37,7 +38,7 @@ def epoch(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
-def version_s(row: Any) -> float:
+def version_s(row: StoredTrace) -> float:
     """A stored trace's version: its `updated_at` in epoch seconds."""
     return epoch(row.updated_at)
 
@@ -111,7 +112,10 @@ class TraceCursor:
         return pending if limit is None else pending[:limit]
 
     def record(
-        self, session: Session, rows: Sequence[Any], outcomes: Mapping[str, Sequence[Outcome]]
+        self,
+        session: Session,
+        rows: Sequence[Row[Any]],
+        outcomes: Mapping[str, Sequence[Outcome]],
     ) -> None:
         """Put the outcomes of `rows` (one per metric and row, in order) in the columns and
         in `job_outcomes` (the caller commits), and move the watermark past them."""
