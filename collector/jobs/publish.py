@@ -1,8 +1,8 @@
 """What a job publishes after a run: one `QualityPoint` per metric, window and group.
 
 The jobs layer owns this shape and the `ResultsSink` it hands the points to, so it needs
-nothing from the layers above it; the exporters' in-memory cache
-(`exporters.quality.ResultsCache`) implements the sink and serves the points to scrapes.
+nothing from the layers above it; the exporter's in-memory `ResultsCache` (a layer up)
+implements the sink and serves the points to scrapes.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from collector.store.models import MetricResult
 
 if TYPE_CHECKING:
-    # Annotations only: the exporters import this module and need none of these.
+    # Annotations only: the exporter imports this module and needs none of these.
     from collector.jobs.outcomes import WindowAggregate
     from collector.jobs.windows import Group, Window
     from evaluators.aggregate import Aggregate
