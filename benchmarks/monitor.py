@@ -62,6 +62,7 @@ from collector.ingest.sampling import Sampler
 from collector.jobs import embedding_quality, judge_pipeline, real_users_benchmark, text_quality, ux
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobReport
+from collector.jobs.publish import QualityPoint
 from collector.jobs.scheduler import JOB_NAMES, JUDGE_JOBS, build_runner
 from collector.settings import Settings, load_settings
 from collector.store.repository import TRACE_COLUMNS as STORED_COLUMNS
@@ -69,7 +70,7 @@ from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import resolve
 from exporters.http import scrape
 from exporters.prometheus import OperationsMetrics, QualityCollector
-from exporters.quality import QualityPoint, ResultsCache
+from exporters.quality import ResultsCache
 from migrations.runner import upgrade
 from ragpulse.job_setup import job_environment, make_embedder
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
@@ -146,8 +147,10 @@ class Facts:
 
 
 # The stored columns the generated rows fill, in the table's order (no graded relevance,
-# no metadata in this traffic).
-TRACE_COLUMNS = tuple(c for c in STORED_COLUMNS if c not in ("relevance", "metadata"))
+# no metadata, no per-stage latencies and no shown URL in this traffic).
+TRACE_COLUMNS = tuple(
+    c for c in STORED_COLUMNS if c not in ("relevance", "metadata", "latency_stages", "shown_url")
+)
 
 
 def generate_traces(

@@ -21,7 +21,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from exporters.quality import QualityPoint, ResultsCache
+from collector.jobs.publish import QualityPoint
+from exporters.quality import ResultsCache
 
 QUALITY_FAMILIES = (
     ("ragpulse_metric_value", "Latest value of a quality metric over a window and group."),

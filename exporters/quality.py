@@ -1,8 +1,9 @@
 """The latest quality results, kept in memory so a scrape never touches the database.
 
-Jobs publish their aggregates here after every run; on start-up the cache is filled from
-the newest `metric_results` row of every (metric, window, group), and an exporter that runs
-apart from the scheduler (`--role exporter`) reloads what was written since, on a timer
+Jobs publish their aggregates here after every run (the cache is their
+`collector.jobs.publish.ResultsSink`); on start-up the cache is filled from the newest
+`metric_results` row of every (metric, window, group), and an exporter that runs apart
+from the scheduler (`--role exporter`) reloads what was written since, on a timer
 (`exporters/refresh.py`). Keys are `(metric, window, group_key)`; `group_key` is "" for the
 overall group.
 """
@@ -10,50 +11,13 @@ overall group.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
+from collections.abc import Iterable
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from collector.jobs.publish import QualityPoint
 from collector.store.models import MetricResult
-
-_EMPTY: Mapping[str, str] = MappingProxyType({})
-
-
-@dataclass(frozen=True, slots=True)
-class QualityPoint:
-    """One metric value for one window and group, as exported."""
-
-    metric: str
-    window: str
-    group_key: str
-    value: float | None
-    n: int
-    ci_lower: float | None = None
-    ci_upper: float | None = None
-    job: str = ""
-    group_labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.metric, self.window, self.group_key)
-
-    @classmethod
-    def from_row(cls, row: MetricResult) -> QualityPoint:
-        labels = {str(k): str(v) for k, v in (row.group_labels or {}).items()}
-        return cls(
-            metric=row.metric,
-            window=row.window,
-            group_key=row.group_key,
-            value=row.value,
-            n=row.n,
-            ci_lower=row.ci_lower,
-            ci_upper=row.ci_upper,
-            job=row.job,
-            group_labels=MappingProxyType(labels),
-        )
 
 
 class ResultsCache:

@@ -16,16 +16,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
+from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import ux_options
+from collector.jobs.seams import Judge
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
-from exporters.quality import ResultsCache
+from evaluators.embedder import TextEncoder
 from ragpulse.judge import make_judge
 
 
-def make_embedder(settings: Settings) -> Any:
+def make_embedder(settings: Settings) -> TextEncoder:
     from evaluators.embedder import Embedder
 
     cfg = settings.embeddings
@@ -52,10 +54,10 @@ def observe_scripts(embedder: Any, observer: Callable[[str, int, int], None]) ->
 
 
 def shared_embedder(
-    embedder: Any,
+    embedder: TextEncoder | None,
     settings: Settings | None = None,
     session_factory: sessionmaker[Session] | None = None,
-) -> Any:
+) -> TextEncoder | None:
     """`embedder` behind the cross-run cache (once, never wrapped twice): recent texts in
     memory and, with `embeddings.persist` and a session factory, the `embeddings` table."""
     if embedder is None or isinstance(embedder, RecentEmbeddings):
@@ -84,9 +86,9 @@ def job_environment(
     settings: Settings,
     engine: Engine,
     *,
-    results: ResultsCache | None = None,
-    embedder: Any = None,
-    judge: Any = None,
+    results: ResultsSink | None = None,
+    embedder: TextEncoder | None = None,
+    judge: Judge | None = None,
 ) -> JobEnvironment:
     factory = make_session_factory(engine)
     return JobEnvironment(

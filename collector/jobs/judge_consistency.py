@@ -25,17 +25,19 @@ import logging
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.engine import NO_JUDGE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
 from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.seams import Judge
 from collector.jobs.windows import OVERALL, Window
 from collector.settings import Settings
 from collector.store.models import JobState, Judgment, Trace
 from evaluators.aggregate import Aggregate
+from evaluators.judge.store import JudgmentRecord, JudgmentStore, Usage
 from evaluators.judge_quality import (
     DEFAULT_DELTA,
     OK,
@@ -45,7 +47,11 @@ from evaluators.judge_quality import (
 )
 from evaluators.outcome import Skipped
 from evaluators.registry import DatasetValue, EvalContext
+from evaluators.sample import Sample
 from evaluators.signature import Signature
+
+if TYPE_CHECKING:
+    from evaluators.judge.client import JudgeClient
 
 logger = logging.getLogger(__name__)
 
@@ -103,20 +109,20 @@ def judgment_score(parsed: Any) -> float | None:
 class _UncachedReads:
     """A judgment store that never answers from the cache but records every call."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: JudgmentStore) -> None:
         self.inner = inner
 
     async def get(self, cache_key: str) -> Mapping[str, Any] | None:
         return None
 
-    async def record(self, record: Any) -> None:
+    async def record(self, record: JudgmentRecord) -> None:
         await self.inner.record(record)
 
-    async def usage(self, since: datetime) -> Any:
+    async def usage(self, since: datetime) -> Usage:
         return await self.inner.usage(since)
 
 
-def uncached(judge: Any) -> Any:
+def uncached(judge: Judge) -> JudgeClient:
     """A client like `judge` (same models, settings, store for records and budgets) that
     asks the model even when an identical judgment is cached."""
     from evaluators.judge.client import JudgeClient
@@ -143,7 +149,7 @@ class JudgeConsistencyJob(IncrementalJob):
             return JobReport(
                 self.name, "skipped", 0, written, time.perf_counter() - started, NO_JUDGE
             )
-        rejudged = self._rejudge(now)
+        rejudged = self._rejudge(now, self.env.judge)
         with self.env.session_factory() as session:
             points = self._points(session, now)
             written = self._write(session, now, points)
@@ -158,7 +164,7 @@ class JudgeConsistencyJob(IncrementalJob):
 
     # -- re-judging ---------------------------------------------------------------------
 
-    def _rejudge(self, now: datetime) -> int:
+    def _rejudge(self, now: datetime, judge: Judge) -> int:
         sample = self.definition.dataset_cap
         since = now - timedelta(seconds=self._longest)
         recent = now - timedelta(seconds=self._shortest)
@@ -198,7 +204,7 @@ class JudgeConsistencyJob(IncrementalJob):
             traces = list(session.scalars(select(Trace).where(Trace.trace_id.in_(list(chosen)))))
             samples = {t.trace_id: self._to_sample(t) for t in traces}
         ctx = EvalContext(
-            embedder=self.env.embedder, judge=uncached(self.env.judge), options=self.env.options
+            embedder=self.env.embedder, judge=uncached(judge), options=self.env.options
         )
         from evaluators.runner import evaluate
 
@@ -209,7 +215,7 @@ class JudgeConsistencyJob(IncrementalJob):
         logger.info("judge_consistency: re-judged %d traces", len(samples))
         return len(samples)
 
-    def _to_sample(self, row: Trace) -> Any:
+    def _to_sample(self, row: Trace) -> Sample:
         if self.env.to_sample is not None:
             return self.env.to_sample(row)
         from collector.store.samples import trace_to_sample

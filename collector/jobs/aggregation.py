@@ -1,0 +1,53 @@
+"""Per-window and per-group aggregates of a job's per-sample outcomes.
+
+Every window is aggregated from the job's `OutcomeColumns` (every trace in the window
+counts, not a sample of them), and each aggregate carries the `Signature` of how its
+number was made (embedding model and its thresholds, judge model), so values made
+differently are never compared as if alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
+from collector.jobs.sync import epoch
+from collector.jobs.windows import Window
+from evaluators.registry import ResolvedMetric
+from evaluators.signature import Signature
+from evaluators.thresholds import threshold_signature
+
+
+def signature(metric: ResolvedMetric, env: JobEnvironment) -> Signature:
+    """How `metric`'s values are made with the job's embedder, judge and options."""
+    embedder = env.embedder if metric.spec.uses_embedder else None
+    judge = env.judge if metric.spec.uses_judge else None
+    model = getattr(embedder, "model_name", None) if embedder is not None else None
+    return Signature(
+        judge_model=getattr(judge, "model", None) if judge is not None else None,
+        embedding_model=model,
+        thresholds=(
+            threshold_signature(metric.spec.family, env.options, model)
+            if model is not None
+            else None
+        ),
+    )
+
+
+def window_aggregates(
+    columns: OutcomeColumns,
+    metrics: Sequence[ResolvedMetric],
+    env: JobEnvironment,
+    now: datetime,
+) -> list[tuple[Window, WindowAggregate]]:
+    """Every metric's aggregate per window and group, the windows ending at `now`."""
+    end = epoch(now)
+    proportions = {m.name: m.spec.proportion for m in metrics}
+    signatures = {m.name: signature(m, env) for m in metrics}
+    points: list[tuple[Window, WindowAggregate]] = []
+    for window in env.windows:
+        for item in columns.aggregate(end - window.seconds, end, proportions, signatures):
+            points.append((window, item))
+    return points

@@ -1,0 +1,123 @@
+"""A job's dataset metrics (sessions, clusters, confusion matrices) per window and group.
+
+They are not means of per-trace outcomes, so they cannot come from the outcome columns:
+they are computed from samples, over the most recent `dataset_cap` candidates of the
+longest window (each window takes the part of them inside it). That costs seconds to
+minutes (embeddings), so it is done when a run saw new or updated traces, or at least
+every `DATASET_REFRESH_S`; in between the last values are given again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from collector.jobs.definition import JobDefinition, JobEnvironment
+from collector.jobs.evaluation import eval_context
+from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.sync import epoch, version_s
+from collector.jobs.trace_rows import SampleMemo
+from collector.jobs.windows import OVERALL, Window, group_for
+from collector.store.models import Trace
+from evaluators.aggregate import Aggregate
+from evaluators.registry import ResolvedMetric
+from evaluators.sample import Sample
+
+DATASET_REFRESH_S = 300.0
+"""Dataset metrics are recomputed at least this often, even without new traces."""
+
+
+class DatasetMetrics:
+    """Computes a job's dataset metrics per window and keeps the last values."""
+
+    def __init__(
+        self,
+        definition: JobDefinition,
+        env: JobEnvironment,
+        metrics: Sequence[ResolvedMetric],
+        memo: SampleMemo,
+        longest_s: float,
+    ) -> None:
+        self.definition = definition
+        self.env = env
+        self.names = [m.name for m in metrics]
+        self.memo = memo
+        self.longest_s = longest_s
+        self._points: list[tuple[Window, WindowAggregate]] = []
+        self._at = 0.0
+
+    def points(
+        self, session: Session, now: datetime, *, changed: bool
+    ) -> list[tuple[Window, WindowAggregate]]:
+        """Every dataset metric per window and group: recomputed when `changed`, when
+        stale or at first, else the last values."""
+        stale = time.monotonic() - self._at > DATASET_REFRESH_S
+        if changed or stale or not self._points:
+            self._points = []
+            for point in self._compute(session, now):
+                self._points.append(point)
+            self._at = time.monotonic()
+        return list(self._points)
+
+    def _compute(self, session: Session, now: datetime) -> Iterable[tuple[Window, WindowAggregate]]:
+        longest = now - timedelta(seconds=self.longest_s)
+        narrow = self.definition.dataset_candidates or self.definition.candidates
+        query = narrow(
+            select(Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp).where(
+                Trace.timestamp >= longest, Trace.timestamp <= now
+            )
+        )
+        keys = []
+        ts_of: dict[str, float] = {}
+        for row_id, trace_id, updated, ts in session.execute(
+            query.order_by(Trace.timestamp.desc()).limit(self.definition.dataset_cap)
+        ):
+            keys.append((row_id, trace_id, epoch(updated)))
+            ts_of[trace_id] = epoch(ts)
+        samples = [
+            (ts_of[trace_id], sample)
+            for trace_id, sample in self.memo.samples(session, keys, version_s)
+        ]
+        # `samples` is newest first, so a window's subset is a prefix of it; windows whose
+        # prefixes are equally long (all candidates are recent) share one evaluation.
+        done: dict[int, list[WindowAggregate]] = {}
+        for window in self.env.windows:
+            start = epoch(now) - window.seconds
+            size = sum(1 for ts, _ in samples if ts >= start)
+            if size not in done:
+                subset = [s for ts, s in samples if ts >= start]
+                done[size] = self._items(subset)
+            for item in done[size]:
+                yield window, item
+
+    def _items(self, subset: list[Sample]) -> list[WindowAggregate]:
+        from evaluators.runner import evaluate
+
+        names = self.names
+        if not subset:
+            return [
+                WindowAggregate(
+                    OVERALL, Aggregate(metric, None, 0, skip_reasons={"no traces in window": 0})
+                )
+                for metric in names
+            ]
+        items = []
+        labels = self.env.group_labels if self.definition.dataset_groups else ()
+        first = True
+        for label in labels or (None,):
+            result = evaluate(subset, names, eval_context(self.env), group_by=label)
+            if first:
+                items += [WindowAggregate(OVERALL, result.aggregates[m]) for m in names]
+                first = False
+            if label is None:
+                continue
+            for value, aggregates in result.groups.items():
+                if value == "(none)":
+                    continue
+                group = group_for(label, value)
+                items += [WindowAggregate(group, aggregates[m]) for m in names]
+        return items

@@ -1,0 +1,79 @@
+"""What a job is, what it is given, and what one run reports.
+
+`JobDefinition` says which metrics a job computes over which stored traces (each job
+module, `ux.py`, `rag_quality.py`, ..., builds one). `JobEnvironment` is everything a job
+needs from outside, typed by what the jobs use of it (`seams.py`, `publish.ResultsSink`,
+the evaluators' `TextEncoder`): the service builds it once and passes it in explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Select
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.publish import ResultsSink
+from collector.jobs.seams import Judge, SampleMapper
+from collector.jobs.windows import Window
+from evaluators.embedder import TextEncoder
+
+if TYPE_CHECKING:
+    from collector.jobs.engine import IncrementalJob
+
+Filter = Callable[[Select[Any]], Select[Any]]
+"""Narrows a `SELECT ... FROM traces` to a job's candidates."""
+
+
+def _all(query: Select[Any]) -> Select[Any]:
+    return query
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    """What a job evaluates: its metrics and which stored traces are its candidates."""
+
+    name: str
+    metrics: tuple[str, ...]
+    description: str
+    candidates: Filter = _all
+    uses_judge: bool = False
+    context_lookback_s: float = 0.0
+    """Earlier traces within this look-back are given to per-sample metrics as context."""
+    max_new_per_run: int | None = None
+    dataset_candidates: Filter | None = None
+    """Which candidates dataset metrics look at (default: `candidates`)."""
+    dataset_cap: int = 5000
+    dataset_groups: bool = True
+    factory: Callable[[JobDefinition, JobEnvironment], IncrementalJob] | None = None
+    """Builds a job that computes its own metrics (not registry metrics) instead of the
+    per-trace `IncrementalJob` (e.g. judge_consistency, over the judgments table)."""
+
+
+@dataclass
+class JobEnvironment:
+    """Everything a job needs, passed in explicitly (the service builds it once)."""
+
+    session_factory: sessionmaker[Session]
+    windows: Sequence[Window]
+    group_labels: Sequence[str]
+    embedder: TextEncoder | None = None
+    judge: Judge | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    results: ResultsSink | None = None
+    retention: timedelta = timedelta(days=30)
+    to_sample: SampleMapper | None = None
+    """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
+
+
+@dataclass(frozen=True)
+class JobReport:
+    job: str
+    status: str
+    new_traces: int = 0
+    results: int = 0
+    seconds: float = 0.0
+    message: str = ""

@@ -1,0 +1,133 @@
+"""Scoring a run's new traces with a job's per-sample metrics.
+
+A job's metrics are resolved once and split by kind (`JobMetrics`): per-sample ones are
+scored here, trace by trace, and kept as outcomes; dataset ones are computed over whole
+windows (`dataset.py`). New traces are fetched as light rows (only the columns the
+metrics read, `trace_rows`) and mapped to `Sample`s; metrics that look at a user's
+earlier questions (UX) get the candidates of the look-back before them as context:
+evaluated with the new traces, not scored again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session
+
+from collector.jobs.definition import JobDefinition, JobEnvironment
+from collector.jobs.sync import epoch, version_s
+from collector.jobs.trace_rows import SampleMemo, sample_rows
+from collector.store.models import Trace
+from evaluators.outcome import Outcome, Skipped
+from evaluators.registry import EvalContext, ResolvedMetric, resolve
+from evaluators.sample import Sample
+
+_CHUNK = 1000
+_CONTEXT_CAP = 20_000
+
+
+def sample_fields(metrics: Iterable[ResolvedMetric]) -> frozenset[str] | None:
+    """The `Sample` fields the metrics read (`MetricSpec.reads`); None when one of them
+    does not say, or there are none."""
+    reads = [m.spec.reads for m in metrics]
+    if not reads or any(r is None for r in reads):
+        return None
+    return frozenset().union(*(r for r in reads if r is not None))
+
+
+@dataclass(frozen=True)
+class JobMetrics:
+    """A job's metrics, resolved: scored per sample, or computed over a dataset."""
+
+    per_sample: list[ResolvedMetric]
+    dataset: list[ResolvedMetric]
+    fields: frozenset[str] | None
+    """The `Sample` fields any of them reads (`sample_fields`)."""
+
+    @classmethod
+    def resolve(cls, names: Iterable[str]) -> JobMetrics:
+        resolved = [resolve(m) for m in names]
+        return cls(
+            per_sample=[m for m in resolved if m.spec.kind != "dataset"],
+            dataset=[m for m in resolved if m.spec.kind == "dataset"],
+            fields=sample_fields(resolved),
+        )
+
+
+def eval_context(env: JobEnvironment) -> EvalContext:
+    """What the metrics may use besides the samples: the job's embedder, judge, options."""
+    return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
+
+
+def fetch_rows(session: Session, memo: SampleMemo, ids: Sequence[int]) -> list[Row[Any]]:
+    """The sample rows of `ids` (the columns `memo` maps), oldest update first."""
+    rows: list[Row[Any]] = []
+    for start in range(0, len(ids), _CHUNK):
+        part = ids[start : start + _CHUNK]
+        query = sample_rows(memo.columns).where(Trace.id.in_(part))
+        rows.extend(session.execute(query))
+    rows.sort(key=lambda r: (r.updated_at, r.id))
+    return rows
+
+
+class PerSampleScoring:
+    """Scores new traces with a job's per-sample metrics, given their look-back context."""
+
+    def __init__(
+        self,
+        definition: JobDefinition,
+        env: JobEnvironment,
+        metrics: Sequence[ResolvedMetric],
+        memo: SampleMemo,
+    ) -> None:
+        self.definition = definition
+        self.env = env
+        self.metrics = metrics
+        self.memo = memo
+
+    def outcomes(
+        self, session: Session, rows: Sequence[Row[Any]], samples: list[Sample]
+    ) -> dict[str, list[Outcome]]:
+        """One outcome per metric and sample of `rows` (mapped as `samples`), in order."""
+        if not self.metrics:
+            return {}
+        from evaluators.runner import evaluate
+
+        context: list[Sample] = []
+        if self.definition.context_lookback_s > 0:
+            context = self._context(session, rows)
+        names = [m.name for m in self.metrics]
+        result = evaluate(context + samples, names, eval_context(self.env))
+        offset = len(context)
+        return {
+            m.name: list(
+                result.per_sample.get(m.name, [Skipped("not computed")] * (offset + len(samples)))
+            )[offset:]
+            for m in self.metrics
+        }
+
+    def _context(self, session: Session, rows: Sequence[Row[Any]]) -> list[Sample]:
+        """Earlier candidates within the look-back before the new traces (not re-scored)."""
+        first = min(r.timestamp for r in rows)
+        last = max(r.timestamp for r in rows)
+        fresh = {r.trace_id for r in rows}
+        lookback = timedelta(seconds=self.definition.context_lookback_s)
+        query = (
+            self.definition.candidates(
+                select(Trace.id, Trace.trace_id, Trace.updated_at).where(
+                    Trace.timestamp >= first - lookback, Trace.timestamp <= last
+                )
+            )
+            .order_by(Trace.timestamp.desc())
+            .limit(_CONTEXT_CAP)
+        )
+        keys = [
+            (row_id, trace_id, epoch(updated))
+            for row_id, trace_id, updated in session.execute(query)
+            if trace_id not in fresh
+        ]
+        return [sample for _, sample in self.memo.samples(session, keys, version_s)]
