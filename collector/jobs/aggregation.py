@@ -15,24 +15,17 @@ from collector.jobs.definition import JobEnvironment
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.sync import epoch
 from collector.jobs.windows import Window
-from evaluators.registry import ResolvedMetric
+from evaluators.registry import EvalContext, ResolvedMetric
+from evaluators.runner import signature_for
 from evaluators.signature import Signature
-from evaluators.thresholds import threshold_signature
 
 
 def signature(metric: ResolvedMetric, env: JobEnvironment) -> Signature:
-    """How `metric`'s values are made with the job's embedder, judge and options."""
-    embedder = env.embedder if metric.spec.uses_embedder else None
-    judge = env.judge if metric.spec.uses_judge else None
-    model = getattr(embedder, "model_name", None) if embedder is not None else None
-    return Signature(
-        judge_model=getattr(judge, "model", None) if judge is not None else None,
-        embedding_model=model,
-        thresholds=(
-            threshold_signature(metric.spec.family, env.options, model)
-            if model is not None
-            else None
-        ),
+    """How `metric`'s values are made with the job's embedder, judge and options: the
+    evaluators' own rule (`evaluators.runner.signature_for`), so a scheduled result and
+    `ragpulse evaluate` stamp the same judge models, prompt hash and embedding model."""
+    return signature_for(
+        metric, EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
     )
 
 

@@ -134,3 +134,39 @@ def test_without_a_judge_the_job_is_a_visible_skip(sqlite_url: str) -> None:
 )
 def test_judgment_score(parsed: Any, score: float | None) -> None:
     assert judgment_score(parsed) == score
+
+
+def test_rag_quality_results_name_their_judge_and_prompt(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    """A scheduled judge metric carries the signature `ragpulse evaluate` gives it: the judge
+    models and the metric's prompt hash, so a dashboard number can be traced to its prompt."""
+    llm_server.fallback = auto_reply
+    settings = load_settings(
+        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
+        scheduler={"jobs": ["rag_quality"]},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        add_trace(
+            session,
+            "alpha",
+            datetime.now(UTC) - timedelta(minutes=3),
+            purposes=("judge",),
+            question="What is alpha?",
+            answer="alpha is a test answer.",
+            reference="alpha is the reference answer.",
+            contexts=[{"id": "d1", "text": "alpha is described here."}],
+        )
+        session.commit()
+    judge = make_judge(settings.judge, factory)
+    assert judge is not None
+    env = job_environment(settings, engine, embedder=_NoEmbedder(), judge=judge)
+    (report,) = build_runner(settings, engine, env).run_many()
+    assert report.status == "ok", report.message
+    row = _latest(factory, "faithfulness_rating", "1h")
+    assert row.n == 1
+    assert row.signature == str(judge.signature("faithfulness_rating"))
+    assert "judge-a" in row.signature and "prompt" in row.signature
+    engine.dispose()
