@@ -17,23 +17,28 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evaluators.errors import UnknownMetricError
 from evaluators.outcome import Outcome
 from evaluators.sample import Sample
+
+if TYPE_CHECKING:
+    from evaluators.embedder import TextEncoder
+    from evaluators.judge.protocol import Judge
 
 
 @dataclass(frozen=True)
 class EvalContext:
     """What metrics may use besides the samples, passed in explicitly (never global).
 
-    `embedder` is an `evaluators.embedder.Embedder`, `judge` an
-    `evaluators.judge.client.JudgeClient`; `options` holds thresholds and knobs by name.
+    `embedder` is an `evaluators.embedder.Embedder` (or any `TextEncoder`), `judge` an
+    `evaluators.judge.client.JudgeClient` (or any `Judge`); `options` holds thresholds and
+    knobs by name.
     """
 
-    embedder: Any = None
-    judge: Any = None
+    embedder: TextEncoder | None = None
+    judge: Judge | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from evaluators.aggregate import bootstrap_ci
+from evaluators.embedder import TextEncoder
 from evaluators.embedding_models import THRESHOLD_NAMES
 from evaluators.outcome import Outcome, Score, Skipped
 from evaluators.registry import DatasetValue, EvalContext, MetricSpec, register
@@ -63,8 +64,8 @@ def _seconds(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
-def _encode_questions(samples: Sequence[Sample], ctx: EvalContext) -> np.ndarray:
-    return np.asarray(ctx.embedder.encode([s.question for s in samples]), dtype=np.float32)
+def _encode_questions(samples: Sequence[Sample], embedder: TextEncoder) -> np.ndarray:
+    return np.asarray(embedder.encode([s.question for s in samples]), dtype=np.float32)
 
 
 # --- cache_hit_rate -------------------------------------------------------------------
@@ -161,7 +162,7 @@ def context_preservation(
     if ctx.embedder is None:
         return Skipped(NO_EMBEDDER)
     flat = [i for g in groups for i in g]
-    emb = _encode_questions([samples[i] for i in flat], ctx)
+    emb = _encode_questions([samples[i] for i in flat], ctx.embedder)
     sizes = np.array([len(g) for g in groups])
     ends = np.cumsum(sizes)
     consecutive = np.concatenate(
@@ -191,7 +192,7 @@ def multi_turn_consistency(
     q_thr = option(ctx, "duplicate_question_threshold")
     a_thr = option(ctx, "answer_agreement_threshold")
     flat = [i for g in groups for i in g]
-    emb = _encode_questions([samples[i] for i in flat], ctx)
+    emb = _encode_questions([samples[i] for i in flat], ctx.embedder)
     bounds = np.concatenate(([0], np.cumsum([len(g) for g in groups])))
     has_answer = np.array([bool(samples[i].answer) for i in flat])
     # Pass 1: rows with an answer and a near-duplicate question that also has an answer;

@@ -18,12 +18,12 @@ from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
 from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import ux_options
-from collector.jobs.seams import Judge
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from evaluators.embedder import TextEncoder
+from evaluators.judge.protocol import Judge
 from ragpulse.judge import make_judge
 
 

@@ -17,9 +17,10 @@ from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.publish import ResultsSink
-from collector.jobs.seams import Judge, SampleMapper
+from collector.jobs.seams import SampleMapper
 from collector.jobs.windows import Window
 from evaluators.embedder import TextEncoder
+from evaluators.judge.protocol import Judge
 
 if TYPE_CHECKING:
     from collector.jobs.engine import IncrementalJob

@@ -32,11 +32,11 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.engine import NO_JUDGE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
 from collector.jobs.outcomes import WindowAggregate
-from collector.jobs.seams import Judge
 from collector.jobs.windows import OVERALL, Window
 from collector.settings import Settings
 from collector.store.models import JobState, Judgment, Trace
 from evaluators.aggregate import Aggregate
+from evaluators.judge.protocol import Judge
 from evaluators.judge.store import JudgmentRecord, JudgmentStore, Usage
 from evaluators.judge_quality import (
     DEFAULT_DELTA,

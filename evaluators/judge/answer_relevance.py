@@ -4,11 +4,10 @@ judge model; skipped without an answer; a rating outside 0..1 is an `out_of_rang
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import judge_metric
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.scores import ANSWER_RELEVANCE
+from evaluators.judge.protocol import Judge
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -19,7 +18,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if sample.answer and sample.answer.strip() else "no answer"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     user = f"{fence('question', sample.question)}\n\n{fence('answer', sample.answer or '')}"
     data = await judge.ask(
         ANSWER_RELEVANCE, user, model=model, metric=FAMILY, trace_id=sample.trace_id

@@ -6,11 +6,10 @@ flight)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import by_item, texts_of
 from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, fence_items
 from evaluators.judge.prompts.statements import STATEMENTS
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import non_empty, numbered_rows
 from evaluators.sample import Sample
 
@@ -28,7 +27,7 @@ def clean_items(items: list[str]) -> list[str]:
 
 
 async def extract_statements(
-    judge: Any, model: str, question: str, text: str, *, metric: str, trace_id: str
+    judge: Judge, model: str, question: str, text: str, *, metric: str, trace_id: str
 ) -> list[str]:
     user = f"{fence('question', question)}\n\n{fence('text', text)}"
     data = await judge.ask(
@@ -43,7 +42,7 @@ async def extract_statements(
 
 
 async def share_in_contexts(
-    judge: Any,
+    judge: Judge,
     prompt: Prompt,
     sample: Sample,
     items: list[str],

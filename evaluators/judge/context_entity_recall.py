@@ -13,12 +13,11 @@ Skipped without a reference, without contexts, or when the reference names no en
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.claims import clean_items, share_in_contexts
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import non_empty
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
@@ -33,7 +32,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if texts_of(sample) else "no contexts"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
     reference = sample.reference or ""
     data = await judge.ask(
         ENTITIES,

@@ -12,11 +12,10 @@ sample and judge model rates all contexts (RAGAS needs one per context).
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_precision import CONTEXT_PRECISION
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import numbered_rows
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -56,7 +55,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     texts = texts_of(sample)
     kind, target = _target(sample, ctx)
     user = (

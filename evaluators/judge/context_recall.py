@@ -10,11 +10,10 @@ Skipped without a reference or contexts, or when the reference yields no stateme
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_recall import CONTEXT_RECALL
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import non_empty
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
@@ -29,7 +28,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if texts_of(sample) else "no contexts"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
     user = (
         f"{fence('question', sample.question)}\n\n"
         f"{fence('reference', sample.reference or '')}\n\n{fence_contexts(texts_of(sample))}"

@@ -9,11 +9,10 @@ metric needs 2 to 10). Skipped when the sample has no context text.
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_relevance import CONTEXT_RELEVANCE
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import numbered_rows
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -25,7 +24,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if texts_of(sample) else "no contexts"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     texts = texts_of(sample)
     user = f"{fence('question', sample.question)}\n\n{fence_contexts(texts)}"
     grades = await judge.ask(

@@ -4,11 +4,10 @@ and judge model; skipped without an answer or a reference."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import judge_metric
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.scores import E2E_SCORE
+from evaluators.judge.protocol import Judge
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -21,7 +20,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if sample.reference and sample.reference.strip() else "no reference"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     user = (
         f"{fence('question', sample.question)}\n\n"
         f"{fence('reference', sample.reference or '')}\n\n"

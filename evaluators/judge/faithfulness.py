@@ -13,11 +13,10 @@ Skipped without an answer or contexts, or when the answer makes no factual state
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.claims import extract_statements, share_in_contexts
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.statements import STATEMENT_SUPPORT, STATEMENTS
+from evaluators.judge.protocol import Judge
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -31,7 +30,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if texts_of(sample) else "no contexts"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
     statements = await extract_statements(
         judge,
         model,

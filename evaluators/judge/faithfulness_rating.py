@@ -11,11 +11,10 @@ outside 0..1 is an `out_of_range` error.
 
 from __future__ import annotations
 
-from typing import Any
-
 from evaluators.judge.metric import judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.scores import FAITHFULNESS_RATING
+from evaluators.judge.protocol import Judge
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
 
@@ -28,7 +27,7 @@ def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     return None if texts_of(sample) else "no contexts"
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     user = (
         f"{fence_contexts(texts_of(sample))}\n\n{fence('question', sample.question)}\n\n"
         f"{fence('answer', sample.answer or '')}"

@@ -22,6 +22,7 @@ from typing import Any
 
 from evaluators.judge.errors import BudgetExceeded, JudgeError, JudgeSchemaError
 from evaluators.judge.prompts.base import Prompt
+from evaluators.judge.protocol import Judge
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import Direction, EvalContext, MetricSpec, Unit, register
 from evaluators.sample import Sample
@@ -118,7 +119,7 @@ def judge_metric(
 
 async def _one(
     family: str,
-    judge: Any,
+    judge: Judge,
     sample: Sample,
     ctx: EvalContext,
     precheck: Precheck,

@@ -30,6 +30,7 @@ from evaluators.judge.metric import by_item, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts, fence_items
 from evaluators.judge.prompts.noise_sensitivity import NOISE_SUPPORT
 from evaluators.judge.prompts.statements import STATEMENTS
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import context_numbers, numbered_rows
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
@@ -96,7 +97,7 @@ def _schema(n_ref: int, n_ans: int, n_contexts: int) -> dict[str, Any]:
 
 def _make_per_model(mode: str, family: str) -> Any:
     async def per_model(
-        judge: Any, model: str, sample: Sample, ctx: EvalContext
+        judge: Judge, model: str, sample: Sample, ctx: EvalContext
     ) -> float | Skipped:
         answer_statements, reference_statements = await asyncio.gather(
             extract_statements(

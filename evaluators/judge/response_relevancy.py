@@ -33,6 +33,7 @@ from evaluators.judge.prompts.response_relevancy import (
     QUESTION_GENERATION,
     QUESTION_GENERATION_ANSWER_ONLY,
 )
+from evaluators.judge.protocol import Judge
 from evaluators.judge.schemas import exactly
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -53,7 +54,7 @@ def relevancy(
     return max(0.0, float(np.mean(cosines)))
 
 
-def _n_questions(judge: Any, ctx: EvalContext) -> int:
+def _n_questions(judge: Judge, ctx: EvalContext) -> int:
     default = getattr(getattr(judge, "config", None), "response_relevancy_questions", 3)
     n = int(ctx.options.get(OPTION, default))
     if not 1 <= n <= 10:
@@ -93,7 +94,7 @@ def _exactly(n: int) -> Any:
     return check
 
 
-async def _per_model(judge: Any, model: str, sample: Sample, ctx: EvalContext) -> float:
+async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float:
     n = _n_questions(judge, ctx)
     config = getattr(judge, "config", None)
     [prompt] = prompts_for(config)
