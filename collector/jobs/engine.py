@@ -124,6 +124,8 @@ class IncrementalJob:
         if not pending:
             return 0
         rows = fetch_rows(session, self._memo, [row_id for row_id, _, _ in pending])
+        if not rows:  # deleted (retention) between finding and fetching them
+            return 0
         samples = self._memo.map_rows(rows, version_s)
         outcomes = self._scoring.outcomes(session, rows, samples)
         self._cursor.record(session, rows, outcomes)

@@ -129,6 +129,20 @@ def test_incremental_windows(engine: Engine, settings: Settings) -> None:
     assert _latest(engine, "hit_rate@1", "24h").n == 4
 
 
+def test_traces_deleted_while_a_run_reads_them_are_not_an_error(
+    engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retention may delete traces between finding them new and fetching their rows: the
+    run evaluates nothing and succeeds (it used to fail on max() of no rows)."""
+    with make_session_factory(engine)() as session:
+        _retrieval_trace(session, 1, NOW - timedelta(minutes=10), True, "acme")
+        session.commit()
+    monkeypatch.setattr("collector.jobs.engine.fetch_rows", lambda *_a, **_k: [])
+    job = IncrementalJob(definitions(settings)["real_users_benchmark"], _env(engine, settings))
+    report = job.run(NOW)
+    assert (report.status, report.new_traces) == ("ok", 0)
+
+
 def test_an_empty_retrieval_is_a_miss_and_counted_on_schedule(
     engine: Engine, settings: Settings
 ) -> None:
