@@ -27,7 +27,13 @@ from sqlalchemy.orm import Session
 from collector.jobs.aggregation import window_aggregates
 from collector.jobs.dataset import DATASET_REFRESH_S, DatasetMetrics
 from collector.jobs.definition import Filter, JobDefinition, JobEnvironment, JobReport
-from collector.jobs.evaluation import JobMetrics, PerSampleScoring, fetch_rows, sample_fields
+from collector.jobs.evaluation import (
+    JobMetrics,
+    PerSampleScoring,
+    fetch_rows,
+    judge_unreachable,
+    sample_fields,
+)
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
@@ -37,6 +43,7 @@ from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
+from evaluators.judge.errors import JudgeConnectionError
 from evaluators.sample import Sample
 
 __all__ = [
@@ -128,6 +135,11 @@ class IncrementalJob:
             return 0
         samples = self._memo.map_rows(rows, version_s)
         outcomes = self._scoring.outcomes(session, rows, samples)
+        if self.definition.uses_judge and judge_unreachable(outcomes):
+            raise JudgeConnectionError(
+                f"the judge could not be reached for any of {len(rows)} new traces; "
+                "they stay pending for the next run"
+            )
         self._cursor.record(session, rows, outcomes)
         return len(rows)
 

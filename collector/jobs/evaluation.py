@@ -10,7 +10,7 @@ evaluated with the new traces, not scored again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,7 +22,7 @@ from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, sample_rows
 from collector.store.models import Trace
-from evaluators.outcome import Outcome, Skipped
+from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import EvalContext, ResolvedMetric, resolve
 from evaluators.sample import Sample
 
@@ -61,6 +61,19 @@ class JobMetrics:
 def eval_context(env: JobEnvironment) -> EvalContext:
     """What the metrics may use besides the samples: the job's embedder, judge, options."""
     return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
+
+
+def judge_unreachable(outcomes: Mapping[str, Sequence[Outcome]]) -> bool:
+    """True when the judge answered nothing: some outcome failed to connect, none has a
+    value and no other failure happened. Such a run measured nothing, so its traces must
+    stay pending rather than be recorded as judged."""
+    flat = [o for per_metric in outcomes.values() for o in per_metric]
+    failures = [o for o in flat if isinstance(o, Failed)]
+    return (
+        bool(failures)
+        and not any(isinstance(o, Score) for o in flat)
+        and all(f.error_type == "connection_error" for f in failures)
+    )
 
 
 def fetch_rows(session: Session, memo: SampleMemo, ids: Sequence[int]) -> list[Row[Any]]:

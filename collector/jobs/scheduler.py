@@ -31,6 +31,7 @@ from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment,
 from collector.jobs.lock import job_lock
 from collector.settings import Settings
 from evaluators.errors import UnknownMetricError
+from evaluators.judge.errors import JudgeConnectionError
 from evaluators.registry import resolve
 
 logger = logging.getLogger(__name__)
@@ -128,7 +129,11 @@ class JobRunner:
             else:
                 report = job.run()
         except Exception as exc:
-            logger.exception("job %s failed", job.name)
+            if isinstance(exc, JudgeConnectionError):
+                # an outage, not a bug: one line; the job's traces stay pending for next time
+                logger.error("job %s failed: %s", job.name, exc)
+            else:
+                logger.exception("job %s failed", job.name)
             return JobReport(
                 job.name,
                 "error",

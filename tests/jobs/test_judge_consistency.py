@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from collector.ingest.kafka.broker import free_port
 from collector.jobs.judge_consistency import judgment_score
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
@@ -169,4 +170,51 @@ def test_rag_quality_results_name_their_judge_and_prompt(
     assert row.n == 1
     assert row.signature == str(judge.signature("faithfulness_rating"))
     assert "judge-a" in row.signature and "prompt" in row.signature
+    engine.dispose()
+
+
+def test_an_unreachable_judge_leaves_the_traces_pending(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    """A rag_quality run whose every judge call failed to connect measured nothing: it fails
+    (counted, logged) without recording the traces, and the next run with the judge back
+    judges them, instead of the traces being passed over for good."""
+    llm_server.fallback = auto_reply
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        add_trace(
+            session,
+            "alpha",
+            datetime.now(UTC) - timedelta(minutes=3),
+            purposes=("judge",),
+            question="What is alpha?",
+            answer="alpha is a test answer.",
+            reference="alpha is the reference answer.",
+            contexts=[{"id": "d1", "text": "alpha is described here."}],
+        )
+        session.commit()
+
+    def run(api_base: str) -> Any:
+        settings = load_settings(
+            judge={
+                "models": ["openai/judge-a"],
+                "api_base": api_base,
+                "api_key": "sk-x",
+                "max_retries": 0,
+            },
+            scheduler={"jobs": ["rag_quality"]},
+        )
+        judge = make_judge(settings.judge, factory)
+        env = job_environment(settings, engine, embedder=_NoEmbedder(), judge=judge)
+        (report,) = build_runner(settings, engine, env).run_many()
+        return report
+
+    down = run(f"http://127.0.0.1:{free_port()}/v1")
+    assert down.status == "error" and "stay pending" in down.message, down
+    assert not llm_server.requests
+    back = run(llm_server.base_url)
+    assert (back.status, back.new_traces) == ("ok", 1), back.message
+    assert llm_server.requests
+    assert _latest(factory, "faithfulness_rating", "1h").n == 1
     engine.dispose()
