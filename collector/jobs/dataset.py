@@ -57,9 +57,9 @@ class DatasetMetrics:
         stale or at first, else the last values."""
         stale = time.monotonic() - self._at > DATASET_REFRESH_S
         if changed or stale or not self._points:
-            self._points = []
-            for point in self._compute(session, now):
-                self._points.append(point)
+            # kept only when complete: a failure half-way must not leave partial values
+            # for the next runs to reuse
+            self._points = list(self._compute(session, now))
             self._at = time.monotonic()
         return list(self._points)
 
