@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from collector.jobs.definition import JobEnvironment
+from collector.jobs.evaluation import eval_context
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.sync import epoch
 from collector.jobs.windows import Window
-from evaluators.registry import EvalContext, ResolvedMetric
+from evaluators.registry import ResolvedMetric
 from evaluators.runner import signature_for
 from evaluators.signature import Signature
 
@@ -24,9 +25,7 @@ def signature(metric: ResolvedMetric, env: JobEnvironment) -> Signature:
     """How `metric`'s values are made with the job's embedder, judge and options: the
     evaluators' own rule (`evaluators.runner.signature_for`), so a scheduled result and
     `ragpulse evaluate` stamp the same judge models, prompt hash and embedding model."""
-    return signature_for(
-        metric, EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
-    )
+    return signature_for(metric, eval_context(env))
 
 
 def window_aggregates(

@@ -137,18 +137,8 @@ def test_judgment_score(parsed: Any, score: float | None) -> None:
     assert judgment_score(parsed) == score
 
 
-def test_rag_quality_results_name_their_judge_and_prompt(
-    sqlite_url: str, llm_server: ScriptedLLM
-) -> None:
-    """A scheduled judge metric carries the signature `ragpulse evaluate` gives it: the judge
-    models and the metric's prompt hash, so a dashboard number can be traced to its prompt."""
-    llm_server.fallback = auto_reply
-    settings = load_settings(
-        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
-        scheduler={"jobs": ["rag_quality"]},
-    )
-    engine = make_engine(sqlite_url)
-    factory = make_session_factory(engine)
+def _one_judged_trace(factory: Any) -> None:
+    """One recent trace sampled for the judge jobs, with everything the judge metrics read."""
     with factory() as session:
         add_trace(
             session,
@@ -161,6 +151,21 @@ def test_rag_quality_results_name_their_judge_and_prompt(
             contexts=[{"id": "d1", "text": "alpha is described here."}],
         )
         session.commit()
+
+
+def test_rag_quality_results_name_their_judge_and_prompt(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    """A scheduled judge metric carries the signature `ragpulse evaluate` gives it: the judge
+    models and the metric's prompt hash, so a dashboard number can be traced to its prompt."""
+    llm_server.fallback = auto_reply
+    settings = load_settings(
+        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
+        scheduler={"jobs": ["rag_quality"]},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    _one_judged_trace(factory)
     judge = make_judge(settings.judge, factory)
     assert judge is not None
     env = job_environment(settings, engine, embedder=_NoEmbedder(), judge=judge)
@@ -182,18 +187,7 @@ def test_an_unreachable_judge_leaves_the_traces_pending(
     llm_server.fallback = auto_reply
     engine = make_engine(sqlite_url)
     factory = make_session_factory(engine)
-    with factory() as session:
-        add_trace(
-            session,
-            "alpha",
-            datetime.now(UTC) - timedelta(minutes=3),
-            purposes=("judge",),
-            question="What is alpha?",
-            answer="alpha is a test answer.",
-            reference="alpha is the reference answer.",
-            contexts=[{"id": "d1", "text": "alpha is described here."}],
-        )
-        session.commit()
+    _one_judged_trace(factory)
 
     def run(api_base: str) -> Any:
         settings = load_settings(
