@@ -8,12 +8,12 @@ differently are never compared as if alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from collector.jobs.definition import JobEnvironment
 from collector.jobs.evaluation import eval_context
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.sync import epoch
 from collector.jobs.windows import Window
 from evaluators.registry import ResolvedMetric
@@ -33,13 +33,17 @@ def window_aggregates(
     metrics: Sequence[ResolvedMetric],
     env: JobEnvironment,
     now: datetime,
+    folds: Mapping[str, LabelFold] | None = None,
 ) -> list[tuple[Window, WindowAggregate]]:
-    """Every metric's aggregate per window and group, the windows ending at `now`."""
+    """Every metric's aggregate per window and group, the windows ending at `now`; with
+    `folds` (`OutcomeColumns.folds`), a label's folded values make one group `other`."""
     end = epoch(now)
     proportions = {m.name: m.spec.proportion for m in metrics}
     signatures = {m.name: signature(m, env) for m in metrics}
     points: list[tuple[Window, WindowAggregate]] = []
     for window in env.windows:
-        for item in columns.aggregate(end - window.seconds, end, proportions, signatures):
+        for item in columns.aggregate(
+            end - window.seconds, end, proportions, signatures, folds=folds
+        ):
             points.append((window, item))
     return points

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
+from types import MappingProxyType
 
+import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.evaluation import eval_context
+from collector.jobs.labels import LabelLimits, choose_kept, clean_value, folded_value
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo
@@ -29,6 +33,32 @@ from evaluators.sample import Sample
 
 DATASET_REFRESH_S = 300.0
 """Dataset metrics are recomputed at least this often, even without new traces."""
+
+
+def fold_tags(
+    samples: list[tuple[float, Sample]], labels: Sequence[str], limits: LabelLimits
+) -> list[tuple[float, Sample]]:
+    """The samples with each group label's tag cleaned and, beyond the label's bound,
+    folded into `other` (chosen over all of `samples`, the longest window), so dataset
+    metrics make no more groups than the per-trace ones."""
+    tags = [dict(sample.tags) for _, sample in samples]
+    for label in labels:
+        values = [
+            None if t.get(label) is None else clean_value(t[label], limits.max_length) for t in tags
+        ]
+        names = sorted({v for v in values if v is not None})
+        index = {v: i for i, v in enumerate(names)}
+        counts = np.bincount([index[v] for v in values if v is not None], minlength=len(names))
+        kept = choose_kept(label, names, counts, limits.policy(label)).kept
+        for t, value in zip(tags, values, strict=True):
+            if value is None:
+                t.pop(label, None)
+            else:
+                t[label] = folded_value(value, kept)
+    return [
+        (ts, sample if t == sample.tags else replace(sample, tags=MappingProxyType(t)))
+        for (ts, sample), t in zip(samples, tags, strict=True)
+    ]
 
 
 class DatasetMetrics:
@@ -82,6 +112,8 @@ class DatasetMetrics:
             (ts_of[trace_id], sample)
             for trace_id, sample in self.memo.samples(session, keys, version_s)
         ]
+        if self.definition.dataset_groups and self.env.group_labels:
+            samples = fold_tags(samples, self.env.group_labels, self.env.label_limits)
         # `samples` is newest first, so a window's subset is a prefix of it; windows whose
         # prefixes are equally long (all candidates are recent) share one evaluation.
         done: dict[int, list[WindowAggregate]] = {}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.labels import Folding, LabelLimits
 from collector.jobs.publish import ResultsSink
 from collector.jobs.seams import SampleMapper
 from collector.jobs.windows import Window
@@ -66,6 +67,8 @@ class JobEnvironment:
     options: dict[str, Any] = field(default_factory=dict)
     results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
+    label_limits: LabelLimits = field(default_factory=LabelLimits)
+    """Bounds on the group labels' values (`collector.jobs.labels`)."""
     to_sample: SampleMapper | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
 
@@ -78,3 +81,5 @@ class JobReport:
     results: int = 0
     seconds: float = 0.0
     message: str = ""
+    labels: tuple[Folding, ...] = ()
+    """Per group label: values seen in the longest window, kept and folded."""

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 from typing import cast
@@ -34,6 +35,7 @@ from collector.jobs.evaluation import (
     judge_unreachable,
     sample_fields,
 )
+from collector.jobs.labels import OTHER, Folding
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
@@ -58,6 +60,7 @@ __all__ = [
     "sample_fields",
 ]
 
+logger = logging.getLogger(__name__)
 NO_JUDGE = "no judge configured"
 
 
@@ -78,7 +81,11 @@ class IncrementalJob:
         metrics = JobMetrics.resolve(definition.metrics)
         self.per_sample = metrics.per_sample
         self.dataset = metrics.dataset
-        self.columns = OutcomeColumns([m.name for m in self.per_sample], env.group_labels)
+        self.columns = OutcomeColumns(
+            [m.name for m in self.per_sample], env.group_labels, env.label_limits.max_length
+        )
+        self._labels: tuple[Folding, ...] = ()
+        self._labels_logged: tuple[Folding, ...] = ()
         self._longest = max(w.seconds for w in env.windows)
         to_sample = env.to_sample or _default_to_sample
         self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
@@ -115,7 +122,9 @@ class IncrementalJob:
             state.last_duration_s = time.perf_counter() - started
             session.merge(state)
             session.commit()
-        return JobReport(self.name, "ok", new, written, time.perf_counter() - started)
+        return JobReport(
+            self.name, "ok", new, written, time.perf_counter() - started, labels=self._labels
+        )
 
     def publish(self) -> None:
         """Hand the last run's points to the results sink (after the commit)."""
@@ -146,10 +155,33 @@ class IncrementalJob:
     def _aggregate(
         self, session: Session, now: datetime, *, changed: bool
     ) -> list[tuple[Window, WindowAggregate]]:
-        points = window_aggregates(self.columns, self.per_sample, self.env, now)
+        folds = self.columns.folds(epoch(now) - self._longest, self.env.label_limits)
+        self._labels = tuple(fold.folding for fold in folds.values())
+        self._warn_folding(self._labels)
+        points = window_aggregates(self.columns, self.per_sample, self.env, now, folds)
         if self.dataset:
             points += self._dataset.points(session, now, changed=changed)
         return points
+
+    def _warn_folding(self, labels: tuple[Folding, ...]) -> None:
+        """One warning when a label starts folding values past its bound (not every run)."""
+        before = {f.label: f.capped for f in self._labels_logged}
+        for f in labels:
+            if f.capped and not before.get(f.label):
+                logger.warning(
+                    "job %s: label %r has %d distinct values in the longest window, more than "
+                    "its bound: the %d most frequent stay series, %d fold into %r "
+                    "(labels.max_values, or an allow-list in labels.per_label)",
+                    self.name,
+                    f.label,
+                    f.seen,
+                    len(f.kept),
+                    f.capped,
+                    OTHER,
+                )
+            elif not f.capped and before.get(f.label):
+                logger.info("job %s: label %r no longer folds values", self.name, f.label)
+        self._labels_logged = labels
 
     def _write(
         self, session: Session, now: datetime, points: list[tuple[Window, WindowAggregate]]

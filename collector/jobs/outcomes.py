@@ -18,6 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from collector.jobs.labels import (
+    DEFAULT_MAX_LENGTH,
+    OTHER,
+    Folding,
+    LabelLimits,
+    choose_kept,
+    clean_value,
+)
 from collector.jobs.windows import OVERALL, Group, group_for
 from evaluators.aggregate import Aggregate, aggregate_scores
 from evaluators.outcome import Failed, Outcome, Score, Skipped
@@ -50,11 +58,25 @@ class WindowAggregate:
     aggregate: Aggregate
 
 
+@dataclass(frozen=True, slots=True)
+class LabelFold:
+    """One label's `Folding` for a run, with `keep[code]` True for the codes kept."""
+
+    folding: Folding
+    keep: np.ndarray
+
+
 class OutcomeColumns:
     """Growable column store of per-trace outcomes for one job's metrics."""
 
-    def __init__(self, metrics: Sequence[str], group_labels: Sequence[str]) -> None:
+    def __init__(
+        self,
+        metrics: Sequence[str],
+        group_labels: Sequence[str],
+        max_length: int = DEFAULT_MAX_LENGTH,
+    ) -> None:
         self.metrics = tuple(metrics)
+        self.max_length = max_length
         self._metric_index = {m: i for i, m in enumerate(self.metrics)}
         self.group_labels = tuple(group_labels)
         self._size = 0
@@ -67,6 +89,7 @@ class OutcomeColumns:
         self._codes = {label: np.zeros(0, dtype=np.int32) for label in self.group_labels}
         self._code_values: dict[str, list[str]] = {label: [] for label in self.group_labels}
         self._code_index: dict[str, dict[str, int]] = {label: {} for label in self.group_labels}
+        self._raw_codes: dict[str, dict[str, int]] = {label: {} for label in self.group_labels}
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
         self._pos: dict[str, int] = {}
@@ -95,12 +118,22 @@ class OutcomeColumns:
         self._codes = {k: widen(v, -1) for k, v in self._codes.items()}
         self._cap = cap
 
-    def _code(self, label: str, value: str) -> int:
-        index = self._code_index[label]
-        code = index.get(value)
-        if code is None:
-            code = index[value] = len(self._code_values[label])
-            self._code_values[label].append(value)
+    def _code(self, label: str, raw: str) -> int:
+        """The code of a tag value, cleaned first (values stored by older versions were
+        not); -1 when nothing is left of it. Raw spellings of one clean value share a code."""
+        known = self._raw_codes[label].get(raw)
+        if known is not None:
+            return known
+        value = clean_value(raw, self.max_length)
+        if value is None:
+            code = -1
+        else:
+            index = self._code_index[label]
+            code = index.get(value, -1)
+            if code < 0:
+                code = index[value] = len(self._code_values[label])
+                self._code_values[label].append(value)
+        self._raw_codes[label][raw] = code
         return code
 
     def _reason_code(self, reason: str) -> int:
@@ -209,23 +242,64 @@ class OutcomeColumns:
         self._status[:m] = self._status[keep]
         self._status[m:] = ABSENT
         self._reason[:m] = self._reason[keep]
-        for codes in self._codes.values():
+        for label, codes in self._codes.items():
             codes[:m] = codes[keep]
+            self._recode(label, codes[:m])
         trace_at = [self._trace_at[i] for i in keep.tolist()]
         self._trace_at[:m] = trace_at
         self._pos = {t: i for i, t in enumerate(trace_at)}
         self._size = m
 
-    def groups_in(self, selected: np.ndarray) -> Iterator[tuple[Group, np.ndarray]]:
+    def _recode(self, label: str, codes: np.ndarray) -> None:
+        """Renumber a label's codes to the values live rows still use (in place), so a
+        label whose values keep changing (a user id in a tag) does not grow the tables."""
+        self._raw_codes[label] = {}
+        used = np.unique(codes[codes >= 0])
+        if used.size == len(self._code_values[label]):
+            return
+        remap = np.full(len(self._code_values[label]) + 1, -1, dtype=np.int32)
+        remap[used] = np.arange(used.size, dtype=np.int32)
+        codes[:] = remap[codes]  # -1 indexes the last entry, which stays -1
+        values = [self._code_values[label][c] for c in used.tolist()]
+        self._code_values[label] = values
+        self._code_index[label] = {v: i for i, v in enumerate(values)}
+
+    def folds(self, since_ts: float, limits: LabelLimits) -> dict[str, LabelFold]:
+        """Which values of each label keep series of their own in this run: chosen once
+        over the rows since `since_ts` (the longest window), so every window folds the
+        same values into `other`."""
+        n = self._size
+        alive = self._alive[:n] & (self._ts[:n] >= since_ts)
+        out = {}
+        for label in self.group_labels:
+            values = self._code_values[label]
+            codes = self._codes[label][:n][alive]
+            counts = np.bincount(codes[codes >= 0], minlength=len(values))
+            folding = choose_kept(label, values, counts, limits.policy(label))
+            keep = np.zeros(len(values), dtype=bool)
+            index = self._code_index[label]
+            keep[[index[v] for v in folding.kept]] = True
+            out[label] = LabelFold(folding, keep)
+        return out
+
+    def groups_in(
+        self, selected: np.ndarray, folds: Mapping[str, LabelFold] | None = None
+    ) -> Iterator[tuple[Group, np.ndarray]]:
         """(group, boolean mask over all rows): overall (`selected` itself), then one per
-        label value present among the selected rows."""
+        label value present among the selected rows; with `folds`, one per kept value and
+        one `other` for the rows of every folded value."""
         yield OVERALL, selected
         for label in self.group_labels:
             codes = self._codes[label][: self._size]
             present = codes[selected]
             counts = np.bincount(present[present >= 0], minlength=len(self._code_values[label]))
-            for code in np.flatnonzero(counts).tolist():
+            fold = (folds or {}).get(label)
+            keep = np.ones(counts.size, dtype=bool) if fold is None else fold.keep
+            for code in np.flatnonzero(counts * keep[: counts.size]).tolist():
                 yield group_for(label, self._code_values[label][code]), selected & (codes == code)
+            if fold is not None and counts[~keep[: counts.size]].any():
+                folded = np.append(~keep, False)  # code -1 (no value) reads the last entry
+                yield group_for(label, OTHER), selected & folded[codes]
 
     def aggregate(
         self,
@@ -234,6 +308,7 @@ class OutcomeColumns:
         proportions: Mapping[str, bool],
         signatures: Mapping[str, Signature],
         seed: int = 0,
+        folds: Mapping[str, LabelFold] | None = None,
     ) -> list[WindowAggregate]:
         """Aggregates of every metric and group over contributions with ts in the window.
 
@@ -257,7 +332,7 @@ class OutcomeColumns:
                 )
             )
         out: list[WindowAggregate] = []
-        for group, mask in self.groups_in(selected):
+        for group, mask in self.groups_in(selected, folds):
             for metric, (values, reasons, scored, skipped, failed) in zip(
                 self.metrics, columns, strict=True
             ):

@@ -121,7 +121,7 @@ class TraceCursor:
         in `job_outcomes` (the caller commits), and move the watermark past them."""
         records = []
         for i, row in enumerate(rows):
-            groups = group_values(row.tags, self.group_labels)
+            groups = group_values(row.tags, self.group_labels, self.columns.max_length)
             per_trace = {m: o[i] for m, o in outcomes.items()}
             self.columns.put(
                 row.trace_id, epoch(row.updated_at), epoch(row.timestamp), groups, per_trace

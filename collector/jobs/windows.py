@@ -2,7 +2,8 @@
 
 A trace counts in the overall group (key "") and, for each configured group label that
 its tags carry (e.g. `tenant`), in the group `label=value`. Groups are one label at a
-time, not the cross product, so the number of series stays proportional to the values.
+time, not the cross product, so the number of series stays proportional to the values,
+and values are cleaned and bounded per label (`collector.jobs.labels`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
 from collector.settings import parse_duration
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -42,15 +44,22 @@ class Group:
 OVERALL = Group()
 
 
-def group_values(tags: Mapping[str, Any] | None, group_labels: Sequence[str]) -> dict[str, str]:
-    """The configured labels' values in a trace's tags (labels it lacks are left out)."""
+def group_values(
+    tags: Mapping[str, Any] | None,
+    group_labels: Sequence[str],
+    max_length: int = DEFAULT_MAX_LENGTH,
+) -> dict[str, str]:
+    """The configured labels' values in a trace's tags, cleaned for use as label values
+    (`labels.clean_value`); labels it lacks, or whose value cleans to nothing, are left out."""
     if not tags:
         return {}
-    return {
-        label: str(tags[label])
-        for label in group_labels
-        if tags.get(label) is not None and str(tags[label]) != ""
-    }
+    out = {}
+    for label in group_labels:
+        raw = tags.get(label)
+        value = None if raw is None else clean_value(raw, max_length)
+        if value is not None:
+            out[label] = value
+    return out
 
 
 def group_for(label: str, value: str) -> Group:
