@@ -48,7 +48,7 @@ from collector.store.session import make_engine
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 from migrations.runner import upgrade
-from ragpulse.job_setup import job_environment
+from ragpulse.job_setup import job_environment, label_limits
 
 REAL_TENANTS = (("acme", 0.5), ("globex", 0.3), ("initech", 0.2))
 JOB = "real_users_benchmark"
@@ -157,7 +157,9 @@ def scenario(workdir: Path, name: str, distinct: int, traces: int, now: datetime
     job_s, peak = _run(job, now)
     with engine.connect() as conn:
         results = conn.execute(select(func.count()).select_from(MetricResult)).scalar_one()
-    collector = QualityCollector(cache, settings.scheduler.group_labels)
+    collector = QualityCollector(
+        cache, settings.scheduler.group_labels, label_limits(settings.labels)
+    )
     render_ms, body = _render_ms(collector, cache)
     figures = Figures(name, distinct, results, _series(body), len(body), render_ms, job_s, peak)
     engine.dispose()

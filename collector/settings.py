@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -256,6 +256,36 @@ class SchedulerSettings(_Group):
         return value
 
 
+class LabelLimitSettings(_Group):
+    """Bounds of one group label, overriding the `labels` defaults."""
+
+    max_values: int | None = Field(None, ge=1, le=10_000)
+    values: CSV | None = None
+    """Allow-list: only these values become series; every other value folds into `other`."""
+
+    _csv = field_validator("values", mode="before")(_split_csv)
+
+    @field_validator("values")
+    @classmethod
+    def _allowed(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and "other" in value:
+            raise ValueError("'other' is the value folded values get; it cannot be allowed")
+        return value
+
+
+class LabelSettings(_Group):
+    """Bounds on group label values taken from traces (`tenant`, ...): untrusted content
+    must not decide how many series Prometheus gets."""
+
+    max_values: int = Field(50, ge=1, le=10_000)
+    """Distinct values per label that keep series of their own (the most frequent over
+    the longest window); the rest fold into `other`."""
+    max_length: int = Field(128, ge=16, le=1024)
+    """Longer values are cut (with a hash of the whole, so they stay distinct)."""
+    per_label: dict[str, LabelLimitSettings] = {}
+    """Per label: its own `max_values` and/or an allow-list `values`."""
+
+
 class DecodeSettings(_Group):
     max_depth: int = Field(64, ge=2, le=200)
     """Deepest JSON nesting accepted in a message (the top-level object is 1); deeper ones
@@ -306,10 +336,21 @@ class Settings(BaseSettings):
     ux: UXSettings = UXSettings()
     exporter: ExporterSettings = ExporterSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    labels: LabelSettings = LabelSettings()
     otel: OtelSettings = OtelSettings()
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _label_bounds_name_group_labels(self) -> Settings:
+        stray = sorted(set(self.labels.per_label) - set(self.scheduler.group_labels))
+        if stray:
+            raise ValueError(
+                f"labels.per_label names {', '.join(stray)}, not among scheduler.group_labels "
+                f"({', '.join(self.scheduler.group_labels) or 'none'})"
+            )
+        return self
 
     @classmethod
     def settings_customise_sources(
@@ -342,6 +383,9 @@ def _unknown_env_keys(environ: dict[str, str]) -> list[str]:
         path = name[len(ENV_PREFIX) :].lower().split("__")
         model: Any = Settings
         for part in path:
+            if get_origin(model) is dict:  # a key of a dict setting, e.g. labels.per_label
+                model = get_args(model)[1]
+                continue
             fields = getattr(model, "model_fields", None)
             if fields is None or part not in fields:
                 unknown.append(name)

@@ -21,7 +21,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from collector.jobs.publish import QualityPoint
+from collector.jobs.labels import Folding, LabelLimits
+from exporters.label_bounds import bound_points
 from exporters.quality import ResultsCache
 
 QUALITY_FAMILIES = (
@@ -31,16 +32,38 @@ QUALITY_FAMILIES = (
     ("ragpulse_metric_ci_upper", "Upper bound of the 95% confidence interval of the value."),
 )
 
+LABEL_FAMILIES = (
+    (
+        "ragpulse_label_values_exported",
+        "Distinct values of a group label in the exported quality series ('other' included).",
+    ),
+    (
+        "ragpulse_label_values_dropped",
+        "Values of a group label whose quality series the exporter left out: past "
+        "labels.max_values or outside the allow-list (results not bounded by the jobs).",
+    ),
+)
+
 
 class QualityCollector(Collector):
     """Yields `ragpulse_metric_{value,samples,ci_lower,ci_upper}` from the results cache.
 
     Labels: `metric`, `window` and every configured group label (empty string when the
-    point is the overall value or grouped by another label).
+    point is the overall value or grouped by another label). The jobs already bound each
+    label's values (`collector.jobs.labels`); the same bound is applied again here, to
+    whatever the cache holds (rows written before the bound existed, other writers), by
+    dropping the points of the least-sampled values past it. What that drops is shown by
+    `ragpulse_label_values_dropped{label}` next to `ragpulse_label_values_exported{label}`.
     """
 
-    def __init__(self, cache: ResultsCache, group_labels: Sequence[str] = ("tenant",)) -> None:
+    def __init__(
+        self,
+        cache: ResultsCache,
+        group_labels: Sequence[str] = ("tenant",),
+        limits: LabelLimits | None = None,
+    ) -> None:
         self._cache = cache
+        self._limits = limits or LabelLimits()
         self._group_labels = tuple(group_labels)
         self._label_names = ["metric", "window", *self._group_labels]
         self._rendered: tuple[int, bytes] | None = None
@@ -49,14 +72,16 @@ class QualityCollector(Collector):
     def describe(self) -> Iterator[GaugeMetricFamily]:
         for name, doc in QUALITY_FAMILIES:
             yield GaugeMetricFamily(name, doc, labels=self._label_names)
+        for name, doc in LABEL_FAMILIES:
+            yield GaugeMetricFamily(name, doc, labels=["label"])
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         families = [
             GaugeMetricFamily(name, doc, labels=self._label_names) for name, doc in QUALITY_FAMILIES
         ]
         value, samples, lower, upper = families
-        for point in self._cache.snapshot():
-            labels = self._labels(point)
+        bounded = bound_points(self._cache.snapshot(), self._group_labels, self._limits)
+        for labels, point in bounded.points:
             samples.add_metric(labels, float(point.n))
             if point.value is None:
                 continue
@@ -65,6 +90,13 @@ class QualityCollector(Collector):
                 lower.add_metric(labels, point.ci_lower)
                 upper.add_metric(labels, point.ci_upper)
         yield from families
+        exported, dropped = (
+            GaugeMetricFamily(name, doc, labels=["label"]) for name, doc in LABEL_FAMILIES
+        )
+        for label in self._group_labels:
+            exported.add_metric([label], float(bounded.exported.get(label, 0)))
+            dropped.add_metric([label], float(bounded.dropped.get(label, 0)))
+        yield from (exported, dropped)
 
     def render(self) -> bytes:
         """The families in the Prometheus text format (0.0.4), re-rendered only after the
@@ -74,13 +106,6 @@ class QualityCollector(Collector):
             if self._rendered is None or self._rendered[0] != version:
                 self._rendered = (version, generate_latest(_Families(self.collect())))
             return self._rendered[1]
-
-    def _labels(self, point: QualityPoint) -> list[str]:
-        return [
-            point.metric,
-            point.window,
-            *(point.group_labels.get(label, "") for label in self._group_labels),
-        ]
 
 
 class _Families:
@@ -145,6 +170,26 @@ class OperationsMetrics:
             registry=registry,
         )
 
+        self.label_values_seen = Gauge(
+            "ragpulse_label_values_seen",
+            "Distinct values of a group label in a job's longest window (after cleaning).",
+            ["job", "label"],
+            registry=registry,
+        )
+        self.label_values_kept = Gauge(
+            "ragpulse_label_values_kept",
+            "Values of a group label that keep series of their own in a job's last run.",
+            ["job", "label"],
+            registry=registry,
+        )
+        self.label_values_folded = Counter(
+            "ragpulse_label_values_folded",
+            "Group label values folded into 'other' because more than labels.max_values were "
+            "seen, summed over job runs (values outside an allow-list are not counted).",
+            ["job", "label"],
+            registry=registry,
+        )
+
         self.judge_budget = Gauge(
             "ragpulse_judge_budget_usd_per_day",
             "Configured LLM-judge spend budget per day (judge.max_usd_per_day), for alerts.",
@@ -177,6 +222,13 @@ class OperationsMetrics:
         self.embedding_script_mismatch.labels(model=model).inc(mismatched)
         if texts:
             self.embedding_script_mismatch_ratio.labels(model=model).set(mismatched / texts)
+
+    def record_labels(self, job: str, foldings: Iterable[Folding]) -> None:
+        """One job run's label folding: values seen, kept, and folded by the bound."""
+        for f in foldings:
+            self.label_values_seen.labels(job=job, label=f.label).set(f.seen)
+            self.label_values_kept.labels(job=job, label=f.label).set(len(f.kept))
+            self.label_values_folded.labels(job=job, label=f.label).inc(f.capped)
 
     def set_judge_budget(self, usd_per_day: float | None) -> None:
         if usd_per_day is not None:

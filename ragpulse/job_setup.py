@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -16,10 +17,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
+from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import ux_options
 from collector.jobs.windows import parse_windows
-from collector.settings import Settings, parse_duration
+from collector.settings import LabelSettings, Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from evaluators.embedder import TextEncoder
@@ -103,7 +105,22 @@ def job_environment(
         results=results,
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
         to_sample=sample_mapper(settings),
+        label_limits=label_limits(settings.labels),
     )
+
+
+def label_limits(cfg: LabelSettings) -> LabelLimits:
+    """The `labels` settings as the jobs' and exporter's `LabelLimits` (allow-listed values
+    cleaned the way tag values are, so they compare equal)."""
+    per_label = {}
+    for label, limit in cfg.per_label.items():
+        allow = None
+        if limit.values is not None:
+            allow = frozenset(
+                v for v in (clean_value(x, cfg.max_length) for x in limit.values) if v
+            )
+        per_label[label] = LabelPolicy(limit.max_values or cfg.max_values, allow)
+    return LabelLimits(LabelPolicy(cfg.max_values), MappingProxyType(per_label), cfg.max_length)
 
 
 def sample_mapper(settings: Settings) -> Callable[[Any], Any]:

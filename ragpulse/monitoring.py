@@ -25,7 +25,7 @@ from exporters.otel import Telemetry
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
-from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
+from ragpulse.job_setup import JudgmentsFeed, job_environment, label_limits, observe_scripts
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,9 @@ class Monitoring:
         self.operations.set_judge_budget(settings.judge.max_usd_per_day)
         self.telemetry = Telemetry(settings.otel)
         # Served pre-rendered next to the registry (see exporters/prometheus.py).
-        self.quality = QualityCollector(self.results, settings.scheduler.group_labels)
+        self.quality = QualityCollector(
+            self.results, settings.scheduler.group_labels, label_limits(settings.labels)
+        )
         self.runner: JobRunner | None = None
         self.scheduler: Scheduler | None = None
         self.server: MetricsServer | None = None

@@ -117,6 +117,8 @@ class JobRunner:
         self.last[name] = report
         if self.operations is not None and report.status != "locked":
             self.operations.record_job(name, report.status, report.seconds)
+            if report.labels:
+                self.operations.record_labels(name, report.labels)
         if self.on_done is not None:
             self.on_done(report)
         return report

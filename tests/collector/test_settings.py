@@ -96,3 +96,37 @@ def test_parse_duration(text: str, seconds: float) -> None:
 def test_parse_duration_rejects(text: str) -> None:
     with pytest.raises(ValueError, match="duration"):
         parse_duration(text)
+
+
+def test_label_bounds_from_yaml_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragpulse.job_setup import label_limits
+
+    config = tmp_path / "ragpulse.yaml"
+    config.write_text(
+        "scheduler: {group_labels: [tenant, model]}\n"
+        'labels:\n  max_values: 20\n  per_label:\n    tenant: {values: [acme, " globex\\n"]}\n'
+    )
+    monkeypatch.setenv("RAGPULSE_LABELS__PER_LABEL__MODEL__MAX_VALUES", "3")
+    limits = label_limits(load_settings(config).labels)
+    assert limits.policy("tenant").allow == {"acme", "globex"}  # cleaned like tag values
+    assert limits.policy("model").max_values == 3 and limits.policy("model").allow is None
+    assert limits.policy("lang").max_values == 20
+    assert limits.bound("tenant") == 3 and limits.bound("model") == 4
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            {"labels": {"per_label": {"model": {"max_values": 3}}}},
+            "not among scheduler.group_labels",
+        ),
+        ({"labels": {"per_label": {"tenant": {"values": ["acme", "other"]}}}}, "'other'"),
+        ({"labels": {"max_values": 0}}, "labels.max_values"),
+    ],
+)
+def test_label_bounds_are_checked(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(**overrides)
