@@ -492,6 +492,42 @@ def operations() -> dict[str, Any]:
         8,
         16,
     )
+    layout.y += 8
+    layout.row("Label values")
+    layout.add(
+        _ts(
+            "Label values",
+            "Distinct values of each group label in the jobs' longest window (seen), those "
+            "that keep series of their own (kept, at most labels.max_values) and in the "
+            "exported quality series ('other' included). Seen above kept: the rest is "
+            "folded into 'other'.",
+            [
+                ("max by (label) (ragpulse_label_values_seen)", "seen {{label}}"),
+                ("max by (label) (ragpulse_label_values_kept)", "kept {{label}}"),
+                ("max by (label) (ragpulse_label_values_exported)", "exported {{label}}"),
+            ],
+        ),
+        12,
+        8,
+        0,
+    )
+    layout.add(
+        _ts(
+            "Label values folded",
+            "Values folded into 'other' per job run past labels.max_values, and quality "
+            "series the exporter left out past the bound (RagpulseLabelValuesFolded).",
+            [
+                (
+                    f"sum by (label) (increase(ragpulse_label_values_folded_total[{r}]))",
+                    "folded {{label}}",
+                ),
+                ("max by (label) (ragpulse_label_values_dropped)", "dropped by exporter {{label}}"),
+            ],
+        ),
+        12,
+        8,
+        12,
+    )
     return _dashboard(
         "ragpulse-operations",
         "ragpulse — operations",
