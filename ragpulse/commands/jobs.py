@@ -40,6 +40,15 @@ def list_jobs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_json(report: Any) -> dict[str, Any]:
+    """A `JobReport` as JSON: label folding as {label: {seen, kept, folded}}."""
+    out = {k: v for k, v in report.__dict__.items() if k != "labels"}
+    out["labels"] = {
+        f.label: {"seen": f.seen, "kept": len(f.kept), "folded": f.folded} for f in report.labels
+    }
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.jobs.scheduler import JUDGE_JOBS, build_runner
@@ -65,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if args.json:
-        print(json.dumps([r.__dict__ for r in reports], indent=2))
+        print(json.dumps([_report_json(r) for r in reports], indent=2))
     else:
         for r in reports:
             line = (
