@@ -286,6 +286,49 @@ class LabelSettings(_Group):
     """Per label: its own `max_values` and/or an allow-list `values`."""
 
 
+PAGE_METRICS = [
+    "hit_rate@1",
+    "hit_rate@5",
+    "mrr",
+    "ndcg@10",
+    "faithfulness",
+    "answer_relevance",
+    "context_relevance",
+]
+
+
+class AlertingSettings(_Group):
+    """The jobs' drift detectors behind the page and ticket alerts (`collector.jobs.drift`)."""
+
+    enabled: bool = True
+    false_pages_per_week: float = Field(0.5, gt=0)
+    """Family-wise: false pages a week over every paged metric x group series together."""
+    false_tickets_per_week: float = Field(2.0, gt=0)
+    """Family-wise, for the slow-drift (ticket) detector over every metric with a direction."""
+    page_drop: float = Field(0.15, gt=0, lt=1)
+    """Relative change the paging detector is tuned to catch fastest."""
+    ticket_drop: float = Field(0.05, gt=0, lt=1)
+    """Relative change the ticket detector is tuned to (slow drifts)."""
+    page_metrics: CSV = PAGE_METRICS
+    """Metrics whose drops page (the rest open tickets only)."""
+    span: str = "24h"
+    """The recent span tested against the rest of the longest window (the baseline)."""
+    page_within: str = "1h"
+    """Target delay of a page: `ragpulse_detectable_drop` says what is caught within it."""
+    judge_page_within: str = "3h"
+    """The same for LLM-judge metrics (a few percent of the traffic is judged)."""
+    min_baseline: int = Field(30, ge=2)
+    """A series needs this many baseline scores before its detectors run."""
+
+    _csv = field_validator("page_metrics", mode="before")(_split_csv)
+
+    @field_validator("span", "page_within", "judge_page_within")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+
 class DecodeSettings(_Group):
     max_depth: int = Field(64, ge=2, le=200)
     """Deepest JSON nesting accepted in a message (the top-level object is 1); deeper ones
@@ -337,10 +380,21 @@ class Settings(BaseSettings):
     exporter: ExporterSettings = ExporterSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     labels: LabelSettings = LabelSettings()
+    alerting: AlertingSettings = AlertingSettings()
     otel: OtelSettings = OtelSettings()
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _drift_span_inside_the_windows(self) -> Settings:
+        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        if self.alerting.enabled and parse_duration(self.alerting.span) >= longest:
+            raise ValueError(
+                f"alerting.span ({self.alerting.span}) must be shorter than the longest "
+                f"scheduler window ({longest:.0f}s): the rest of it is the drift baseline"
+            )
+        return self
 
     @model_validator(mode="after")
     def _label_bounds_name_group_labels(self) -> Settings:

@@ -21,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from collector.jobs.drift import DETECTABLE, DRIFT_PREFIX
 from collector.jobs.labels import Folding, LabelLimits
 from exporters.label_bounds import bound_points
 from exporters.quality import ResultsCache
@@ -32,6 +33,17 @@ QUALITY_FAMILIES = (
     ("ragpulse_metric_ci_upper", "Upper bound of the 95% confidence interval of the value."),
 )
 
+DRIFT_FAMILY = (
+    "ragpulse_drift_score",
+    "CUSUM drift statistic of a metric and group over the last day against the rest of the "
+    "longest window, divided by its alarm threshold (>= 1: the detector alarms). detector "
+    "page: tuned to alerting.page_drop within the false-page budget; ticket: slow drifts.",
+)
+MDE_FAMILY = (
+    "ragpulse_detectable_drop",
+    "Smallest relative change of a metric the paging detector catches within its target "
+    "delay (alerting.page_within; judge metrics judge_page_within) at the current volume.",
+)
 LABEL_FAMILIES = (
     (
         "ragpulse_label_values_exported",
@@ -66,6 +78,8 @@ class QualityCollector(Collector):
         self._limits = limits or LabelLimits()
         self._group_labels = tuple(group_labels)
         self._label_names = ["metric", "window", *self._group_labels]
+        self._drift_labels = ["metric", "detector", *self._group_labels]
+        self._mde_labels = ["metric", *self._group_labels]
         self._rendered: tuple[int, bytes] | None = None
         self._render_lock = threading.Lock()
 
@@ -74,14 +88,27 @@ class QualityCollector(Collector):
             yield GaugeMetricFamily(name, doc, labels=self._label_names)
         for name, doc in LABEL_FAMILIES:
             yield GaugeMetricFamily(name, doc, labels=["label"])
+        yield GaugeMetricFamily(DRIFT_FAMILY[0], DRIFT_FAMILY[1], labels=self._drift_labels)
+        yield GaugeMetricFamily(MDE_FAMILY[0], MDE_FAMILY[1], labels=self._mde_labels)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         families = [
             GaugeMetricFamily(name, doc, labels=self._label_names) for name, doc in QUALITY_FAMILIES
         ]
         value, samples, lower, upper = families
+        drift = GaugeMetricFamily(*DRIFT_FAMILY, labels=self._drift_labels)
+        mde = GaugeMetricFamily(*MDE_FAMILY, labels=self._mde_labels)
         bounded = bound_points(self._cache.snapshot(), self._group_labels, self._limits)
         for labels, point in bounded.points:
+            if point.window.startswith(DRIFT_PREFIX):
+                if point.value is not None:
+                    detector = point.window[len(DRIFT_PREFIX) :]
+                    drift.add_metric([labels[0], detector, *labels[2:]], point.value)
+                continue
+            if point.window == DETECTABLE:
+                if point.value is not None:
+                    mde.add_metric([labels[0], *labels[2:]], point.value)
+                continue
             samples.add_metric(labels, float(point.n))
             if point.value is None:
                 continue
@@ -90,6 +117,7 @@ class QualityCollector(Collector):
                 lower.add_metric(labels, point.ci_lower)
                 upper.add_metric(labels, point.ci_upper)
         yield from families
+        yield from (drift, mde)
         exported, dropped = (
             GaugeMetricFamily(name, doc, labels=["label"]) for name, doc in LABEL_FAMILIES
         )

@@ -15,11 +15,13 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.drift import Detector, DriftConfig
 from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
+from collector.jobs.evaluation import JobMetrics
 from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.publish import ResultsSink
-from collector.jobs.scheduler import ux_options
+from collector.jobs.scheduler import definitions, ux_options
 from collector.jobs.windows import parse_windows
 from collector.settings import LabelSettings, Settings, parse_duration
 from collector.store.models import Judgment
@@ -106,7 +108,43 @@ def job_environment(
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
         to_sample=sample_mapper(settings),
         label_limits=label_limits(settings.labels),
+        drift=drift_config(settings),
     )
+
+
+def drift_config(settings: Settings) -> DriftConfig | None:
+    """The page and ticket detectors, each with the number of metrics it watches across
+    every scheduled job (its family of series is that x the groups)."""
+    cfg = settings.alerting
+    if not cfg.enabled:
+        return None
+    watched: list[tuple[str, bool]] = []  # (metric, judged) of every per-sample metric
+    for definition in definitions(settings).values():
+        if definition.factory is not None:
+            continue
+        for m in JobMetrics.resolve(definition.metrics).per_sample:
+            if m.spec.direction in ("higher", "lower"):
+                watched.append((m.name, m.spec.uses_judge))
+    page_metrics = frozenset(cfg.page_metrics)
+    judged = {name: parse_duration(cfg.judge_page_within) for name, judge in watched if judge}
+    page = Detector(
+        "page",
+        cfg.page_drop,
+        cfg.false_pages_per_week,
+        parse_duration(cfg.page_within),
+        metrics=page_metrics,
+        series_metrics=max(1, sum(1 for name, _ in watched if name in page_metrics)),
+        within_by_metric=MappingProxyType(judged),
+    )
+    ticket = Detector(
+        "ticket",
+        cfg.ticket_drop,
+        cfg.false_tickets_per_week,
+        parse_duration(cfg.page_within),
+        series_metrics=max(1, len(watched)),
+        within_by_metric=MappingProxyType(judged),
+    )
+    return DriftConfig((page, ticket), parse_duration(cfg.span), cfg.min_baseline)
 
 
 def label_limits(cfg: LabelSettings) -> LabelLimits:

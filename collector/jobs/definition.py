@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.drift import DriftConfig
 from collector.jobs.labels import Folding, LabelLimits
 from collector.jobs.publish import ResultsSink
 from collector.jobs.seams import SampleMapper
@@ -68,6 +69,8 @@ class JobEnvironment:
     results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
     label_limits: LabelLimits = field(default_factory=LabelLimits)
+    drift: DriftConfig | None = None
+    """The drift detectors run on every per-sample metric with a direction (None: off)."""
     """Bounds on the group labels' values (`collector.jobs.labels`)."""
     to_sample: SampleMapper | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""

@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from collector.jobs.aggregation import window_aggregates
 from collector.jobs.dataset import DATASET_REFRESH_S, DatasetMetrics
 from collector.jobs.definition import Filter, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.drift import MetricFacts, drift_points
 from collector.jobs.evaluation import (
     JobMetrics,
     PerSampleScoring,
@@ -86,6 +87,9 @@ class IncrementalJob:
         )
         self._labels: tuple[Folding, ...] = ()
         self._labels_logged: tuple[Folding, ...] = ()
+        self._facts = [
+            MetricFacts(m.name, m.spec.direction or "none", m.spec.unit) for m in self.per_sample
+        ]
         self._longest = max(w.seconds for w in env.windows)
         to_sample = env.to_sample or _default_to_sample
         self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
@@ -159,6 +163,10 @@ class IncrementalJob:
         self._labels = tuple(fold.folding for fold in folds.values())
         self._warn_folding(self._labels)
         points = window_aggregates(self.columns, self.per_sample, self.env, now, folds)
+        if self.env.drift is not None:
+            points += drift_points(
+                self.columns, self._facts, epoch(now), self._longest, folds, self.env.drift
+            )
         if self.dataset:
             points += self._dataset.points(session, now, changed=changed)
         return points

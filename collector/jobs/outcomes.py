@@ -219,6 +219,17 @@ class OutcomeColumns:
         self._trace_at[row] = trace_id
         return row
 
+    def timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ts, alive) of every row (views: do not write)."""
+        n = self._size
+        return self._ts[:n], self._alive[:n]
+
+    def scores(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
+        """(values, holds a score) of one metric for every row (views: do not write)."""
+        col = self._metric_index[metric]
+        n = self._size
+        return self._values[:n, col], self._status[:n, col] == SCORE
+
     def prune(self, before_ts: float) -> int:
         """Drop contributions older than `before_ts`; compact when most rows are dead."""
         n = self._size

@@ -1,0 +1,216 @@
+"""Drift detectors over a job's per-trace outcomes: one CUSUM per metric, group, detector.
+
+Every run, for each per-sample metric with a direction and each group (overall, kept label
+values, `other`), the traces of the last `span` are tested against the baseline of the
+rest of the longest window (`evaluators.drift`): their scores, standardised by the
+baseline's mean and spread and signed so that positive is worse, feed a one-sided CUSUM
+tuned to a relative shift of `Detector.relative_shift`. Its threshold `h` is set so the
+detector pages falsely at most `false_alarms_per_week` times a week over all its series
+together (family-wise: each of the N series gets an in-control run length of N times its
+weekly volume over that budget), so a quiet week stays quiet at any traffic volume and the
+threshold needs no hand tuning. Latencies (unit `ms`) are judged on the log scale with a
+median/MAD baseline: a shift there is a shift of every quantile, not of a mean that one
+slow outlier moves.
+
+Nothing is kept between runs: the statistic is recomputed from the outcome columns, so a
+restart, a replica or a back-fill at a past time gives the same number. Each series
+yields a point per detector watching it, window `drift:<detector>` (value S/h: 1 or more
+is an alarm; n = traces in the span), and one point `mde` (the smallest relative change
+the paging detector catches within its target delay at this series' volume, on average;
+n = baseline traces): what the operator can expect to be paged for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.windows import Group, Window
+from evaluators.aggregate import Aggregate
+from evaluators.drift import cusum, detectable_shift, threshold
+
+WEEK_S = 7 * 86400.0
+DRIFT_PREFIX = "drift:"
+DETECTABLE = "mde"
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    """One severity's detector: what it is tuned to and how rarely it may alarm."""
+
+    name: str
+    relative_shift: float
+    false_alarms_per_week: float
+    within_s: float
+    """Target delay: the detectable-drop point says what is caught within it."""
+    metrics: frozenset[str] | None = None
+    """Metric names it watches (None: every per-sample metric with a direction)."""
+    series_metrics: int = 1
+    """Metrics it watches across all jobs; x groups = its family of series."""
+    within_by_metric: Mapping[str, float] = field(default_factory=dict)
+    """Per-metric target delays (e.g. judge metrics, sampled at 5%, get longer)."""
+
+    def watches(self, metric: str) -> bool:
+        return self.metrics is None or metric in self.metrics
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFacts:
+    """What the detector needs to know of a metric."""
+
+    name: str
+    direction: str
+    unit: str
+
+
+@dataclass(frozen=True, slots=True)
+class DriftConfig:
+    detectors: tuple[Detector, ...]
+    """The first is the paging one: its budget and target delay make the `mde` points."""
+    span_s: float = 86400.0
+    min_baseline: int = 30
+    """Series with fewer baseline scores get no statistic (n = 0 points)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    mu: float
+    sigma: float
+    n: int
+    log: bool
+
+
+def baseline(values: np.ndarray, unit: str) -> Baseline | None:
+    """Mean and spread of the baseline scores (log-median/MAD for latencies)."""
+    if values.size < 2:
+        return None
+    if unit == "ms":
+        logs = np.log(np.maximum(values, 1e-3))
+        mu = float(np.median(logs))
+        sigma = 1.4826 * float(np.median(np.abs(logs - mu)))
+        return Baseline(mu, sigma, values.size, True) if sigma > 0 else None
+    mu = float(values.mean())
+    sigma = float(values.std(ddof=1))
+    return Baseline(mu, sigma, values.size, False) if sigma > 0 else None
+
+
+def shift_sd(base: Baseline, relative: float) -> float:
+    """A relative change of the metric in baseline standard deviations."""
+    if base.log:
+        return math.log1p(relative) / base.sigma
+    return relative * abs(base.mu) / base.sigma
+
+
+@lru_cache(maxsize=4096)
+def _threshold(arl: float, k: float) -> float:
+    return threshold(arl, k)
+
+
+@lru_cache(maxsize=4096)
+def _detectable(samples: float, arl: float) -> float:
+    return detectable_shift(samples, arl)
+
+
+def _round(x: float) -> float:
+    """Two significant digits: nearby run lengths share a cached threshold."""
+    return float(f"{x:.2g}")
+
+
+def drift_points(
+    columns: OutcomeColumns,
+    metrics: Sequence[MetricFacts],
+    now_ts: float,
+    longest_s: float,
+    folds: Mapping[str, LabelFold] | None,
+    config: DriftConfig,
+) -> list[tuple[Window, WindowAggregate]]:
+    """The detectors' points for every watched metric and group at `now_ts`."""
+    recent_from = now_ts - config.span_s
+    base_span = longest_s - config.span_s
+    if base_span <= 0:
+        return []
+    ts, alive = columns.timestamps()
+    selected = alive & (ts >= now_ts - longest_s) & (ts <= now_ts)
+    groups = list(columns.groups_in(selected, folds))
+    out: list[tuple[Window, WindowAggregate]] = []
+    for facts in metrics:
+        if facts.direction not in ("higher", "lower") or not config.detectors:
+            continue
+        values, scored = columns.scores(facts.name)
+        sign = -1.0 if facts.direction == "higher" else 1.0
+        for group, mask in groups:
+            use = mask & scored
+            base_mask = use & (ts < recent_from)
+            recent_mask = use & (ts >= recent_from)
+            base = baseline(values[base_mask], facts.unit)
+            recent = values[recent_mask]
+            recent = recent[np.argsort(ts[recent_mask], kind="stable")]
+            series = _Series(
+                facts, group, base, recent, sign, len(groups), base_span, config.min_baseline
+            )
+            for det in config.detectors:
+                if det.watches(facts.name):
+                    out.append(series.drift(det, config.span_s))
+            out.append(series.detectable(config.detectors[0]))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    facts: MetricFacts
+    group: Group
+    base: Baseline | None
+    recent: np.ndarray
+    sign: float
+    n_groups: int
+    base_span: float
+    min_baseline: int
+
+    @property
+    def per_week(self) -> float:
+        return 0.0 if self.base is None else self.base.n / self.base_span * WEEK_S
+
+    def arl(self, det: Detector) -> float:
+        """In-control run length (samples) of this series under `det`'s budget."""
+        family = det.series_metrics * self.n_groups
+        return _round(family * self.per_week / det.false_alarms_per_week)
+
+    def drift(self, det: Detector, span_s: float) -> tuple[Window, WindowAggregate]:
+        window = Window(DRIFT_PREFIX + det.name, span_s)
+        base = self.base
+        if base is None or base.n < self.min_baseline:
+            return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
+        k = _round(shift_sd(base, det.relative_shift) / 2.0)
+        h = _threshold(self.arl(det), k)
+        x = np.log(np.maximum(self.recent, 1e-3)) if base.log else self.recent
+        z = self.sign * (x - base.mu) / base.sigma
+        score = float(cusum(z, k)[-1]) / h if z.size and h > 0 else 0.0
+        return window, WindowAggregate(
+            self.group, Aggregate(self.facts.name, score, int(self.recent.size))
+        )
+
+    def detectable(self, det: Detector) -> tuple[Window, WindowAggregate]:
+        within = det.within_by_metric.get(self.facts.name, det.within_s)
+        window = Window(DETECTABLE, within)
+        base = self.base
+        if base is None or base.n < self.min_baseline:
+            return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
+        samples = self.per_week * within / WEEK_S
+        relative = _relative(base, _detectable(_round(samples), self.arl(det)))
+        return window, WindowAggregate(self.group, Aggregate(self.facts.name, relative, base.n))
+
+
+def _relative(base: Baseline, shift: float) -> float | None:
+    """A shift in standard deviations as a relative change of the metric."""
+    if not math.isfinite(shift):
+        return None
+    if base.log:
+        return math.expm1(shift * base.sigma)
+    if base.mu == 0:
+        return None
+    return shift * base.sigma / abs(base.mu)

@@ -1,0 +1,77 @@
+"""The CUSUM and its run-length algebra against a plain loop, Monte Carlo and published values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evaluators.drift import arl0, cusum, detectable_shift, detection_delay, threshold
+
+
+def _loop(z: np.ndarray, k: float) -> np.ndarray:
+    s, out = 0.0, []
+    for x in z:
+        s = max(0.0, s + x - k)
+        out.append(s)
+    return np.array(out)
+
+
+def test_vectorised_cusum_equals_the_recursion() -> None:
+    rng = np.random.default_rng(4)
+    for k in (0.0, 0.25, 1.0):
+        z = rng.standard_normal(5000) + rng.choice([0.0, 0.8], 5000)
+        np.testing.assert_allclose(cusum(z, k), _loop(z, k), rtol=0, atol=1e-9)
+    assert cusum(np.array([]), 0.5).size == 0
+
+
+@pytest.mark.parametrize(
+    ("k", "h", "published"),
+    # ARL0 of the standard normal tabular CUSUM, k = 0.5 (Montgomery, Introduction to
+    # Statistical Quality Control, the two-sided ARL0 168 for h = 4 and 465 for h = 5):
+    # the one-sided run is twice as long. Siegmund's approximation is within 5%.
+    [(0.5, 4.0, 2 * 168), (0.5, 5.0, 2 * 465)],
+)
+def test_arl0_near_published_values(k: float, h: float, published: float) -> None:
+    assert arl0(h, k) == pytest.approx(published, rel=0.05)
+
+
+def test_arl0_matches_monte_carlo() -> None:
+    rng = np.random.default_rng(11)
+    k, h = 0.25, threshold(400.0, 0.25)
+    runs = []
+    for _ in range(400):
+        s = cusum(rng.standard_normal(6000), k)
+        hit = np.flatnonzero(s >= h)
+        runs.append(hit[0] + 1 if hit.size else 6000)
+    assert np.mean(runs) == pytest.approx(400.0, rel=0.15)
+
+
+def test_threshold_inverts_arl0() -> None:
+    for k in (0.05, 0.2, 0.6):
+        for target in (50.0, 1e4, 1e7):
+            assert arl0(threshold(target, k), k) == pytest.approx(target, rel=1e-6)
+    assert threshold(1.5, 0.5) == 0.0  # any h alarms later than that
+
+
+def test_delay_and_detectable_shift_agree() -> None:
+    arl = 1e6
+    shift = detectable_shift(300.0, arl)
+    k = shift / 2
+    assert detection_delay(shift, k, threshold(arl, k)) == pytest.approx(300.0, rel=1e-3)
+    assert detectable_shift(3000.0, arl) < shift  # more samples, smaller drops
+    assert math.isinf(detectable_shift(0.0, arl))
+    assert math.isinf(detection_delay(0.1, 0.2, 5.0))
+
+
+def test_detection_delay_matches_monte_carlo() -> None:
+    """A shift of 0.5 sd, k = 0.25: the expected delay from the approximation holds."""
+    rng = np.random.default_rng(2)
+    k, h = 0.25, threshold(1e4, 0.25)
+    delays = []
+    for _ in range(300):
+        s = cusum(stats.norm.rvs(0.5, 1.0, size=4000, random_state=rng), k)
+        delays.append(np.flatnonzero(s >= h)[0] + 1)
+    assert np.mean(delays) == pytest.approx(detection_delay(0.5, k, h), rel=0.15)
