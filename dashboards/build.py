@@ -20,11 +20,12 @@ HERE = Path(__file__).resolve().parent
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(HERE.parent))
 
-from dashboards import metrics_view, quality_rules  # noqa: E402
+from dashboards import drift_rule_tests, metrics_view, quality_rules  # noqa: E402
 from dashboards.metrics_view import BANDS, GOAL_METRICS, describe  # noqa: E402
 
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
+DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'tenant=~"$tenant"'
 
@@ -544,6 +545,7 @@ def generated() -> dict[Path, str]:
         for name, board in (("overview.json", overview()), ("operations.json", operations()))
     }
     files[RULES] = quality_rules.render()
+    files[DRIFT_TESTS] = drift_rule_tests.render()
     return files
 
 

@@ -189,107 +189,145 @@ def metric_pattern(direction: str, *, interval_only: bool = False) -> str:
     return "|".join(sorted(patterns))
 
 
-ENOUGH = 'and on (metric, tenant) ragpulse_metric_samples{window="1h"} >= 10'
-OPEN_PANEL = (
-    "Open the overview dashboard panel for {{ $labels.metric }} and look for deploys, "
-    "index or model changes, or a shift in traffic in that hour."
+TIERS = (
+    ("retrieval", ("hit_rate", "mrr", "ndcg", "recall", "precision", "retrieval_empty_rate")),
+    ("judge", ("judge_",)),
+    ("ux", ("cache_hit_rate", "context_preservation", "multi_turn_consistency")),
+    ("text", ("rouge", "bleu", "semantic_similarity")),
+    ("embedding", ("intra_cluster", "inter_cluster", "silhouette", "n_clusters", "total_pairs")),
 )
+"""Which part of the RAG system a metric watches, by family prefix; LLM-judge metrics of
+answers and contexts (faithfulness, context_relevance, ...) are `generation`."""
+
+
+def tier(family: str) -> str:
+    for name, prefixes in TIERS:
+        if family.startswith(prefixes):
+            return name
+    return "generation"
+
+
+def _families(
+    direction: str | None = None, *, kind: str | None = None
+) -> list[tuple[str, str, str]]:
+    """(family, cutoff, tier) of every registered metric with a direction (or that one):
+    `kind` "per_sample" (scored per trace: the jobs' detectors run on them) or "dataset"
+    (computed over a set of traces, and the job-computed metrics)."""
+    known_names()
+    out = []
+    for name, spec in FAMILIES.items():
+        per_sample = spec.kind != "dataset"
+        if kind is not None and per_sample != (kind == "per_sample"):
+            continue
+        if spec.direction in ("higher", "lower") and direction in (None, spec.direction):
+            out.append((name, spec.cutoff, tier(name)))
+    if kind in (None, "dataset"):
+        for name, job_spec in JOB_METRICS.items():
+            if job_spec.direction in ("higher", "lower") and direction in (
+                None,
+                job_spec.direction,
+            ):
+                out.append((name, "none", tier(name)))
+    return sorted(out)
+
+
+def tier_patterns(kind: str, direction: str | None = None) -> dict[str, str]:
+    """tier -> PromQL regex of its metrics of that kind (and direction)."""
+    by_tier: dict[str, list[str]] = {}
+    for family, cutoff, t in _families(direction, kind=kind):
+        by_tier.setdefault(t, []).append(_pattern(family, cutoff))
+    return {t: "|".join(sorted(p)) for t, p in sorted(by_tier.items())}
+
+
+OPEN_PANEL = (
+    "Open the overview dashboard panel for {{ $labels.metric }}{{ if $labels.tenant }} "
+    "with tenant {{ $labels.tenant }}{{ end }} and look for deploys, index or model "
+    "changes, or a shift in traffic since it started; `ragpulse jobs list` names the job "
+    "that computes it."
+)
+DETECTOR = (
+    "The jobs test the last 24 hours of {{ $labels.metric }} against the rest of the "
+    "7-day window with a CUSUM (README: Alerting) whose threshold keeps false alarms "
+    "within the configured weekly budget over every series together, so this is not noise "
+    "at the usual rate of one false alarm in weeks."
+)
+Z_SLOW = 4.5
+"""Dataset metrics (no per-trace scores): the 24h value this many standard errors worse
+than the 7d value, for an hour, opens a ticket (a Bonferroni-style bar for ~100 series
+tested hourly)."""
 
 
 def drift_rules() -> list[dict[str, Any]]:
-    higher_ci = metric_pattern("higher", interval_only=True)
-    lower_ci = metric_pattern("lower", interval_only=True)
-    higher = metric_pattern("higher")
-    lower = metric_pattern("lower")
-    share = "scalar(ragpulse:drift_max_relative_drop)"
-    common = {"for": "30m", "labels": {"severity": "warning"}}
-    return [
-        {
-            "alert": "RagpulseQualityDrift",
-            "expr": (
-                f'(\n  ragpulse_metric_ci_upper{{window="1h",metric=~"{higher_ci}"}}\n'
-                '    < ignoring (window) ragpulse_metric_value{window="7d"}\n)\n'
-                f"{ENOUGH}\n"
-            ),
-            **common,
-            "annotations": {
-                "summary": "{{ $labels.metric }} dropped: its 1h confidence interval lies "
-                f"below the 7d value{TENANT_PAREN}",
-                "description": "For {{ $labels.metric }} higher is better, and the whole 95% "
-                'interval of the last hour (upper bound {{ $value | printf "%.3f" }}) is '
-                "below the 7-day baseline for 30 minutes: a real drop, not noise. " + OPEN_PANEL,
-            },
-        },
-        {
-            "alert": "RagpulseQualityDriftUp",
-            "expr": (
-                f'(\n  ragpulse_metric_ci_lower{{window="1h",metric=~"{lower_ci}"}}\n'
-                '    > ignoring (window) ragpulse_metric_value{window="7d"}\n)\n'
-                f"{ENOUGH}\n"
-            ),
-            **common,
-            "annotations": {
-                "summary": "{{ $labels.metric }} rose: its 1h confidence interval lies above "
-                f"the 7d value{TENANT_PAREN}",
-                "description": "For {{ $labels.metric }} lower is better, and the whole 95% "
-                'interval of the last hour (lower bound {{ $value | printf "%.3f" }}) is '
-                "above the 7-day baseline for 30 minutes: a real rise, not noise. " + OPEN_PANEL,
-            },
-        },
-        {
-            "alert": "RagpulseQualityDrop",
-            "expr": (
-                f'(\n  ragpulse_metric_value{{window="1h",metric=~"{higher}"}}\n'
-                '    < ignoring (window) (ragpulse_metric_value{window="7d"} '
-                f"* (1 - {share}))\n)\n{ENOUGH}\n"
-            ),
-            **common,
-            "annotations": {
-                "summary": "{{ $labels.metric }} is more than the configured share below its "
-                f"7d value{TENANT_PAREN}",
-                "description": "For {{ $labels.metric }} higher is better, and the last "
-                'hour\'s value ({{ $value | printf "%.3f" }}) is lower than the 7-day value '
-                "by more than ragpulse:drift_max_relative_drop (rules/quality.yml) for 30 "
-                "minutes. " + OPEN_PANEL,
-            },
-        },
-        {
-            "alert": "RagpulseQualityRise",
-            "expr": (
-                f'(\n  ragpulse_metric_value{{window="1h",metric=~"{lower}"}}\n'
-                '    > ignoring (window) (ragpulse_metric_value{window="7d"} '
-                f"* (1 + {share}))\n)\n"
-                'and ignoring (window) (ragpulse_metric_value{window="7d"} > 0)\n'
-                f"{ENOUGH}\n"
-            ),
-            **common,
-            "annotations": {
-                "summary": "{{ $labels.metric }} is more than the configured share above its "
-                f"7d value{TENANT_PAREN}",
-                "description": "For {{ $labels.metric }} lower is better, and the last hour's "
-                'value ({{ $value | printf "%.3f" }}) is higher than the 7-day value by '
-                "more than ragpulse:drift_max_relative_drop (rules/quality.yml) for 30 "
-                "minutes (a rise from a 7-day value of 0 is left to RagpulseQualityDriftUp). "
-                + OPEN_PANEL,
-            },
-        },
-    ]
+    out: list[dict[str, Any]] = []
+    for t, pattern in tier_patterns("per_sample").items():
+        out.append(
+            {
+                "alert": "RagpulseQualityDropPage",
+                "expr": f'ragpulse_drift_score{{detector="page",metric=~"{pattern}"}} >= 1',
+                "keep_firing_for": "30m",
+                "labels": {"severity": "critical", "tier": t},
+                "annotations": {
+                    "summary": "{{ $labels.metric }} got worse" + TENANT + ": the paging "
+                    'drift detector is at {{ $value | printf "%.1f" }}x its threshold',
+                    "description": "A drop a person should look at now. "
+                    + DETECTOR
+                    + " "
+                    + OPEN_PANEL,
+                },
+            }
+        )
+    for t, pattern in tier_patterns("per_sample").items():
+        out.append(
+            {
+                "alert": "RagpulseQualityDriftTicket",
+                "expr": f'ragpulse_drift_score{{detector="ticket",metric=~"{pattern}"}} >= 1',
+                "keep_firing_for": "2h",
+                "labels": {"severity": "warning", "tier": t},
+                "annotations": {
+                    "summary": "{{ $labels.metric }} is drifting worse" + TENANT,
+                    "description": "A slow drift (the ticket detector is tuned to a few "
+                    "percent): no page, but worth a look this week. " + DETECTOR + " " + OPEN_PANEL,
+                },
+            }
+        )
+    for direction, worse in (("higher", "below"), ("lower", "above")):
+        for t, pattern in tier_patterns("dataset", direction).items():
+            metric = f'metric=~"{pattern}",'
+            seven = f'ragpulse_metric_value{{{metric}window="7d"}}'
+            day = f'ragpulse_metric_value{{{metric}window="24h"}}'
+            worse_by = (
+                f"{seven} - ignoring (window) {day}"
+                if direction == "higher"
+                else f"{day} - ignoring (window) {seven}"
+            )
+            out.append(
+                {
+                    "alert": "RagpulseQualityDriftTicket",
+                    "expr": (
+                        f"(\n  ({worse_by})\n  / ignoring (window)\n"
+                        '  ((ragpulse_metric_ci_upper{window="24h"} - '
+                        'ragpulse_metric_ci_lower{window="24h"}) / 3.92)\n'
+                        f") >= {Z_SLOW}\n"
+                        'and on (metric, tenant) ragpulse_metric_samples{window="24h"} >= 30\n'
+                    ),
+                    "for": "1h",
+                    "labels": {"severity": "warning", "tier": t},
+                    "annotations": {
+                        "summary": "{{ $labels.metric }} is drifting worse" + TENANT,
+                        "description": f"The last 24 hours of {{{{ $labels.metric }}}} lie "
+                        f'{worse} the 7-day value by {{{{ $value | printf "%.1f" }}}} '
+                        "standard errors for an hour. It is computed over whole sets of "
+                        "traces (no per-trace scores for a detector), so this compares "
+                        f"windows with a strict bar ({Z_SLOW} standard errors). " + OPEN_PANEL,
+                    },
+                }
+            )
+    return out
 
 
 def rules() -> dict[str, Any]:
     return {
         "groups": [
-            {
-                "name": "ragpulse-quality-settings",
-                "rules": [
-                    {
-                        # Relative change of the 1h value against the 7d value that counts
-                        # as drift (0.2 = 20%), both ways. Tune it here and rebuild.
-                        "record": "ragpulse:drift_max_relative_drop",
-                        "expr": "vector(0.2)",
-                    }
-                ],
-            },
             {
                 "name": "ragpulse-quality-thresholds",
                 "rules": [threshold_rule(a) for a in THRESHOLD_ALERTS],

@@ -146,36 +146,58 @@ def test_lower_is_better_colours_run_the_other_way() -> None:
         metrics_view.BANDS["noise_sensitivity_relevant"] = saved
 
 
-def _drift_patterns() -> dict[str, str]:
-    rules = {
-        r["alert"]: r["expr"]
-        for g in yaml.safe_load(QUALITY.read_text())["groups"]
-        for r in g["rules"]
-        if "alert" in r
-    }
-    out = {}
-    for alert in ("Drift", "DriftUp", "Drop", "Rise"):
-        found = re.search(r'metric=~"([^"]+)"', rules[f"RagpulseQuality{alert}"])
-        assert found is not None, alert
-        out[f"RagpulseQuality{alert}"] = found.group(1)
-    return out
+def _drift_rules() -> list[dict[str, Any]]:
+    groups = yaml.safe_load(QUALITY.read_text())["groups"]
+    return [r for g in groups if g["name"] == "ragpulse-quality-drift" for r in g["rules"]]
 
 
-def test_drift_rules_follow_each_metrics_direction() -> None:
-    patterns = _drift_patterns()
+def _matching(metric: str) -> list[tuple[str, str, str, str]]:
+    """(alert, severity, tier, kind) of every drift rule whose metric regex matches."""
+    out = []
+    for rule in _drift_rules():
+        found = re.search(r'metric=~"([^"]+)"', rule["expr"])
+        assert found is not None, rule["alert"]
+        if re.fullmatch(found.group(1), metric):
+            kind = "detector" if "ragpulse_drift_score" in rule["expr"] else "window"
+            out.append((rule["alert"], rule["labels"]["severity"], rule["labels"]["tier"], kind))
+    return sorted(out)
+
+
+def test_drift_rules_follow_each_metrics_direction_and_kind() -> None:
+    """A metric scored per trace gets the paging and the ticket detector rule of its tier;
+    one computed over a set of traces gets the window ticket rule of its direction;
+    one without a direction gets none."""
     for metric in sorted(_scheduled_metrics() | {"hit_rate@7", "mrr@3", "precision@2"}):
         spec = describe(metric)
-        matches = {a for a, p in patterns.items() if re.fullmatch(p, metric)}
-        if spec.direction == "higher":
-            assert matches <= {"RagpulseQualityDrift", "RagpulseQualityDrop"}, metric
-            assert "RagpulseQualityDrop" in matches, metric
-            assert ("RagpulseQualityDrift" in matches) == spec.interval, metric
-        elif spec.direction == "lower":
-            assert matches == {"RagpulseQualityDriftUp", "RagpulseQualityRise"}, metric
+        matches = _matching(metric)
+        if spec.direction == "none":
+            assert matches == [], metric
+            continue
+        tiers = {tier for _, _, tier, _ in matches}
+        assert len(tiers) == 1, (metric, matches)
+        if getattr(spec, "kind", "dataset") != "dataset":
+            assert [(a, s, k) for a, s, _, k in matches] == [
+                ("RagpulseQualityDriftTicket", "warning", "detector"),
+                ("RagpulseQualityDropPage", "critical", "detector"),
+            ], metric
         else:
-            assert matches == set(), metric
-    assert not re.fullmatch(patterns["RagpulseQualityDrift"], "noise_sensitivity_relevant")
-    assert not re.fullmatch(patterns["RagpulseQualityDrop"], "hit_rate@")
+            assert [(a, s, k) for a, s, _, k in matches] == [
+                ("RagpulseQualityDriftTicket", "warning", "window")
+            ], metric
+    assert _matching("hit_rate@")[:1] == []
+    assert {t for _, _, t, _ in _matching("hit_rate@1")} == {"retrieval"}
+    assert {t for _, _, t, _ in _matching("faithfulness")} == {"generation"}
+
+
+def test_window_drift_rules_read_the_direction() -> None:
+    for rule in _drift_rules():
+        if "ragpulse_drift_score" in rule["expr"]:
+            continue
+        found = re.search(r'metric=~"([^"]+)"', rule["expr"])
+        assert found is not None
+        metric = found.group(1).split("|")[0]
+        higher_first = rule["expr"].index('window="7d"') < rule["expr"].index('window="24h"')
+        assert higher_first == (describe(metric).direction == "higher"), metric
 
 
 def test_a_metric_without_a_direction_gets_no_rule_and_is_reported() -> None:
