@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from collector.jobs.drift import DETECTABLE, DRIFT_PREFIX
 from collector.jobs.labels import Folding, LabelLimits
+from collector.jobs.publish import QualityPoint
 from exporters.label_bounds import bound_points
 from exporters.quality import ResultsCache
 
@@ -92,39 +93,7 @@ class QualityCollector(Collector):
         yield GaugeMetricFamily(MDE_FAMILY[0], MDE_FAMILY[1], labels=self._mde_labels)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        families = [
-            GaugeMetricFamily(name, doc, labels=self._label_names) for name, doc in QUALITY_FAMILIES
-        ]
-        value, samples, lower, upper = families
-        drift = GaugeMetricFamily(*DRIFT_FAMILY, labels=self._drift_labels)
-        mde = GaugeMetricFamily(*MDE_FAMILY, labels=self._mde_labels)
-        bounded = bound_points(self._cache.snapshot(), self._group_labels, self._limits)
-        for labels, point in bounded.points:
-            if point.window.startswith(DRIFT_PREFIX):
-                if point.value is not None:
-                    detector = point.window[len(DRIFT_PREFIX) :]
-                    drift.add_metric([labels[0], detector, *labels[2:]], point.value)
-                continue
-            if point.window == DETECTABLE:
-                if point.value is not None:
-                    mde.add_metric([labels[0], *labels[2:]], point.value)
-                continue
-            samples.add_metric(labels, float(point.n))
-            if point.value is None:
-                continue
-            value.add_metric(labels, point.value)
-            if point.ci_lower is not None and point.ci_upper is not None:
-                lower.add_metric(labels, point.ci_lower)
-                upper.add_metric(labels, point.ci_upper)
-        yield from families
-        yield from (drift, mde)
-        exported, dropped = (
-            GaugeMetricFamily(name, doc, labels=["label"]) for name, doc in LABEL_FAMILIES
-        )
-        for label in self._group_labels:
-            exported.add_metric([label], float(bounded.exported.get(label, 0)))
-            dropped.add_metric([label], float(bounded.dropped.get(label, 0)))
-        yield from (exported, dropped)
+        yield from quality_families(self._cache.snapshot(), self._group_labels, self._limits)
 
     def render(self) -> bytes:
         """The families in the Prometheus text format (0.0.4), re-rendered only after the
@@ -134,6 +103,47 @@ class QualityCollector(Collector):
             if self._rendered is None or self._rendered[0] != version:
                 self._rendered = (version, generate_latest(_Families(self.collect())))
             return self._rendered[1]
+
+
+def quality_families(
+    points: Iterable[QualityPoint], group_labels: Sequence[str], limits: LabelLimits
+) -> Iterator[GaugeMetricFamily]:
+    """The quality, detector and label-bound families of `points` (label values bounded
+    by `limits`, `exporters.label_bounds`)."""
+    label_names = ["metric", "window", *group_labels]
+    drift_labels = ["metric", "detector", *group_labels]
+    mde_labels = ["metric", *group_labels]
+    families = [GaugeMetricFamily(name, doc, labels=label_names) for name, doc in QUALITY_FAMILIES]
+    value, samples, lower, upper = families
+    drift = GaugeMetricFamily(*DRIFT_FAMILY, labels=drift_labels)
+    mde = GaugeMetricFamily(*MDE_FAMILY, labels=mde_labels)
+    bounded = bound_points(points, group_labels, limits)
+    for labels, point in bounded.points:
+        if point.window.startswith(DRIFT_PREFIX):
+            if point.value is not None:
+                detector = point.window[len(DRIFT_PREFIX) :]
+                drift.add_metric([labels[0], detector, *labels[2:]], point.value)
+            continue
+        if point.window == DETECTABLE:
+            if point.value is not None:
+                mde.add_metric([labels[0], *labels[2:]], point.value)
+            continue
+        samples.add_metric(labels, float(point.n))
+        if point.value is None:
+            continue
+        value.add_metric(labels, point.value)
+        if point.ci_lower is not None and point.ci_upper is not None:
+            lower.add_metric(labels, point.ci_lower)
+            upper.add_metric(labels, point.ci_upper)
+    yield from families
+    yield from (drift, mde)
+    exported, dropped = (
+        GaugeMetricFamily(name, doc, labels=["label"]) for name, doc in LABEL_FAMILIES
+    )
+    for label in group_labels:
+        exported.add_metric([label], float(bounded.exported.get(label, 0)))
+        dropped.add_metric([label], float(bounded.dropped.get(label, 0)))
+    yield from (exported, dropped)
 
 
 class _Families:

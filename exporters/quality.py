@@ -30,10 +30,19 @@ class ResultsCache:
         self._loaded_id = 0  # metric_results rows up to this id are in the cache
 
     def update(self, points: Iterable[QualityPoint]) -> None:
-        """Replace the points with the same keys; others stay."""
+        """Replace the points with the same keys, unless the cached one was computed later
+        (rows back-filled for past times, `ragpulse jobs backfill`); others stay."""
         with self._lock:
             fresh = dict(self._points)
             for point in points:
+                old = fresh.get(point.key)
+                if (
+                    old is not None
+                    and old.computed_at is not None
+                    and point.computed_at is not None
+                    and point.computed_at < old.computed_at
+                ):
+                    continue
                 fresh[point.key] = point
             self._points = fresh
             self._version += 1

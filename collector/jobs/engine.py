@@ -75,7 +75,11 @@ def _default_to_sample(row: StoredTrace) -> Sample:
 class IncrementalJob:
     """Runs one `JobDefinition` incrementally; keeps its state between runs."""
 
-    def __init__(self, definition: JobDefinition, env: JobEnvironment) -> None:
+    def __init__(
+        self, definition: JobDefinition, env: JobEnvironment, history_s: float = 0.0
+    ) -> None:
+        """`history_s`: seconds of traces kept beyond the longest window, for `points_at`
+        past times (`collector.jobs.backfill`); 0 for the scheduled job."""
         self.definition = definition
         self.env = env
         self.name = definition.name
@@ -87,13 +91,16 @@ class IncrementalJob:
         )
         self._labels: tuple[Folding, ...] = ()
         self._labels_logged: tuple[Folding, ...] = ()
+        self._last_folds: list[Folding] = []
         self._facts = [
             MetricFacts(m.name, m.spec.direction or "none", m.spec.unit) for m in self.per_sample
         ]
         self._longest = max(w.seconds for w in env.windows)
         to_sample = env.to_sample or _default_to_sample
         self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
-        self._cursor = TraceCursor(self.name, self.columns, env.group_labels, self._longest)
+        self._cursor = TraceCursor(
+            self.name, self.columns, env.group_labels, self._longest + history_s
+        )
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)
 
@@ -130,6 +137,29 @@ class IncrementalJob:
             self.name, "ok", new, written, time.perf_counter() - started, labels=self._labels
         )
 
+    def load_history(self, now: datetime, *, evaluate: bool) -> int:
+        """Load the stored outcomes of every trace in the longest window plus the history
+        before `now` and, with `evaluate`, score the ones without outcomes (stored like a
+        run's); the job's state (watermark, last run) is not touched. New traces scored."""
+        self._memo.next_run()
+        with self.env.session_factory() as session:
+            self._cursor.load(session, JobState(job=self.name), now)
+            new = self._evaluate_new(session, now) if evaluate else 0
+            session.commit()
+        return new
+
+    def points_at(self, at: datetime) -> list[tuple[Window, WindowAggregate]]:
+        """The per-sample metrics' windows and detectors as they were at `at`, from the
+        outcomes in hand (dataset metrics are left out: they are recomputed from traces)."""
+        folds = self.columns.folds(epoch(at) - self._longest, self.env.label_limits)
+        self._last_folds = [fold.folding for fold in folds.values()]
+        points = window_aggregates(self.columns, self.per_sample, self.env, at, folds)
+        if self.env.drift is not None:
+            points += drift_points(
+                self.columns, self._facts, epoch(at), self._longest, folds, self.env.drift
+            )
+        return points
+
     def publish(self) -> None:
         """Hand the last run's points to the results sink (after the commit)."""
         if self.env.results is not None and getattr(self, "_publish", None) is not None:
@@ -159,14 +189,9 @@ class IncrementalJob:
     def _aggregate(
         self, session: Session, now: datetime, *, changed: bool
     ) -> list[tuple[Window, WindowAggregate]]:
-        folds = self.columns.folds(epoch(now) - self._longest, self.env.label_limits)
-        self._labels = tuple(fold.folding for fold in folds.values())
+        points = self.points_at(now)
+        self._labels = tuple(self._last_folds)
         self._warn_folding(self._labels)
-        points = window_aggregates(self.columns, self.per_sample, self.env, now, folds)
-        if self.env.drift is not None:
-            points += drift_points(
-                self.columns, self._facts, epoch(now), self._longest, folds, self.env.drift
-            )
         if self.dataset:
             points += self._dataset.points(session, now, changed=changed)
         return points
@@ -196,7 +221,7 @@ class IncrementalJob:
     ) -> int:
         """Store the run's results; keep their published form for `publish`."""
         written = write_results(session, self.name, now, self.env.retention, points)
-        self._publish: list[QualityPoint] = quality_points(self.name, points)
+        self._publish: list[QualityPoint] = quality_points(self.name, points, epoch(now))
         return written
 
     def _record_skip(self, now: datetime, reason: str) -> int:

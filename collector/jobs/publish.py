@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +37,9 @@ class QualityPoint:
     ci_upper: float | None = None
     job: str = ""
     group_labels: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    computed_at: float | None = None
+    """When it was computed (epoch seconds): a back-filled point of the past never
+    replaces a newer one in the exporter's cache."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -54,10 +58,17 @@ class QualityPoint:
             ci_upper=row.ci_upper,
             job=row.job,
             group_labels=MappingProxyType(labels),
+            computed_at=_epoch(row.computed_at),
         )
 
 
-def quality_point(job: str, window: Window, group: Group, agg: Aggregate) -> QualityPoint:
+def _epoch(ts: datetime) -> float:
+    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def quality_point(
+    job: str, window: Window, group: Group, agg: Aggregate, computed_at: float | None = None
+) -> QualityPoint:
     """The published form of one aggregate of `job`."""
     return QualityPoint(
         metric=agg.metric,
@@ -69,14 +80,18 @@ def quality_point(job: str, window: Window, group: Group, agg: Aggregate) -> Qua
         ci_upper=agg.ci_upper,
         job=job,
         group_labels=group.labels,
+        computed_at=computed_at,
     )
 
 
 def quality_points(
-    job: str, points: Iterable[tuple[Window, WindowAggregate]]
+    job: str, points: Iterable[tuple[Window, WindowAggregate]], computed_at: float | None = None
 ) -> list[QualityPoint]:
     """The published form of a run's aggregates."""
-    return [quality_point(job, window, item.group, item.aggregate) for window, item in points]
+    return [
+        quality_point(job, window, item.group, item.aggregate, computed_at)
+        for window, item in points
+    ]
 
 
 class ResultsSink(Protocol):

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from collector.settings import load_settings
@@ -28,6 +32,26 @@ def register(subparsers: Any) -> None:
     run_parser.set_defaults(func=run)
     list_parser = sub.add_parser("list", help="list the jobs and their metrics")
     list_parser.set_defaults(func=list_jobs)
+    back = sub.add_parser(
+        "backfill",
+        help="compute the windows and drift detectors as they were at past times",
+        description="Compute every job's per-trace metrics' windows and drift detectors as "
+        "they were every STEP over the last SINCE, from the stored traces (scoring those "
+        "not scored yet; judge jobs only use what was judged: no judge call is paid), and "
+        "write them to metric_results with those times, so a new install or a new metric "
+        "has its 7-day baseline at once. Dataset metrics (UX sessions, clusters, the "
+        "production judge's confusion matrix) are not back-filled. With --output, the same "
+        "series as /metrics are also written as timestamped OpenMetrics, to back-fill "
+        "Prometheus: `promtool tsdb create-blocks-from openmetrics FILE DATA_DIR`.",
+    )
+    back.add_argument("names", nargs="*", metavar="NAME", help="jobs to back-fill (default: all)")
+    back.add_argument("--since", default="7d", help="how far back (default 7d)")
+    back.add_argument("--step", default="10m", help="time between computed points (default 10m)")
+    back.add_argument(
+        "--output", type=Path, metavar="FILE", help="also write the series as OpenMetrics"
+    )
+    back.add_argument("--no-progress", action="store_true", help="no progress bar")
+    back.set_defaults(func=backfill_jobs)
 
 
 def list_jobs(args: argparse.Namespace) -> int:
@@ -85,3 +109,79 @@ def run(args: argparse.Namespace) -> int:
     if env.judge is not None and (problem := unreachable(env.judge)) is not None:
         raise UserError(problem)
     return 1 if any(r.status == "error" for r in reports) else 0
+
+
+def backfill_jobs(args: argparse.Namespace) -> int:
+    from collector.errors import UserError
+    from collector.jobs.backfill import backfill, steps
+    from collector.jobs.scheduler import definitions
+    from collector.settings import parse_duration
+    from collector.store.session import make_engine
+    from ragpulse.job_setup import job_environment, label_limits
+    from ragpulse.store_check import require_migrated
+
+    try:
+        since, step = parse_duration(args.since), parse_duration(args.step)
+    except ValueError as exc:
+        raise UserError(f"--since/--step: {exc} (e.g. --since 7d --step 10m)") from None
+    settings = load_settings(args.config)
+    known = definitions(settings)
+    unknown = sorted(set(args.names) - set(known))
+    if unknown:
+        raise UserError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)
+    engine = make_engine(url)
+    end = datetime.fromtimestamp(datetime.now(UTC).timestamp() // step * step, UTC)
+    times = steps(end - timedelta(seconds=since), end, timedelta(seconds=step))
+    writer = None
+    if args.output is not None:
+        from exporters.openmetrics import OpenMetricsWriter
+
+        writer = OpenMetricsWriter(
+            args.output, settings.scheduler.group_labels, label_limits(settings.labels)
+        )
+    try:
+        env = job_environment(settings, engine, judge=None)
+        for name in args.names or list(known):
+            bar = _bar(name, len(times), args.no_progress)
+            try:
+                report = backfill(
+                    known[name],
+                    env,
+                    times,
+                    emit=writer.add if writer is not None else None,
+                    progress=_advance(bar) if bar is not None else None,
+                )
+            finally:
+                if bar is not None:
+                    bar.close()
+            line = (
+                f"{report.job:22s} {report.status:8s} steps={report.steps:<5d} "
+                f"results={report.results:<8d} scored={report.new_traces:<7d} "
+                f"{report.seconds:6.1f}s"
+            )
+            print(line + (f"  {report.message}" if report.message else ""), flush=True)
+    finally:
+        engine.dispose()
+        if writer is not None:
+            writer.close()
+    if writer is not None:
+        print(
+            f"{writer.samples} samples written to {args.output}; load them into Prometheus "
+            f"with: promtool tsdb create-blocks-from openmetrics {args.output} <data dir>"
+        )
+    return 0
+
+
+def _bar(name: str, total: int, hidden: bool) -> Any:
+    if hidden or total == 0:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=name, unit="step", file=sys.stderr, leave=False)
+
+
+def _advance(bar: Any) -> Callable[[int], None]:
+    """Progress callback moving `bar` to the number of steps done."""
+    return lambda done: bar.update(done - bar.n)

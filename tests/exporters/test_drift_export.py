@@ -49,3 +49,14 @@ def test_drift_and_detectable_points_have_their_own_families() -> None:
         for s in m.samples
     }
     assert windows == {"1h"}
+
+
+def test_a_backfilled_point_never_replaces_a_newer_one() -> None:
+    cache = ResultsCache()
+    live = QualityPoint("mrr", "1h", "", 0.7, 10, computed_at=2_000.0)
+    cache.update([live])
+    cache.update([QualityPoint("mrr", "1h", "", 0.1, 10, computed_at=1_000.0)])
+    assert cache.snapshot() == [live]
+    newer = QualityPoint("mrr", "1h", "", 0.6, 10, computed_at=3_000.0)
+    cache.update([newer])
+    assert cache.snapshot() == [newer]
