@@ -97,3 +97,12 @@ def detectable_shift(samples: float, target_arl0: float) -> float:
         if high > 1e3:
             return math.inf
     return float(brentq(excess, low, high, xtol=1e-4))
+
+
+def samples_needed(shift: float, target_arl0: float) -> float:
+    """Samples a CUSUM tuned to `shift` (k = shift / 2) and held to `target_arl0` takes,
+    on average, to catch that shift: the inverse of `detectable_shift`."""
+    if shift <= 0:
+        return math.inf
+    k = shift / 2.0
+    return detection_delay(shift, k, threshold(target_arl0, k))

@@ -26,6 +26,7 @@ COMMANDS = (
     "demo",
     "migrate",
     "report",
+    "plan",
 )
 
 

@@ -1,0 +1,115 @@
+"""`ragpulse plan`: detectable drops and needed volumes agree with each other and the detector."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from collector.settings import load_settings
+from collector.store.models import Judgment, MetricResult
+from collector.store.session import make_engine, make_session_factory
+from migrations.runner import upgrade
+from ragpulse.planning import plan
+from tests.ragpulse.test_cli_errors import ragpulse
+
+NOW = datetime.now(UTC)
+
+
+def _row(
+    metric: str, value: float, n: int, group: str = "", ci: float | None = None
+) -> MetricResult:
+    return MetricResult(
+        job="j",
+        metric=metric,
+        window="7d",
+        group_key=group,
+        group_labels={"tenant": group.split("=")[1]} if group else None,
+        value=value,
+        n=n,
+        skipped=0,
+        errors=0,
+        ci_lower=None if ci is None else value - ci,
+        ci_upper=None if ci is None else value + ci,
+        window_start=NOW - timedelta(days=7),
+        window_end=NOW,
+        computed_at=NOW,
+        signature="",
+    )
+
+
+def _db(tmp_path: Path, hit_n: int) -> str:
+    url = f"sqlite:///{tmp_path / 'p.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        session.add_all(
+            [
+                _row("hit_rate@1", 0.6, hit_n),
+                _row("hit_rate@1", 0.6, hit_n // 3, "tenant=acme"),
+                _row("faithfulness", 0.8, 10_080, ci=0.004),  # 60 judged an hour
+                _row("n_clusters", 12, 100),  # no direction: not planned
+            ]
+        )
+        for i in range(100):
+            session.add(
+                Judgment(
+                    cache_key=f"k{i}",
+                    metric="faithfulness",
+                    model="m",
+                    prompt_version="1",
+                    input_hash="h",
+                    temperature=0.1,
+                    trace_id=f"t{i // 2}",
+                    status="ok",
+                    cost_usd=0.001,
+                    created_at=NOW - timedelta(hours=1),
+                )
+            )
+        session.commit()
+    engine.dispose()
+    return url
+
+
+def _plan(url: str, detect: float, within_s: float) -> dict[tuple[str, str], object]:
+    settings = load_settings(database={"url": url})
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        rows = plan(session, settings, detect, within_s, NOW)
+    engine.dispose()
+    return {(r.metric, r.group): r for r in rows}
+
+
+def test_needed_volume_and_detectable_drop_are_inverse(tmp_path: Path) -> None:
+    url = _db(tmp_path, hit_n=200 * 168)
+    rows = _plan(url, 0.2, 3600.0)
+    assert set(rows) == {("hit_rate@1", ""), ("hit_rate@1", "tenant=acme"), ("faithfulness", "")}
+    overall = rows[("hit_rate@1", "")]
+    assert overall.per_hour == pytest.approx(200.0)
+    assert 0.05 < overall.detectable < rows[("hit_rate@1", "tenant=acme")].detectable
+    # at exactly the volume it asks for, the plan's drop is what gets paged within the hour
+    (tmp_path / "b").mkdir()
+    again = _plan(_db(tmp_path / "b", int(overall.needed_per_hour * 168)), 0.2, 3600.0)
+    assert again[("hit_rate@1", "")].detectable == pytest.approx(0.2, rel=0.02)
+
+
+def test_judge_rate_and_cost(tmp_path: Path) -> None:
+    url = _db(tmp_path, hit_n=1000)
+    row = _plan(url, 0.1, 3 * 3600.0)[("faithfulness", "")]
+    assert row.judged and row.per_hour == pytest.approx(60.0)
+    # sampling.judge 5% gives 60 an hour; the rate scales with what is needed
+    assert row.judge_rate == pytest.approx(0.05 * row.needed_per_hour / 60.0)
+    traffic_per_day = 60 / 0.05 * 24
+    assert row.judge_usd_per_day == pytest.approx(min(row.judge_rate, 1) * traffic_per_day * 0.002)
+
+
+def test_plan_command_prints_the_table(tmp_path: Path) -> None:
+    url = _db(tmp_path, hit_n=200 * 168)
+    env = {"RAGPULSE_DATABASE__URL": url}
+    done = ragpulse("plan", "--detect", "10%", "--within", "3h", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "To page on a 10.0% drop within 3h" in done.stdout
+    assert any(line.startswith("faithfulness") for line in done.stdout.splitlines())
+    bad = ragpulse("plan", "--detect", "150%", cwd=tmp_path, env=env)
+    assert bad.returncode == 2 and "between 0 and 100%" in bad.stderr
