@@ -236,6 +236,47 @@ def _dashboard(
     }
 
 
+def alerting_row(layout: Layout) -> None:
+    """The drift detectors behind the page and ticket alerts, and what they can catch."""
+    layout.row("Alerting: drift detectors")
+    layout.add(
+        _ts(
+            "Drift detectors (1 = alarm)",
+            "Each series' CUSUM statistic over the last 24h against the rest of the 7 days, "
+            "divided by its alarm threshold: page reaches 1 -> RagpulseQualityDropPage "
+            "(critical), ticket reaches 1 -> RagpulseQualityDriftTicket (warning). The "
+            "threshold keeps false alarms within the weekly budget over all series together.",
+            [
+                (
+                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="page",{SEL}}})',
+                    "page {{metric}} {{tenant}}",
+                ),
+                (
+                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="ticket",{SEL}}})',
+                    "ticket {{metric}} {{tenant}}",
+                ),
+            ],
+        ),
+        12,
+        8,
+        0,
+    )
+    layout.add(
+        _ts(
+            "Smallest drop paged within the target delay",
+            "At each series' current volume, the relative drop the paging detector catches "
+            "within alerting.page_within (LLM-judge metrics: judge_page_within) on average. "
+            "Too large? More traffic sampled for it: `ragpulse plan --detect 10% --within 3h`.",
+            [(f"ragpulse_detectable_drop{{{SEL}}}", "{{metric}} {{tenant}}")],
+            "percentunit",
+        ),
+        12,
+        8,
+        12,
+    )
+    layout.y += 8
+
+
 def overview() -> dict[str, Any]:
     metrics_view.check_bands()
     layout = Layout()
@@ -254,6 +295,7 @@ def overview() -> dict[str, Any]:
             layout.add(_band(metric), 8, 8, 8 * (i % 3))
             if i % 3 == 2 or i == len(metrics) - 1:
                 layout.y += 8
+    alerting_row(layout)
     return _dashboard(
         "ragpulse-overview",
         "ragpulse — RAG quality overview",

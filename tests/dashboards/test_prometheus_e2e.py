@@ -63,6 +63,18 @@ def _traffic(engine: Engine) -> None:
                 cache_similarity=0.9,
                 tags={"tenant": tenant},
             )
+        # two days earlier: the drift detectors' baseline (the 24h before now is tested)
+        for i in range(80):
+            add_trace(
+                session,
+                f"e2e-old-{i}",
+                now - timedelta(days=2, minutes=i),
+                purposes=("real_users_benchmark",),
+                question=questions[i % len(questions)],
+                contexts=[{"id": f"d{i % 3}"}, {"id": "d9"}],
+                relevant_ids=[f"d{i % 4}"],
+                tags={"tenant": "acme" if i % 2 else "beta"},
+            )
         session.commit()
 
 
