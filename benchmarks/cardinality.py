@@ -16,11 +16,12 @@ quality series and bytes of the scrape, the render time (median of 5, the cache 
 before each so nothing is served pre-rendered), the job's wall time and its peak Python
 memory (tracemalloc), and each figure as a ratio to the reference scenario of the same run.
 A second pass runs the job with a 1h window over `--rounds` hours, each hour bringing
-max(`--distinct`) traces, half of them with fresh distinct values: the job's retained
-memory (tracemalloc, after each run) must stay flat, not grow with every value ever seen.
+`--per-hour` traces (default: the largest `--distinct`), half of them with fresh distinct
+values: the job's retained memory (tracemalloc, after each run) must stay flat, not grow
+with every value ever seen.
 
 Run: `.venv/bin/python -m benchmarks.cardinality [--traces N] [--distinct 2000 20000]
-[--rounds N]`.
+[--rounds N] [--per-hour N]`.
 """
 
 from __future__ import annotations
@@ -194,7 +195,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=40_000, help="traces per scenario")
     parser.add_argument("--distinct", type=int, nargs="+", default=[2_000, 20_000])
-    parser.add_argument("--rounds", type=int, default=4, help="extra hours for the memory pass")
+    parser.add_argument("--rounds", type=int, default=8, help="hours of the memory pass")
+    parser.add_argument(
+        "--per-hour",
+        type=int,
+        default=None,
+        help="traces per hour in the memory pass (default: the largest --distinct)",
+    )
     args = parser.parse_args(argv)
     now = datetime.now(UTC).replace(microsecond=0)
     rows: list[Figures] = []
@@ -203,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures = scenario(Path(tmp), name, distinct, args.traces, now)
             rows.append(figures)
             print(f"  {figures}", flush=True)
-        per_hour = max(args.distinct)
+        per_hour = args.per_hour or max(args.distinct)
         retained = rounds(Path(tmp), args.rounds, per_hour, per_hour, now)
     ref = rows[0]
     print(f"\n{args.traces} traces per scenario, job {JOB}, windows 1h/24h/7d, label tenant\n")
