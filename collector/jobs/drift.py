@@ -29,6 +29,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from collector.jobs.drift_scores import Reference, reference, shift, steps
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.windows import Group, Window
 from evaluators.aggregate import Aggregate
@@ -77,35 +78,6 @@ class DriftConfig:
     """Series with fewer baseline scores get no statistic (n = 0 points)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Baseline:
-    mu: float
-    sigma: float
-    n: int
-    log: bool
-
-
-def baseline(values: np.ndarray, unit: str) -> Baseline | None:
-    """Mean and spread of the baseline scores (log-median/MAD for latencies)."""
-    if values.size < 2:
-        return None
-    if unit == "ms":
-        logs = np.log(np.maximum(values, 1e-3))
-        mu = float(np.median(logs))
-        sigma = 1.4826 * float(np.median(np.abs(logs - mu)))
-        return Baseline(mu, sigma, values.size, True) if sigma > 0 else None
-    mu = float(values.mean())
-    sigma = float(values.std(ddof=1))
-    return Baseline(mu, sigma, values.size, False) if sigma > 0 else None
-
-
-def shift_sd(base: Baseline, relative: float) -> float:
-    """A relative change of the metric in baseline standard deviations."""
-    if base.log:
-        return math.log1p(relative) / base.sigma
-    return relative * abs(base.mu) / base.sigma
-
-
 @lru_cache(maxsize=4096)
 def _threshold(arl: float, k: float) -> float:
     return threshold(arl, k)
@@ -147,11 +119,21 @@ def drift_points(
             use = mask & scored
             base_mask = use & (ts < recent_from)
             recent_mask = use & (ts >= recent_from)
-            base = baseline(values[base_mask], facts.unit)
-            recent = values[recent_mask]
-            recent = recent[np.argsort(ts[recent_mask], kind="stable")]
+            base = reference(values[base_mask], facts.unit)
+            order = np.argsort(ts[recent_mask], kind="stable")
+            recent = values[recent_mask][order]
+            recent_ts = ts[recent_mask][order]
             series = _Series(
-                facts, group, base, recent, sign, len(groups), base_span, config.min_baseline
+                facts,
+                group,
+                base,
+                recent,
+                recent_ts,
+                now_ts,
+                sign,
+                len(groups),
+                base_span,
+                config.min_baseline,
             )
             for det in config.detectors:
                 if det.watches(facts.name):
@@ -164,9 +146,12 @@ def drift_points(
 class _Series:
     facts: MetricFacts
     group: Group
-    base: Baseline | None
+    base: Reference | None
     recent: np.ndarray
+    recent_ts: np.ndarray
+    now_ts: float
     sign: float
+    """+1 when higher values are worse."""
     n_groups: int
     base_span: float
     min_baseline: int
@@ -176,7 +161,7 @@ class _Series:
         return 0.0 if self.base is None else self.base.n / self.base_span * WEEK_S
 
     def arl(self, det: Detector) -> float:
-        """In-control run length (samples) of this series under `det`'s budget."""
+        """In-control run length (traces) of this series under `det`'s budget."""
         family = det.series_metrics * self.n_groups
         return _round(family * self.per_week / det.false_alarms_per_week)
 
@@ -185,32 +170,26 @@ class _Series:
         base = self.base
         if base is None or base.n < self.min_baseline:
             return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
-        k = _round(shift_sd(base, det.relative_shift) / 2.0)
-        h = _threshold(self.arl(det), k)
-        x = np.log(np.maximum(self.recent, 1e-3)) if base.log else self.recent
-        z = self.sign * (x - base.mu) / base.sigma
-        score = float(cusum(z, k)[-1]) / h if z.size and h > 0 else 0.0
+        k = shift(base, det.relative_shift, self.sign) / 2.0
+        z, per_step = steps(
+            base, self.recent, self.recent_ts, self.now_ts, self.per_week / WEEK_S, k, self.sign
+        )
+        h = _threshold(max(self.arl(det) / per_step, 2.0), _round(k * math.sqrt(per_step)))
+        score = float(cusum(z, 0.0)[-1]) / h if z.size and h > 0 else 0.0
         return window, WindowAggregate(
             self.group, Aggregate(self.facts.name, score, int(self.recent.size))
         )
 
     def detectable(self, det: Detector) -> tuple[Window, WindowAggregate]:
+        """The relative change caught within the target delay: the detectable shift in
+        steps' units, turned back into a relative change through `shift` (linear in it)."""
         within = det.within_by_metric.get(self.facts.name, det.within_s)
         window = Window(DETECTABLE, within)
         base = self.base
         if base is None or base.n < self.min_baseline:
             return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
-        samples = self.per_week * within / WEEK_S
-        relative = _relative(base, _detectable(_round(samples), self.arl(det)))
+        traces = self.per_week * within / WEEK_S
+        needed = _detectable(_round(traces), self.arl(det))
+        unit = shift(base, det.relative_shift, self.sign) / det.relative_shift
+        relative = needed / unit if math.isfinite(needed) and unit > 0 else None
         return window, WindowAggregate(self.group, Aggregate(self.facts.name, relative, base.n))
-
-
-def _relative(base: Baseline, shift: float) -> float | None:
-    """A shift in standard deviations as a relative change of the metric."""
-    if not math.isfinite(shift):
-        return None
-    if base.log:
-        return math.expm1(shift * base.sigma)
-    if base.mu == 0:
-        return None
-    return shift * base.sigma / abs(base.mu)

@@ -1,0 +1,196 @@
+"""Alerting benchmark: false pages on steady traffic and detection delays, by real Prometheus.
+
+1. False alarms. Two weeks of steady traffic (`benchmarks.alerting_traffic`: three tenants,
+   14 retrieval metrics from one rank per query, judged and reference-scored samples,
+   log-normal latencies) at each `--volumes` rate. Over the second week, every 10 minutes (an hour at 12,000 traces/h)
+   the real aggregation (`OutcomeColumns.aggregate`: windows 1h/24h/7d with their
+   intervals) and the real detectors (`collector.jobs.drift.drift_points`, the shipped
+   `alerting` settings) make the points a job publishes; the exporter's own families
+   (`exporters.openmetrics`) turn them into timestamped OpenMetrics, which
+   `promtool tsdb create-blocks-from openmetrics` loads into a real Prometheus
+   (`--query.lookback-delta` just over the step, as a 15 s scrape of an unchanged gauge
+   would). Each alerting rule of a rule file is then evaluated by that Prometheus every
+   minute over the week (`query_range` of its expression), `for:` and `keep_firing_for:`
+   applied to the results exactly as the rule manager does. Reported per rule file:
+   firing episodes per rule, and family-wise episodes (overlapping episodes of any alert
+   merged into one), all alerts and pages (severity critical) apart. `--baseline REV`
+   also evaluates the rules of that git revision (today's rules before issue 17) on its
+   own points (their rules read only the window gauges).
+2. Detection delay. Eight steady days, then a relative drop of hit_rate@1 (every
+   retrieval metric follows the rank) or of faithfulness, for one tenant (globex, 30% of
+   the traffic, hit rate 0.65) or all, of each `--drops` size: hours from the drop to the
+   first page (`ragpulse_drift_score{detector="page"}` >= 1 for that metric and group,
+   evaluated every 5 minutes), median over `--seeds` runs; "-" when not paged in 24 h.
+
+Run: `.venv/bin/python -m benchmarks.alerting [--volumes 120 1200 12000] [--baseline
+938c36a] [--seeds 3]` (Prometheus and promtool from the Debian package `prometheus`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.alerting_rules import Episode, RulesProm, family_episodes
+from benchmarks.alerting_traffic import METRICS, Drop, H, simulate
+from collector.jobs.drift import DriftConfig, MetricFacts, drift_points
+from collector.jobs.outcomes import OutcomeColumns
+from collector.jobs.publish import QualityPoint, quality_points
+from collector.jobs.windows import parse_windows
+from collector.settings import load_settings
+from evaluators.registry import resolve
+from exporters.openmetrics import OpenMetricsWriter
+from ragpulse.job_setup import drift_config
+
+ROOT = Path(__file__).resolve().parents[1]
+RULES = ROOT / "dashboards" / "prometheus" / "rules"
+WEEK = 7 * 24 * H
+WINDOWS = parse_windows(["1h", "24h", "7d"])
+FACTS = [MetricFacts(m, str(resolve(m).spec.direction), resolve(m).spec.unit) for m in METRICS]
+PROPORTIONS = {m: resolve(m).spec.proportion for m in METRICS}
+
+
+def points_at(
+    columns: OutcomeColumns, at: float, config: DriftConfig | None, windows: bool
+) -> list[QualityPoint]:
+    """What the jobs would publish at `at` (simulated seconds)."""
+    made: list[Any] = []
+    if windows:
+        for window in WINDOWS:
+            for item in columns.aggregate(at - window.seconds, at, PROPORTIONS, {}):
+                made.append((window, item))
+    if config is not None:
+        made += drift_points(columns, FACTS, at, WEEK, None, config)
+    return quality_points("benchmark", made, at)
+
+
+def backfill_file(
+    columns: OutcomeColumns, start: float, end: float, step: float, base: float,
+    config: DriftConfig | None, windows: bool, path: Path,
+) -> int:  # fmt: skip
+    writer = OpenMetricsWriter(path, ["tenant"])
+    at = start
+    while at <= end:
+        writer.add(datetime.fromtimestamp(base + at, UTC), points_at(columns, at, config, windows))
+        at += step
+    writer.close()
+    return writer.samples
+
+
+def false_alarms(
+    per_hour: float, step: float, seed: int, baseline: str | None, workdir: Path
+) -> dict[str, tuple[list[Episode], float]]:
+    """Episodes per rule file (label -> (episodes, seconds evaluated)) on a steady week."""
+    columns, n = simulate(per_hour, 14 * 24, seed)
+    base = (time.time() // H) * H - 15 * 24 * H  # the simulated fortnight ends a day ago
+    start, end = WEEK, 2 * WEEK
+    runs = {"shipped": (sorted(RULES.glob("*.yml")), drift_config(load_settings()), True)}
+    if baseline is not None:
+        old = workdir / "baseline-rules"
+        old.mkdir(exist_ok=True)
+        for name in ("quality.yml", "operations.yml"):
+            text = subprocess.run(
+                ["git", "show", f"{baseline}:dashboards/prometheus/rules/{name}"],
+                cwd=ROOT, capture_output=True, text=True, check=True,
+            ).stdout  # fmt: skip
+            (old / name).write_text(text)
+        runs = {f"baseline {baseline}": (sorted(old.glob("*.yml")), None, True), **runs}
+    out = {}
+    for label, (files, config, windows) in runs.items():
+        data = workdir / f"{label.replace(' ', '_')}-{int(per_hour)}"
+        samples = backfill_file(
+            columns, start, end, step, base, config, windows, data.with_suffix(".om")
+        )
+        with RulesProm(data.with_suffix(".om"), data, lookback_s=step + 60) as prom:
+            episodes = prom.evaluate(files, base + start, base + end)
+        print(f"  {per_hour:>6.0f}/h {label}: {n} traces, {samples} samples, "
+              f"{len(episodes)} episodes", flush=True)  # fmt: skip
+        out[label] = (episodes, end - start)
+    return out
+
+
+def delay(per_hour: float, drop: Drop, seed: int, config: DriftConfig) -> float | None:
+    """Hours from the drop to the first page of that metric and group (None: not in 24h)."""
+    columns, _ = simulate(per_hour, drop.at / H + 24, seed, (drop,))
+    facts = [f for f in FACTS if f.name == drop.metric]
+    group = "" if drop.tenant is None else f"tenant={drop.tenant}"
+    at = drop.at + 300.0
+    while at <= drop.at + 24 * H:
+        for window, item in drift_points(columns, facts, at, WEEK, None, config):
+            value = item.aggregate.value
+            page = window.name == "drift:page" and item.group.key == group
+            if page and value is not None and value >= 1.0:
+                return (at - drop.at) / H
+        at += 300.0
+    return None
+
+
+def report_false(results: dict[float, dict[str, tuple[list[Episode], float]]]) -> None:
+    print("\n| volume | rules | all alerts / week | pages / week | per rule (episodes / week) |")
+    print("| ---: | --- | ---: | ---: | --- |")
+    for per_hour, runs in results.items():
+        for label, (episodes, seconds) in runs.items():
+            weeks = seconds / WEEK
+            pages = [e for e in episodes if e.severity == "critical"]
+            per_rule: dict[str, int] = {}
+            for e in episodes:
+                per_rule[e.alert] = per_rule.get(e.alert, 0) + 1
+            rules = ", ".join(f"{a} {c / weeks:.0f}" for a, c in sorted(per_rule.items())) or "-"
+            print(
+                f"| {per_hour:.0f}/h | {label} | {len(family_episodes(episodes)) / weeks:.1f} "
+                f"| {len(family_episodes(pages)) / weeks:.1f} | {rules} |"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--volumes", type=float, nargs="+", default=[120, 1200, 12000])
+    parser.add_argument("--baseline", default=None, help="git revision of the rules to compare")
+    parser.add_argument("--drops", type=float, nargs="+", default=[0.05, 0.10, 0.20, 0.40])
+    parser.add_argument("--delay-volumes", type=float, nargs="+", default=[1200])
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--skip-false", action="store_true", help="only the delays")
+    args = parser.parse_args(argv)
+    config = drift_config(load_settings())
+    assert config is not None
+    results: dict[float, dict[str, tuple[list[Episode], float]]] = {}
+    if not args.skip_false:
+        with tempfile.TemporaryDirectory() as tmp:
+            for per_hour in args.volumes:
+                step = 600.0 if per_hour <= 2000 else 3600.0
+                results[per_hour] = false_alarms(
+                    per_hour, step, args.seed, args.baseline, Path(tmp)
+                )
+        report_false(results)
+    print("\nDetection delay (hours to the first page, median of "
+          f"{args.seeds} runs; '-': not paged within 24 h)\n")  # fmt: skip
+    print("| volume | metric | scope | " + " | ".join(f"-{d:.0%}" for d in args.drops) + " |")
+    print("| ---: | --- | --- |" + " ---: |" * len(args.drops))
+    for per_hour in args.delay_volumes:
+        for metric in ("hit_rate@1", "faithfulness"):
+            for tenant in ("globex", None):
+                cells = []
+                for size in args.drops:
+                    drop = Drop(metric, size, 8 * 24 * H, tenant)
+                    found = [
+                        delay(per_hour, drop, args.seed + s, config) for s in range(args.seeds)
+                    ]
+                    middle = statistics.median([math.inf if d is None else d for d in found])
+                    cells.append(f"{middle:.2f}" if math.isfinite(middle) else "-")
+                scope = f"tenant {tenant}" if tenant else "overall"
+                print(f"| {per_hour:.0f}/h | {metric} | {scope} | " + " | ".join(cells) + " |",
+                      flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
