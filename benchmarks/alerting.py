@@ -2,10 +2,11 @@
 
 1. False alarms. Two weeks of steady traffic (`benchmarks.alerting_traffic`: three tenants,
    14 retrieval metrics from one rank per query, judged and reference-scored samples,
-   log-normal latencies) at each `--volumes` rate. Over the second week, every 10 minutes (an hour at 12,000 traces/h)
-   the real aggregation (`OutcomeColumns.aggregate`: windows 1h/24h/7d with their
-   intervals) and the real detectors (`collector.jobs.drift.drift_points`, the shipped
-   `alerting` settings) make the points a job publishes; the exporter's own families
+   log-normal latencies) at each `--volumes` rate. Over the second week, every 10 minutes
+   (every hour at 12,000 traces/h) the real aggregation (`OutcomeColumns.aggregate`:
+   windows 1h/24h/7d with their intervals) and the real detectors
+   (`collector.jobs.drift.drift_points`, the shipped `alerting` settings) make the points
+   a job publishes; the exporter's own families
    (`exporters.openmetrics`) turn them into timestamped OpenMetrics, which
    `promtool tsdb create-blocks-from openmetrics` loads into a real Prometheus
    (`--query.lookback-delta` just over the step, as a 15 s scrape of an unchanged gauge
