@@ -51,20 +51,21 @@ def episodes_of(
     """Firing intervals of one label set whose expression returned it at `true_at`."""
     present = set(true_at)
     out = []
-    pending = firing = last_true = None
+    pending = firing = false_since = None
     t = start
     while t <= end:
         if t in present:
-            last_true = t
+            false_since = None
             pending = t if pending is None else pending
             if firing is None and t - pending >= hold:
                 firing = t
-        elif firing is not None and last_true is not None and t - last_true < keep:
-            pass  # keep_firing_for
         else:
-            if firing is not None:
-                out.append(Episode(alert, severity, labels, firing, t))
-            pending = firing = None
+            false_since = t if false_since is None else false_since
+            # keep_firing_for counts from the first evaluation that found it false
+            if firing is None or t - false_since >= keep:
+                if firing is not None:
+                    out.append(Episode(alert, severity, labels, firing, t))
+                pending = firing = None
         t += STEP
     if firing is not None:
         out.append(Episode(alert, severity, labels, firing, end))
