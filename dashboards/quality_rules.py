@@ -257,39 +257,46 @@ than the 7d value, for an hour, opens a ticket (a Bonferroni-style bar for ~100 
 tested hourly)."""
 
 
+DETECTOR_RULES = (
+    # (alert, detector, severity, keep_firing_for, summary after the metric, lead)
+    (
+        "RagpulseQualityDropPage",
+        "page",
+        "critical",
+        "30m",
+        " got worse" + TENANT + ': the paging drift detector is at {{ $value | printf "%.1f" }}x '
+        "its threshold",
+        "A drop a person should look at now.",
+    ),
+    (
+        "RagpulseQualityDriftTicket",
+        "ticket",
+        "warning",
+        "2h",
+        " is drifting worse" + TENANT,
+        "A slow drift (the ticket detector is tuned to a few percent): no page, but worth a "
+        "look this week.",
+    ),
+)
+
+
 def drift_rules() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for t, pattern in tier_patterns("per_sample").items():
-        out.append(
-            {
-                "alert": "RagpulseQualityDropPage",
-                "expr": f'ragpulse_drift_score{{detector="page",metric=~"{pattern}"}} >= 1',
-                "keep_firing_for": "30m",
-                "labels": {"severity": "critical", "tier": t},
-                "annotations": {
-                    "summary": "{{ $labels.metric }} got worse" + TENANT + ": the paging "
-                    'drift detector is at {{ $value | printf "%.1f" }}x its threshold',
-                    "description": "A drop a person should look at now. "
-                    + DETECTOR
-                    + " "
-                    + OPEN_PANEL,
-                },
-            }
-        )
-    for t, pattern in tier_patterns("per_sample").items():
-        out.append(
-            {
-                "alert": "RagpulseQualityDriftTicket",
-                "expr": f'ragpulse_drift_score{{detector="ticket",metric=~"{pattern}"}} >= 1',
-                "keep_firing_for": "2h",
-                "labels": {"severity": "warning", "tier": t},
-                "annotations": {
-                    "summary": "{{ $labels.metric }} is drifting worse" + TENANT,
-                    "description": "A slow drift (the ticket detector is tuned to a few "
-                    "percent): no page, but worth a look this week. " + DETECTOR + " " + OPEN_PANEL,
-                },
-            }
-        )
+    for alert, detector, severity, keep, summary, lead in DETECTOR_RULES:
+        for t, pattern in tier_patterns("per_sample").items():
+            selector = f'detector="{detector}",metric=~"{pattern}"'
+            out.append(
+                {
+                    "alert": alert,
+                    "expr": f"ragpulse_drift_score{{{selector}}} >= 1",
+                    "keep_firing_for": keep,
+                    "labels": {"severity": severity, "tier": t},
+                    "annotations": {
+                        "summary": "{{ $labels.metric }}" + summary,
+                        "description": f"{lead} {DETECTOR} {OPEN_PANEL}",
+                    },
+                }
+            )
     for direction, worse in (("higher", "below"), ("lower", "above")):
         for t, pattern in tier_patterns("dataset", direction).items():
             metric = f'metric=~"{pattern}",'

@@ -107,7 +107,7 @@ def test_no_baseline_no_statistic() -> None:
 def test_a_scheduled_job_writes_and_publishes_its_detectors(tmp_path: object) -> None:
     """real_users_benchmark with the shipped settings: drift and mde rows per metric and
     group once a baseline exists, published to the results sink."""
-    from datetime import UTC, datetime, timedelta
+    from datetime import UTC, datetime
     from pathlib import Path
 
     from sqlalchemy import select
@@ -120,26 +120,15 @@ def test_a_scheduled_job_writes_and_publishes_its_detectors(tmp_path: object) ->
     from exporters.quality import ResultsCache
     from migrations.runner import upgrade
     from ragpulse.job_setup import job_environment
-    from tests.jobs.helpers import add_trace
+    from tests.jobs.helpers import add_retrieval_traces
 
     url = f"sqlite:///{Path(str(tmp_path)) / 'd.db'}"
     upgrade(url)
     engine = make_engine(url)
     settings = load_settings(database={"url": url}, alerting={"min_baseline": 20})
     now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-    rng = np.random.default_rng(7)
     with make_session_factory(engine)() as session:
-        for i in range(400):
-            ts = now - timedelta(hours=float(rng.uniform(0, 6 * 24)))
-            add_trace(
-                session,
-                f"t{i}",
-                ts,
-                purposes=("real_users_benchmark",),
-                contexts=[{"id": "d1"}, {"id": "d2"}],
-                relevant_ids=["d1" if rng.random() < 0.6 else "d2"],
-                tags={"tenant": "acme" if i % 2 else "beta"},
-            )
+        add_retrieval_traces(session, now, 400, 6 * 24, seed=7)
         session.commit()
     cache = ResultsCache()
     env = job_environment(settings, engine, results=cache, embedder=None, judge=None)

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
-from tests.jobs.helpers import add_trace
+from tests.jobs.helpers import add_retrieval_traces
 from tests.ragpulse.test_cli_errors import ragpulse
 
 PROMTOOL = shutil.which("promtool")
@@ -24,22 +24,8 @@ STEP = 6 * 3600
 
 def _traces(url: str, now: datetime) -> list[tuple[datetime, float]]:
     engine = make_engine(url)
-    rng = np.random.default_rng(3)
-    hits = []
     with make_session_factory(engine)() as session:
-        for i in range(300):
-            ts = now - timedelta(hours=float(rng.uniform(0, 50)))
-            hit = bool(rng.random() < 0.6)
-            add_trace(
-                session,
-                f"t{i}",
-                ts,
-                purposes=("real_users_benchmark",),
-                contexts=[{"id": "d1"}, {"id": "d2"}],
-                relevant_ids=["d1" if hit else "d9"],
-                tags={"tenant": "acme" if i % 2 else "beta"},
-            )
-            hits.append((ts, float(hit)))
+        hits = add_retrieval_traces(session, now, 300, 50, seed=3)
         session.commit()
     engine.dispose()
     return hits
