@@ -319,10 +319,12 @@ class AlertingSettings(_Group):
     """The same for LLM-judge metrics (a few percent of the traffic is judged)."""
     min_baseline: int = Field(30, ge=2)
     """A series needs this many baseline scores before its detectors run."""
+    every: str = "5m"
+    """The detectors are recomputed at most this often (the windows: every run)."""
 
     _csv = field_validator("page_metrics", mode="before")(_split_csv)
 
-    @field_validator("span", "page_within", "judge_page_within")
+    @field_validator("span", "page_within", "judge_page_within", "every")
     @classmethod
     def _durations(cls, value: str) -> str:
         parse_duration(value)

@@ -144,7 +144,9 @@ def drift_config(settings: Settings) -> DriftConfig | None:
         series_metrics=max(1, len(watched)),
         within_by_metric=MappingProxyType(judged),
     )
-    return DriftConfig((page, ticket), parse_duration(cfg.span), cfg.min_baseline)
+    return DriftConfig(
+        (page, ticket), parse_duration(cfg.span), cfg.min_baseline, parse_duration(cfg.every)
+    )
 
 
 def label_limits(cfg: LabelSettings) -> LabelLimits:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import cast
 
@@ -37,7 +38,7 @@ from collector.jobs.evaluation import (
     sample_fields,
 )
 from collector.jobs.labels import OTHER, Folding
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
 from collector.jobs.seams import StoredTrace
@@ -92,6 +93,7 @@ class IncrementalJob:
         self._labels: tuple[Folding, ...] = ()
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
+        self._drift_cache: tuple[float, list[tuple[Window, WindowAggregate]]] | None = None
         self._facts = [
             MetricFacts(m.name, m.spec.direction or "none", m.spec.unit) for m in self.per_sample
         ]
@@ -155,10 +157,24 @@ class IncrementalJob:
         self._last_folds = [fold.folding for fold in folds.values()]
         points = window_aggregates(self.columns, self.per_sample, self.env, at, folds)
         if self.env.drift is not None:
-            points += drift_points(
-                self.columns, self._facts, epoch(at), self._longest, folds, self.env.drift
-            )
+            points += self._drift_at(epoch(at), folds)
         return points
+
+    def _drift_at(
+        self, at: float, folds: Mapping[str, LabelFold]
+    ) -> list[tuple[Window, WindowAggregate]]:
+        """The detectors' points, recomputed at most every `DriftConfig.every_s` (a run
+        over a million traces takes a second or two; steps of a few minutes do not change
+        what pages): the previous ones are given again in between."""
+        config = self.env.drift
+        if config is None:
+            return []
+        cached = self._drift_cache
+        if cached is not None and 0 <= at - cached[0] < config.every_s:
+            return cached[1]
+        made = drift_points(self.columns, self._facts, at, self._longest, folds, config)
+        self._drift_cache = (at, made)
+        return made
 
     def publish(self) -> None:
         """Hand the last run's points to the results sink (after the commit)."""

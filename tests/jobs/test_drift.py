@@ -154,3 +154,35 @@ def test_a_scheduled_job_writes_and_publishes_its_detectors(tmp_path: object) ->
     assert scores[("drift:page", "hit_rate@1", "tenant=acme")] is not None
     assert scores[("drift:page", "hit_rate@5", "")] is None
     assert {p.window for p in cache.snapshot()} >= {"1h", "drift:page", "mde"}
+
+
+def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
+    tmp_path: object, monkeypatch: object
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    import collector.jobs.engine as engine_module
+    from collector.jobs.engine import IncrementalJob
+    from collector.jobs.scheduler import definitions
+    from collector.settings import load_settings
+    from collector.store.session import make_engine
+    from migrations.runner import upgrade
+    from ragpulse.job_setup import job_environment
+
+    calls = []
+    real = engine_module.drift_points
+
+    def counted(*args: object, **kw: object) -> object:
+        calls.append(args[2])
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine_module, "drift_points", counted)  # type: ignore[attr-defined]
+    url = f"sqlite:///{tmp_path}/e.db"
+    upgrade(url)
+    settings = load_settings(database={"url": url})  # alerting.every: 5m
+    env = job_environment(settings, make_engine(url), embedder=None, judge=None)
+    job = IncrementalJob(definitions(settings)["real_users_benchmark"], env)
+    now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+    for minutes in (0, 1, 4, 5, 6, 11):
+        job.points_at(now + timedelta(minutes=minutes))
+    assert [round((t - calls[0]) / 60) for t in calls] == [0, 5, 11]
