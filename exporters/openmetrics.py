@@ -19,7 +19,7 @@ from typing import IO
 
 from collector.jobs.labels import LabelLimits
 from collector.jobs.publish import QualityPoint
-from exporters.prometheus import quality_families
+from exporters.families import quality_families
 
 
 def _number(value: float) -> str:
