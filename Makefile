@@ -51,6 +51,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.monitor
 	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.embeddings_choice
+	$(BIN)/python -m benchmarks.cardinality
+	$(BIN)/python -m benchmarks.alerting --baseline 938c36a
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*
