@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.drift import DriftConfig
 from collector.jobs.labels import Folding, LabelLimits
+from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.seams import SampleMapper
 from collector.jobs.windows import Window
@@ -69,9 +70,11 @@ class JobEnvironment:
     results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
     label_limits: LabelLimits = field(default_factory=LabelLimits)
+    """Bounds on the group labels' values (`collector.jobs.labels`)."""
     drift: DriftConfig | None = None
     """The drift detectors run on every per-sample metric with a direction (None: off)."""
-    """Bounds on the group labels' values (`collector.jobs.labels`)."""
+    observers: Sequence[OutcomeObserver] = ()
+    """Told of every run's new per-trace outcomes after the commit (`observers.py`)."""
     to_sample: SampleMapper | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
 

@@ -38,6 +38,7 @@ from collector.jobs.evaluation import (
     sample_fields,
 )
 from collector.jobs.labels import OTHER, Folding
+from collector.jobs.observers import Evaluated, notify
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
@@ -105,6 +106,7 @@ class IncrementalJob:
         )
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)
+        self._evaluated: list[Evaluated] = []
 
     # -- public -------------------------------------------------------------------------
 
@@ -125,6 +127,8 @@ class IncrementalJob:
             # metrics may embed for minutes, and on SQLite an open write transaction would
             # block the consumer and the embedding store for all that time.
             session.commit()
+            notify(self.env.observers, self._evaluated)
+            self._evaluated = []
             self.columns.prune(epoch(now) - self._longest)
             points = self._aggregate(session, now, changed=bool(new))
             written = self._write(session, now, points)
@@ -187,6 +191,7 @@ class IncrementalJob:
         pending = self._cursor.pending(
             session, now, self.definition.candidates, self.definition.max_new_per_run
         )
+        self._evaluated = []
         if not pending:
             return 0
         rows = fetch_rows(session, self._memo, [row_id for row_id, _, _ in pending])
@@ -199,7 +204,7 @@ class IncrementalJob:
                 f"the judge could not be reached for any of {len(rows)} new traces; "
                 "they stay pending for the next run"
             )
-        self._cursor.record(session, rows, outcomes)
+        self._evaluated = self._cursor.record(session, rows, outcomes)
         return len(rows)
 
     def _aggregate(

@@ -19,6 +19,7 @@ from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.definition import Filter
+from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, encode_outcome
 from collector.jobs.seams import StoredTrace
@@ -116,15 +117,20 @@ class TraceCursor:
         session: Session,
         rows: Sequence[Row[Any]],
         outcomes: Mapping[str, Sequence[Outcome]],
-    ) -> None:
+    ) -> list[Evaluated]:
         """Put the outcomes of `rows` (one per metric and row, in order) in the columns and
-        in `job_outcomes` (the caller commits), and move the watermark past them."""
+        in `job_outcomes` (the caller commits), and move the watermark past them. Returns
+        them as `Evaluated` values for the observers."""
         records = []
+        evaluated = []
         for i, row in enumerate(rows):
             groups = group_values(row.tags, self.group_labels, self.columns.max_length)
             per_trace = {m: o[i] for m, o in outcomes.items()}
             self.columns.put(
                 row.trace_id, epoch(row.updated_at), epoch(row.timestamp), groups, per_trace
+            )
+            evaluated.append(
+                Evaluated(self.job, row.trace_id, epoch(row.timestamp), groups, per_trace)
             )
             records.append(
                 {
@@ -140,3 +146,4 @@ class TraceCursor:
         latest = max(r.updated_at for r in rows)
         if self.watermark is None or latest > self.watermark:
             self.watermark = latest
+        return evaluated

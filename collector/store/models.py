@@ -104,6 +104,9 @@ class Trace(Base):
     # OTLP traces only: span id -> that span's contribution. The stored fields are a pure
     # function of this set, so fragments merge in any order and a replay changes nothing.
     spans: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # evaluation results the application emitted itself (OTel gen_ai.evaluation.result):
+    # name -> {"score", "label", "explanation"}; the `external:<name>` series (rev. 0007)
+    evaluations: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
 class Feedback(Base):
@@ -245,6 +248,8 @@ class JobOutcome(Base):
     ts: Mapped[datetime] = mapped_column()
     groups: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     outcomes: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    # the trace's slice dimensions for `ragpulse explain` (rev. 0007)
+    slices: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
 class JobState(Base):
