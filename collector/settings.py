@@ -358,6 +358,31 @@ class GroundTruthSettings(_Group):
         return value
 
 
+class SliceSettings(_Group):
+    """The dimensions `ragpulse explain` attributes a metric's change to."""
+
+    dimensions: CSV = ["tenant", "model", "version", "language"]
+    """Tag names; `model` falls back to the trace's model, `language` to the question's
+    script (ru / en / other)."""
+    max_values: int = Field(20, ge=1, le=1000)
+    """Per dimension, the most frequent values are ranked; the rest as one "other"."""
+    baseline: str = "7d"
+    """What a window is compared with: the time before it, this long."""
+
+    @field_validator("dimensions")
+    @classmethod
+    def _dimensions(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("a slice dimension is listed twice")
+        return value
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+
 class OtelSettings(_Group):
     endpoint: str | None = None
     service_name: str = "ragpulse"
@@ -383,6 +408,7 @@ class Settings(BaseSettings):
     scheduler: SchedulerSettings = SchedulerSettings()
     labels: LabelSettings = LabelSettings()
     alerting: AlertingSettings = AlertingSettings()
+    slices: SliceSettings = SliceSettings()
     otel: OtelSettings = OtelSettings()
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()

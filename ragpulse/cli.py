@@ -27,6 +27,8 @@ COMMANDS = (
     "migrate",
     "report",
     "plan",
+    "traces",
+    "explain",
 )
 
 

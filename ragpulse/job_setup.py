@@ -109,6 +109,7 @@ def job_environment(
         to_sample=sample_mapper(settings),
         label_limits=label_limits(settings.labels),
         drift=drift_config(settings),
+        slice_dimensions=tuple(settings.slices.dimensions),
     )
 
 

@@ -21,6 +21,7 @@ from collector.jobs.labels import Folding, LabelLimits
 from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.seams import SampleMapper
+from collector.jobs.slices import DEFAULT_DIMENSIONS
 from collector.jobs.windows import Window
 from evaluators.embedder import TextEncoder
 from evaluators.judge.protocol import Judge
@@ -73,6 +74,8 @@ class JobEnvironment:
     """Bounds on the group labels' values (`collector.jobs.labels`)."""
     drift: DriftConfig | None = None
     """The drift detectors run on every per-sample metric with a direction (None: off)."""
+    slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS
+    """Stored with each trace's outcomes for `ragpulse explain` (`slices.py`)."""
     observers: Sequence[OutcomeObserver] = ()
     """Told of every run's new per-trace outcomes after the commit (`observers.py`)."""
     to_sample: SampleMapper | None = None

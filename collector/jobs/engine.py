@@ -102,7 +102,11 @@ class IncrementalJob:
         to_sample = env.to_sample or _default_to_sample
         self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
         self._cursor = TraceCursor(
-            self.name, self.columns, env.group_labels, self._longest + history_s
+            self.name,
+            self.columns,
+            env.group_labels,
+            self._longest + history_s,
+            env.slice_dimensions,
         )
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from collector.store.models import JobOutcome
 
-COLUMNS = ("job", "trace_id", "trace_updated_at", "ts", "groups", "outcomes")
+COLUMNS = ("job", "trace_id", "trace_updated_at", "ts", "groups", "outcomes", "slices")
 _STAGE = "ragpulse_job_outcomes_in"
 _BATCH = 10_000
 
@@ -37,8 +37,9 @@ def upsert_outcomes(session: Session, records: Sequence[dict[str, Any]]) -> None
         index_elements=["job", "trace_id"],
         set_={c: stmt.excluded[c] for c in COLUMNS[2:]},
     )
-    for start in range(0, len(records), _BATCH):
-        session.execute(stmt, list(records[start : start + _BATCH]))
+    rows = [{"slices": None, **r} for r in records]
+    for start in range(0, len(rows), _BATCH):
+        session.execute(stmt, rows[start : start + _BATCH])
 
 
 def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
@@ -47,7 +48,8 @@ def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
     with raw.cursor() as cur:
         cur.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (job text, trace_id text, "
-            "trace_updated_at timestamptz, ts timestamptz, groups jsonb, outcomes jsonb) "
+            "trace_updated_at timestamptz, ts timestamptz, groups jsonb, outcomes jsonb, "
+            "slices jsonb) "
             "ON COMMIT DELETE ROWS"
         )
         with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN") as copy:
@@ -60,6 +62,7 @@ def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
                         r["ts"],
                         orjson.dumps(r["groups"]).decode(),
                         orjson.dumps(r["outcomes"]).decode(),
+                        None if r.get("slices") is None else orjson.dumps(r["slices"]).decode(),
                     )
                 )
         updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:])

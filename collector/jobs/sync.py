@@ -23,6 +23,7 @@ from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns, encode_outcome
 from collector.jobs.seams import StoredTrace
+from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.windows import group_values
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
@@ -48,9 +49,15 @@ class TraceCursor:
     """Which trace versions one job has evaluated: its columns and its watermark."""
 
     def __init__(
-        self, job: str, columns: OutcomeColumns, group_labels: Sequence[str], longest_s: float
+        self,
+        job: str,
+        columns: OutcomeColumns,
+        group_labels: Sequence[str],
+        longest_s: float,
+        slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS,
     ) -> None:
         self.job = job
+        self.slice_dimensions = slice_dimensions
         self.columns = columns
         self.group_labels = group_labels
         self.longest_s = longest_s
@@ -140,6 +147,14 @@ class TraceCursor:
                     "ts": row.timestamp,
                     "groups": groups or None,
                     "outcomes": {m: encode_outcome(o) for m, o in per_trace.items()},
+                    "slices": slice_values(
+                        row.tags,
+                        model=getattr(row, "model", None),
+                        question=row.question,
+                        dimensions=self.slice_dimensions,
+                        max_length=self.columns.max_length,
+                    )
+                    or None,
                 }
             )
         upsert_outcomes(session, records)

@@ -32,12 +32,17 @@ CHUNK = 1000
 ROW_KEY = ("id", "updated_at")
 """Which version of which trace a row is (with `trace_id`): the memo's key."""
 
+SLICE_COLUMNS = ("model",)
+"""Read for the trace's slice dimensions (`collector.jobs.slices`), not for its Sample."""
+
 SAMPLE_COLUMNS = tuple(
-    getattr(Trace, c.key) for c in TRACES.columns if c.key in ROW_KEY or c.key in COLUMNS
+    getattr(Trace, c.key)
+    for c in TRACES.columns
+    if c.key in ROW_KEY or c.key in COLUMNS or c.key in SLICE_COLUMNS
 )
 """The row key and every column a `Sample` is mapped from, in the table's order."""
 
-ALWAYS = frozenset(ROW_KEY).union(
+ALWAYS = frozenset(ROW_KEY + SLICE_COLUMNS).union(
     *(FIELD_COLUMNS[f] for f in ("trace_id", "timestamp", "question", "tags"))
 )
 """Columns every job reads: the row's identity and version, the time and group tags the

@@ -1,0 +1,220 @@
+"""`ragpulse traces --metric M --worst N --since 1h` and `ragpulse traces show ID`.
+
+The on-call engineer's path from a number to the traces behind it: the worst-scoring
+traces of a window (lowest for higher-is-better metrics, highest for lower-is-better
+ones), or the newest failed evaluations (`--errors`), then one trace with every score it
+got and what the judge said.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from collector.settings import load_settings
+
+QUESTION_CHARS = 60
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "traces",
+        help="the worst-scoring traces of a window, or one trace with all its scores",
+        description="List the traces behind a metric's value: the lowest-scoring traces "
+        "of the last SINCE (the highest for metrics where lower is better, such as "
+        "latency or noise sensitivity), with time, tenant, score, question and what the "
+        "judge said; or, with --errors, the newest traces whose evaluation failed and "
+        "why. `ragpulse traces show ID` prints one trace with every score it got.",
+        epilog="examples:\n  ragpulse traces --metric faithfulness --worst 20 --since 1h\n"
+        "  ragpulse traces --metric hit_rate@1 --tenant acme --version v7 --json\n"
+        "  ragpulse traces --metric faithfulness --errors\n  ragpulse traces show 4bf92f35",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--metric", metavar="NAME", help="metric, e.g. faithfulness, hit_rate@1")
+    parser.add_argument(
+        "--worst", type=int, default=20, metavar="N", help="how many traces (default 20)"
+    )
+    parser.add_argument(
+        "--since", default="1h", metavar="DURATION", help="window ending now (default 1h)"
+    )
+    parser.add_argument(
+        "--until", metavar="ISO-TIME", help="end of the window instead of now (UTC if naive)"
+    )
+    parser.add_argument("--tenant", help="only this tenant")
+    parser.add_argument("--version", help="only this version (the `version` slice)")
+    parser.add_argument(
+        "--slice",
+        action="append",
+        default=[],
+        metavar="DIM=VALUE",
+        help="only traces with this slice value, e.g. --slice model=gpt-4o (repeatable)",
+    )
+    parser.add_argument(
+        "--errors", action="store_true", help="failed evaluations (with their error type)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    sub = parser.add_subparsers(dest="traces_command", metavar="ACTION")
+    show = sub.add_parser("show", help="one trace with every score it got and why")
+    show.add_argument("trace_id", metavar="ID")
+    show.add_argument("--json", action="store_true", dest="show_json", help="as JSON")
+    show.set_defaults(func=show_trace)
+    parser.set_defaults(func=list_worst)
+
+
+def _window(args: argparse.Namespace) -> tuple[datetime, datetime]:
+    from collector.errors import UserError
+    from collector.settings import parse_duration
+
+    try:
+        span = parse_duration(args.since)
+    except ValueError as exc:
+        raise UserError(f"--since: {exc}") from None
+    until = datetime.now(UTC)
+    if args.until:
+        try:
+            until = datetime.fromisoformat(args.until)
+        except ValueError:
+            raise UserError(f"--until: {args.until!r} is not an ISO time") from None
+        until = until if until.tzinfo else until.replace(tzinfo=UTC)
+    return until - timedelta(seconds=span), until
+
+
+def _filters(args: argparse.Namespace) -> dict[str, str]:
+    from collector.errors import UserError
+
+    where: dict[str, str] = {}
+    for item in args.slice:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UserError(f"--slice wants DIM=VALUE, got {item!r}")
+        where[key] = value
+    if args.tenant:
+        where["tenant"] = args.tenant
+    if args.version:
+        where["version"] = args.version
+    return where
+
+
+def list_worst(args: argparse.Namespace) -> int:
+    from collector.errors import UserError
+    from collector.store.session import make_engine
+    from collector.store.worst import worst_traces
+    from ragpulse.metric_jobs import metric_target
+    from ragpulse.store_check import require_migrated
+
+    if not args.metric:
+        raise UserError("--metric is required, e.g. `ragpulse traces --metric faithfulness`")
+    if args.worst < 1:
+        raise UserError(f"--worst must be at least 1, got {args.worst}")
+    settings = load_settings(args.config)
+    target = metric_target(settings, args.metric)
+    since, until = _window(args)
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)
+    engine = make_engine(url)
+    try:
+        from sqlalchemy.orm import Session
+
+        with Session(engine) as session:
+            found = worst_traces(
+                session,
+                jobs=target.jobs,
+                metric=target.metric,
+                since=since,
+                until=until,
+                limit=args.worst,
+                order="highest" if target.lower_is_better else "lowest",
+                where=_filters(args),
+                errors=args.errors,
+            )
+    finally:
+        engine.dispose()
+    if args.json:
+        for row in found:
+            print(json.dumps(row.as_json(), ensure_ascii=False))
+        return 0
+    what = "failed evaluations" if args.errors else target.ordering
+    print(f"{args.metric}: {len(found)} {what}, {since:%Y-%m-%d %H:%M} – {until:%H:%M} UTC")
+    if not found:
+        print("  none in this window (try a longer --since, or check `ragpulse jobs list`)")
+    for row in found:
+        shown = "error" if row.value is None else f"{row.value:.3f}"
+        question = " ".join((row.question or "").split())
+        if len(question) > QUESTION_CHARS:
+            question = question[: QUESTION_CHARS - 1] + "…"
+        print(
+            f"  {row.trace_id:34s} {row.timestamp:%m-%d %H:%M} {row.tenant or '-':12s} "
+            f"{shown:>7s}  {question}"
+        )
+        said = row.error if row.value is None else row.reason
+        if said:
+            print(f"  {'':34s} {'└':>1s} {said}")
+    return 0
+
+
+def show_trace(args: argparse.Namespace) -> int:
+    from sqlalchemy.orm import Session
+
+    from collector.store.session import make_engine
+    from collector.store.worst import trace_detail
+    from ragpulse.store_check import require_migrated
+
+    settings = load_settings(args.config)
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            detail = trace_detail(session, args.trace_id)
+            if detail is None:
+                print(f"ragpulse traces: no stored trace {args.trace_id!r}", file=sys.stderr)
+                return 1
+            trace = detail.trace
+            if args.show_json:
+                print(
+                    json.dumps(
+                        {
+                            "trace_id": trace.trace_id,
+                            "timestamp": trace.timestamp.isoformat(),
+                            "question": trace.question,
+                            "answer": trace.answer,
+                            "tags": trace.tags,
+                            "slices": dict(detail.slices) or None,
+                            "scores": [
+                                {"job": j, "metric": m, "outcome": o} for j, m, o in detail.scores
+                            ],
+                            "reasons": dict(detail.reasons),
+                        },
+                        ensure_ascii=False,
+                    )
+                )
+                return 0
+            print(f"trace {trace.trace_id}  {trace.timestamp:%Y-%m-%d %H:%M:%S} UTC")
+            for key, value in sorted((detail.slices or trace.tags or {}).items()):
+                print(f"  {key}: {value}")
+            print(f"  question: {' '.join(trace.question.split())}")
+            if trace.answer:
+                print(f"  answer:   {' '.join(trace.answer.split())[:400]}")
+            print(f"  contexts: {len(trace.contexts or [])}")
+            print("scores:")
+            if not detail.scores:
+                print("  none yet (the jobs have not evaluated this trace)")
+            for job, metric, outcome in detail.scores:
+                print(f"  {metric:28s} {_outcome(outcome):>12s}   ({job})")
+                said = detail.reasons.get(metric.split("@", 1)[0])
+                if said and not isinstance(outcome, dict):
+                    print(f"  {'':28s} └ {said}")
+    finally:
+        engine.dispose()
+    return 0
+
+
+def _outcome(outcome: Any) -> str:
+    if isinstance(outcome, dict):
+        if "error" in outcome:
+            return f"error: {outcome['error']}"
+        return f"skipped: {outcome.get('skipped')}"
+    return f"{float(outcome):.3f}"

@@ -1,0 +1,54 @@
+"""Which stored outcomes a metric name the user typed refers to: its jobs and direction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collector.settings import Settings
+
+EXTERNAL_PREFIX = "external:"
+
+
+@dataclass(frozen=True)
+class MetricTarget:
+    metric: str
+    jobs: tuple[str, ...]
+    lower_is_better: bool
+
+    @property
+    def ordering(self) -> str:
+        return "highest (lower is better)" if self.lower_is_better else "lowest"
+
+
+def metric_target(settings: Settings, name: str) -> MetricTarget:
+    """The jobs storing per-trace outcomes of `name` and which way is worse; a name no
+    job computes per trace raises `UserError` with the names that work."""
+    from collector.errors import UserError
+    from collector.jobs.scheduler import definitions
+    from evaluators.errors import UnknownMetricError
+    from evaluators.registry import describe
+    from ragpulse.metric_names import suggest
+
+    name = name.strip()
+    if name.startswith(EXTERNAL_PREFIX):
+        return MetricTarget(name, ("external",), lower_is_better=False)
+    jobs = tuple(
+        job
+        for job, definition in definitions(settings).items()
+        if definition.factory is None and name in definition.metrics
+    )
+    if not jobs:
+        known = sorted(
+            {m for d in definitions(settings).values() if d.factory is None for m in d.metrics}
+        )
+        hint = suggest(name)
+        did_you = f" (did you mean {hint}?)" if hint and hint != name else ""
+        raise UserError(
+            f"no job stores per-trace scores of {name!r}{did_you}; metrics with "
+            f"per-trace scores: {', '.join(known)}"
+        )
+    try:
+        direction = describe(name).direction
+    except UnknownMetricError:
+        direction = "higher"
+    return MetricTarget(name, jobs, lower_is_better=direction == "lower")
