@@ -27,11 +27,28 @@ HEADER = """\
 _IF = re.compile(r"\{\{ if \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
 _LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
 _VALUE = re.compile(r'\{\{ \$value \| printf "(%[^"]+)" \}\}')
+_EXPLAINED = re.compile(
+    r"\{\{ with printf \"ragpulse_change_attribution.*?\| query \}\}\{\{ with \. \| first \}\}"
+    r"\{\{ \.Value \| humanizePercentage \}\}(.*?)\{\{ \.Labels\.slice \}\}(.*?)"
+    r"\{\{ end \}\}\{\{ end \}\}"
+)
+SLICE = ("tenant acme, version v7", 0.8)
+"""The explanation (`ragpulse_change_attribution`, rank 1) the detector tests give."""
 
 
-def expand(template: str, labels: dict[str, str], value: float) -> str:
-    """What Prometheus renders of an annotation (the constructs the rules use)."""
-    text = _IF.sub(lambda m: m.group(2) if labels.get(m.group(1)) else "", template)
+def expand(
+    template: str,
+    labels: dict[str, str],
+    value: float,
+    explained: tuple[str, float] | None = None,
+) -> str:
+    """What Prometheus renders of an annotation (the constructs the rules use);
+    `explained`: the (slice, share) the attribution series holds, if any."""
+    text = _EXPLAINED.sub(
+        lambda m: f"{explained[1]:.0%}{m.group(1)}{explained[0]}{m.group(2)}" if explained else "",
+        template,
+    )
+    text = _IF.sub(lambda m: m.group(2) if labels.get(m.group(1)) else "", text)
     text = _LABEL.sub(lambda m: labels.get(m.group(1), ""), text)
     return _VALUE.sub(lambda m: m.group(1) % value, text)
 
@@ -61,8 +78,12 @@ def _detector_test(rule: dict[str, Any]) -> dict[str, Any]:
             f"0.9x{end + 14}",
         ),
         (f'ragpulse_drift_score{{detector="{other}",metric="{metric}",tenant="gamma"}}', "1.5x75"),
+        (
+            f'ragpulse_change_attribution{{metric="{metric}",rank="1",slice="{SLICE[0]}"}}',
+            f"{SLICE[1]}x75",
+        ),
     ]
-    fired = _expected(rule, labels, 1.5)
+    fired = _expected(rule, labels, 1.5, SLICE)
     # Still open 10 minutes after the score fell back (keep_firing_for: one incident is one
     # notification, not one per crossing), closed once keep_firing_for has run out.
     cases = [
@@ -123,12 +144,18 @@ def _window_test(rule: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _expected(rule: dict[str, Any], labels: dict[str, str], value: float) -> list[Any]:
+def _expected(
+    rule: dict[str, Any],
+    labels: dict[str, str],
+    value: float,
+    explained: tuple[str, float] | None = None,
+) -> list[Any]:
     return [
         {
             "exp_labels": {**rule["labels"], **labels},
             "exp_annotations": {
-                key: expand(text, labels, value) for key, text in rule["annotations"].items()
+                key: expand(text, labels, value, explained)
+                for key, text in rule["annotations"].items()
             },
         }
     ]

@@ -239,6 +239,18 @@ def tier_patterns(kind: str, direction: str | None = None) -> dict[str, str]:
     return {t: "|".join(sorted(p)) for t, p in sorted(by_tier.items())}
 
 
+EXPLAINED = (
+    '{{ with printf "ragpulse_change_attribution{metric=%q,rank=\\"1\\"}" $labels.metric '
+    "| query }}{{ with . | first }}{{ .Value | humanizePercentage }} of the last hour's "
+    "change is {{ .Labels.slice }} (`ragpulse explain`). {{ end }}{{ end }}"
+)
+"""Names the slice a live drop comes from (`exporters/explanations.py`), when known."""
+
+TRACES = (
+    "The traces behind it: `ragpulse traces --metric {{ $labels.metric }} --since 1h"
+    "{{ if $labels.tenant }} --tenant {{ $labels.tenant }}{{ end }}`. "
+)
+
 OPEN_PANEL = (
     "Open the overview dashboard panel for {{ $labels.metric }}{{ if $labels.tenant }} "
     "with tenant {{ $labels.tenant }}{{ end }} and look for deploys, index or model "
@@ -293,7 +305,7 @@ def drift_rules() -> list[dict[str, Any]]:
                     "labels": {"severity": severity, "tier": t},
                     "annotations": {
                         "summary": "{{ $labels.metric }}" + summary,
-                        "description": f"{lead} {DETECTOR} {OPEN_PANEL}",
+                        "description": f"{lead} {EXPLAINED}{TRACES}{DETECTOR} {OPEN_PANEL}",
                     },
                 }
             )

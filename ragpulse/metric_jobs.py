@@ -52,3 +52,25 @@ def metric_target(settings: Settings, name: str) -> MetricTarget:
     except UnknownMetricError:
         direction = "higher"
     return MetricTarget(name, jobs, lower_is_better=direction == "lower")
+
+
+def per_trace_targets(settings: Settings) -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every metric with per-trace outcomes and a direction: name -> (its jobs, direction)."""
+    from collector.jobs.scheduler import definitions
+    from evaluators.errors import UnknownMetricError
+    from evaluators.registry import resolve
+
+    out: dict[str, tuple[tuple[str, ...], str]] = {}
+    for job, definition in definitions(settings).items():
+        if definition.factory is not None:
+            continue
+        for metric in definition.metrics:
+            try:
+                spec = resolve(metric).spec
+            except UnknownMetricError:
+                continue
+            if spec.kind == "dataset" or spec.direction in (None, "none"):
+                continue
+            jobs, _ = out.get(metric, ((), spec.direction))
+            out[metric] = ((*jobs, job), spec.direction)
+    return out

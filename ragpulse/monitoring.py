@@ -20,6 +20,7 @@ from sqlalchemy import Engine, text
 from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
 from collector.settings import Settings
 from collector.store.session import make_session_factory
+from exporters.explanations import Explanations
 from exporters.http import MetricsServer, Readiness, serve
 from exporters.otel import Telemetry
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
@@ -108,7 +109,13 @@ class Monitoring:
             feed = JudgmentsFeed(self.operations, factory)
             feed.sync()
 
+            explanations = self._explanations(factory)
+
             def after(_report: Any) -> None:
+                try:
+                    explanations.refresh(self.results.snapshot())
+                except Exception:
+                    logger.exception("could not explain the metrics that are worse")
                 try:
                     feed.sync()
                 except Exception:
@@ -135,6 +142,22 @@ class Monitoring:
             self.stop()  # e.g. the port is taken: the scheduler started above must not linger
             raise
         return self
+
+    def _explanations(self, factory: Any) -> Explanations:
+        """The slices behind live drops (`ragpulse_change_attribution`), for the alerts."""
+        from collector.settings import parse_duration
+        from ragpulse.metric_jobs import per_trace_targets
+
+        explanations = Explanations(
+            factory,
+            per_trace_targets(self.settings),
+            dimensions=self.settings.slices.dimensions,
+            max_values=self.settings.slices.max_values,
+            min_drop=self.settings.alerting.ticket_drop,
+            every_s=parse_duration(self.settings.alerting.every),
+        )
+        self.registry.register(explanations)
+        return explanations
 
     def readiness(self) -> Readiness:
         checks: dict[str, str] = {}
