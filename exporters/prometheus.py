@@ -83,6 +83,12 @@ class QualityCollector(Collector):
                 done = self._rendered[openmetrics] = (version, encode(_Families(self.collect())))
             return done[1]
 
+    def prerender(self) -> None:
+        """Render the formats scrapers have asked for so far (at first the text format), so
+        after a job run no scrape pays for the formatting."""
+        for openmetrics in list(self._rendered) or [False]:
+            self.render(openmetrics)
+
 
 class _Families:
     """Already collected families, in the shape `generate_latest` reads a registry."""

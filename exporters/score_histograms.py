@@ -3,8 +3,9 @@
 `ScoreHistograms` is an `OutcomeObserver` (the jobs tell it every trace's outcomes once
 they are committed) and a custom collector yielding one family,
 `ragpulse_trace_score{metric,<group label>}`: a cumulative histogram since the process
-started of each per-trace score, per metric and per value of one group label (the first
-configured, `tenant` by default). Every bucket carries an OpenMetrics exemplar
+started of each per-trace score, per metric, overall (the group label empty, as in the
+quality series) and per value of one group label (the first configured, `tenant` by
+default). Every bucket carries an OpenMetrics exemplar
 `{trace_id="..."}` of the last trace observed in it (its score, and the time the job
 stored the outcome, so it lines up with the bucket increase it explains), which Grafana's
 exemplar view links to the trace in Tempo/Jaeger. Exemplars exist only in OpenMetrics
@@ -25,7 +26,8 @@ the first `max_values` distinct values keep series of their own and later ones f
 `other`. The jobs choose their kept values by frequency over a window and may change
 their choice every run; cumulative counters cannot move between series, so here the
 choice is first come, for the process's life (set an allow-list to choose). With M
-metrics, V kept values and B buckets the family has at most M x (V + 2) x (B + 2) series.
+metrics, V kept values and B buckets the family has at most M x (V + 2) x (B + 2) series
+(`other` and overall included; B + 2: the +Inf bucket, `_sum` and `_count`).
 
 Thread-safe: jobs observe from scheduler threads while scrapes collect from HTTP threads;
 one lock guards the counts, and `collect` formats a copy taken under it.
@@ -38,7 +40,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
@@ -87,8 +89,8 @@ class _Series:
     """One histogram: per-bucket (not cumulative) counts, the sum, each bucket's exemplar."""
 
     counts: list[int]
+    exemplars: list[Exemplar | None]
     total: float = 0.0
-    exemplars: list[Exemplar | None] = field(default_factory=list)
 
 
 class _Bound:
@@ -158,31 +160,36 @@ class ScoreHistograms(Collector):
         return self._edges[metric]
 
     def observe(self, evaluated: Sequence[Evaluated]) -> None:
-        """Count every finite score of `evaluated` in its bucket; the bucket's exemplar
-        becomes that trace (skips, failures and non-finite values are not observations)."""
+        """Count every finite score of `evaluated` in its bucket, overall and in its group;
+        the bucket's exemplar becomes that trace (skips, failures and non-finite values
+        are not observations)."""
         now = float(self._clock())
         with self._lock:
             for item in evaluated:
-                group = ""
+                groups = [""]
                 if self._bound is not None and self.label is not None:
                     group = self._bound.fold(item.groups.get(self.label))
-                exemplar_ok = 0 < len(item.trace_id) <= _MAX_TRACE_ID
+                    if group:
+                        groups.append(group)
+                exemplar = 0 < len(item.trace_id) <= _MAX_TRACE_ID
                 for metric, outcome in item.outcomes.items():
                     if not isinstance(outcome, Score) or not math.isfinite(outcome.value):
                         continue
                     edges = self._edges_of(metric)
                     if edges is None:
                         continue
-                    series = self._series.get((metric, group))
-                    if series is None:
-                        series = _Series([0] * (len(edges) + 1), 0.0, [None] * (len(edges) + 1))
-                        self._series[(metric, group)] = series
                     value = outcome.value
                     i = bisect.bisect_left(edges, value)
-                    series.counts[i] += 1
-                    series.total += value
-                    if exemplar_ok:
-                        series.exemplars[i] = Exemplar({"trace_id": item.trace_id}, value, now)
+                    mark = Exemplar({"trace_id": item.trace_id}, value, now) if exemplar else None
+                    for group in groups:
+                        series = self._series.get((metric, group))
+                        if series is None:
+                            n = len(edges) + 1
+                            series = self._series[(metric, group)] = _Series([0] * n, [None] * n)
+                        series.counts[i] += 1
+                        series.total += value
+                        if mark is not None:
+                            series.exemplars[i] = mark
                     self.observed += 1
 
     def describe(self) -> Iterator[HistogramMetricFamily]:

@@ -63,7 +63,9 @@ def test_openmetrics_with_exemplars_only_when_asked() -> None:
             assert body.endswith("# EOF\n") and body.count("# EOF") == 1
             families = {f.name: f for f in parse_om(body)}  # strict parser: valid OpenMetrics
             exemplars = [s.exemplar for s in families[FAMILY].samples if s.exemplar]
-            assert [e.labels["trace_id"] for e in exemplars] == ["4bf92f3577b34da6a3ce929d0e0e4736"]
+            assert [e.labels["trace_id"] for e in exemplars] == [
+                "4bf92f3577b34da6a3ce929d0e0e4736"
+            ] * 2
             assert families["ragpulse_test_things"].samples[0].value == 1.0
             assert ("ragpulse_metric_value" in families) is with_quality
 

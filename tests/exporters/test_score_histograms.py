@@ -131,6 +131,7 @@ def test_label_values_are_cleaned_and_bounded_first_come() -> None:
     assert registry.get_sample_value(f"{FAMILY}_count", {"metric": "mrr", "tenant": OTHER}) == 497
     assert registry.get_sample_value(f"{FAMILY}_count", {"metric": "mrr", "tenant": "user-1"}) == 2
     assert histograms.folded == 497
+    assert registry.get_sample_value(f"{FAMILY}_count", {"metric": "mrr", "tenant": ""}) == 502
 
 
 def test_allow_list_keeps_exactly_the_allowed_values() -> None:
@@ -143,7 +144,7 @@ def test_allow_list_keeps_exactly_the_allowed_values() -> None:
         ]
     )
     tenants = {s.labels["tenant"] for f in registry.collect() for s in f.samples}
-    assert tenants == {"acme", OTHER}
+    assert tenants == {"acme", OTHER, ""}
 
 
 def test_trace_ids_too_long_for_an_exemplar_are_counted_without_one() -> None:
