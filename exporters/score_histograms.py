@@ -40,7 +40,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
@@ -84,13 +84,32 @@ def unit_edges(metric: str) -> tuple[float, ...] | None:
     return UNIT_EDGES.get(unit)
 
 
+_Mark = tuple[str, float, float]
+"""An exemplar as observed: trace id, value, timestamp (an `Exemplar` only when scraped)."""
+
+
 @dataclass(slots=True)
 class _Series:
     """One histogram: per-bucket (not cumulative) counts, the sum, each bucket's exemplar."""
 
     counts: list[int]
-    exemplars: list[Exemplar | None]
+    marks: list[_Mark | None]
     total: float = 0.0
+
+
+@dataclass(slots=True)
+class _Metric:
+    """One metric's bucket edges and its histograms by group value."""
+
+    edges: tuple[float, ...]
+    series: dict[str, _Series] = field(default_factory=dict)
+
+    def of(self, group: str) -> _Series:
+        found = self.series.get(group)
+        if found is None:
+            n = len(self.edges) + 1
+            found = self.series[group] = _Series([0] * n, [None] * n)
+        return found
 
 
 class _Bound:
@@ -137,11 +156,10 @@ class ScoreHistograms(Collector):
     ) -> None:
         self.label = label
         self._bound = _Bound(label, limits or LabelLimits()) if label else None
-        self._edges: dict[str, tuple[float, ...] | None] = dict(edges or {})
-        self._lookup = edges is None
+        self._given = edges
+        self._metrics: dict[str, _Metric | None] = {}
         self._clock = clock or time.time
         self._lock = threading.Lock()
-        self._series: dict[tuple[str, str], _Series] = {}
         self.observed = 0
         """Scores counted since start."""
 
@@ -154,42 +172,40 @@ class ScoreHistograms(Collector):
         """Observations whose label value was folded into `other`."""
         return self._bound.folded if self._bound is not None else 0
 
-    def _edges_of(self, metric: str) -> tuple[float, ...] | None:
-        if metric not in self._edges:
-            self._edges[metric] = unit_edges(metric) if self._lookup else None
-        return self._edges[metric]
+    def _metric(self, metric: str) -> _Metric | None:
+        """The metric's histograms (None: a metric without buckets, left out)."""
+        if metric not in self._metrics:
+            edges = unit_edges(metric) if self._given is None else self._given.get(metric)
+            self._metrics[metric] = _Metric(edges) if edges is not None else None
+        return self._metrics[metric]
 
     def observe(self, evaluated: Sequence[Evaluated]) -> None:
         """Count every finite score of `evaluated` in its bucket, overall and in its group;
         the bucket's exemplar becomes that trace (skips, failures and non-finite values
         are not observations)."""
         now = float(self._clock())
+        bisect_left, isfinite, metrics = bisect.bisect_left, math.isfinite, self._metrics
         with self._lock:
             for item in evaluated:
-                groups = [""]
+                group = ""
                 if self._bound is not None and self.label is not None:
                     group = self._bound.fold(item.groups.get(self.label))
-                    if group:
-                        groups.append(group)
-                exemplar = 0 < len(item.trace_id) <= _MAX_TRACE_ID
+                trace_id = item.trace_id
+                exemplar = 0 < len(trace_id) <= _MAX_TRACE_ID
                 for metric, outcome in item.outcomes.items():
-                    if not isinstance(outcome, Score) or not math.isfinite(outcome.value):
+                    if not isinstance(outcome, Score) or not isfinite(outcome.value):
                         continue
-                    edges = self._edges_of(metric)
-                    if edges is None:
+                    table = metrics[metric] if metric in metrics else self._metric(metric)
+                    if table is None:
                         continue
                     value = outcome.value
-                    i = bisect.bisect_left(edges, value)
-                    mark = Exemplar({"trace_id": item.trace_id}, value, now) if exemplar else None
-                    for group in groups:
-                        series = self._series.get((metric, group))
-                        if series is None:
-                            n = len(edges) + 1
-                            series = self._series[(metric, group)] = _Series([0] * n, [None] * n)
+                    i = bisect_left(table.edges, value)
+                    mark = (trace_id, value, now) if exemplar else None
+                    for series in (table.of(""), table.of(group)) if group else (table.of(""),):
                         series.counts[i] += 1
                         series.total += value
                         if mark is not None:
-                            series.exemplars[i] = mark
+                            series.marks[i] = mark
                     self.observed += 1
 
     def describe(self) -> Iterator[HistogramMetricFamily]:
@@ -198,20 +214,22 @@ class ScoreHistograms(Collector):
     def collect(self) -> Iterator[HistogramMetricFamily]:
         with self._lock:
             copies = [
-                (key, list(s.counts), s.total, list(s.exemplars))
-                for key, s in sorted(self._series.items())
+                (metric, table.edges, group, list(h.counts), h.total, list(h.marks))
+                for metric, table in sorted(self._metrics.items())
+                if table is not None
+                for group, h in sorted(table.series.items())
             ]
         family = HistogramMetricFamily(FAMILY, DOC, labels=self.label_names)
-        for (metric, group), counts, total, exemplars in copies:
-            edges = self._edges[metric] or ()
+        for metric, edges, group, counts, total, marks in copies:
             bounds = [repr(float(e)) for e in edges] + ["+Inf"]
             buckets: list[tuple[str, float] | tuple[str, float, Exemplar]] = []
             cumulative = 0
-            for bound, count, exemplar in zip(bounds, counts, exemplars, strict=True):
+            for bound, count, mark in zip(bounds, counts, marks, strict=True):
                 cumulative += count
-                if exemplar is None:
+                if mark is None:
                     buckets.append((bound, float(cumulative)))
                 else:
+                    exemplar = Exemplar({"trace_id": mark[0]}, mark[1], mark[2])
                     buckets.append((bound, float(cumulative), exemplar))
             labels = [metric, group] if self.label else [metric]
             # OpenMetrics: a histogram's sum is a counter and may not be negative.
