@@ -78,8 +78,9 @@ def scrape(registry: CollectorRegistry, quality: Any = None, openmetrics: bool =
 
 
 def wants_openmetrics(accept: str) -> bool:
-    """Whether an `Accept` header asks for OpenMetrics (Prometheus does when its exemplar
-    storage is on); any other scraper gets the text format."""
+    """Whether an `Accept` header asks for OpenMetrics (Prometheus 2.x does, preferring it
+    to the text format; it keeps the exemplars with its exemplar storage on); any other
+    scraper gets the text format."""
     return any(
         part.split(";")[0].strip().lower() == "application/openmetrics-text"
         for part in accept.split(",")

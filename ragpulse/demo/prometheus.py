@@ -124,7 +124,7 @@ def start_prometheus(
                 f"--storage.tsdb.path={directory / 'data'}",
                 f"--web.listen-address={HOST}:{port}",
                 "--storage.tsdb.retention.time=15d",
-                # the trace_id exemplars of ragpulse_trace_score (scraped as OpenMetrics)
+                # keeps the trace_id exemplars of ragpulse_trace_score (OpenMetrics scrape)
                 "--enable-feature=exemplar-storage",
             ],
             stdin=subprocess.DEVNULL,

@@ -18,7 +18,7 @@ from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 from exporters.score_histograms import FAMILY, ScoreHistograms
 
-PROMETHEUS_ACCEPT = (  # what Prometheus 2.x sends with --enable-feature=exemplar-storage
+PROMETHEUS_ACCEPT = (  # what Prometheus 2.42 sends (with or without exemplar storage)
     "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
     "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 )
