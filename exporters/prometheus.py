@@ -58,6 +58,7 @@ class QualityCollector(Collector):
         self._drift_labels = ["metric", "detector", *self._group_labels]
         self._mde_labels = ["metric", *self._group_labels]
         self._rendered: dict[bool, tuple[int, bytes]] = {}
+        self._last_format = False  # True: OpenMetrics
         self._render_lock = threading.Lock()
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
@@ -76,6 +77,7 @@ class QualityCollector(Collector):
         in `# EOF`), re-rendered only after the cache changed; byte for byte what
         `generate_latest` (of that format) makes of `collect()`."""
         with self._render_lock:
+            self._last_format = openmetrics
             version = self._cache.version
             done = self._rendered.get(openmetrics)
             if done is None or done[0] != version:
@@ -84,10 +86,9 @@ class QualityCollector(Collector):
             return done[1]
 
     def prerender(self) -> None:
-        """Render the formats scrapers have asked for so far (at first the text format), so
-        after a job run no scrape pays for the formatting."""
-        for openmetrics in list(self._rendered) or [False]:
-            self.render(openmetrics)
+        """Render the format last asked for (at first the text format), so after a job run
+        no scrape pays for the formatting."""
+        self.render(self._last_format)
 
 
 class _Families:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import urllib.request
 from types import MappingProxyType
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
@@ -77,3 +78,20 @@ def test_openmetrics_with_exemplars_only_when_asked() -> None:
                 assert FAMILY in names and ("ragpulse_metric_value" in names) is with_quality
         finally:
             server.stop()
+
+
+def test_quality_families_render_in_both_formats_and_prerender_the_one_asked_for() -> None:
+    cache = ResultsCache()
+    cache.update([QualityPoint("mrr", "1h", "", 0.5, 10, 0.4, 0.6, job="j", group_labels={})])
+    quality = QualityCollector(cache, ["tenant"])
+    registry = CollectorRegistry()
+    registry.register(QualityCollector(cache, ["tenant"]))
+    assert quality.render(openmetrics=True) == openmetrics_latest(registry)
+    assert quality.render() == generate_latest(registry)
+    quality.render(openmetrics=True)  # the scraper's format now
+    cache.update([QualityPoint("mrr", "1h", "", 0.7, 12, 0.6, 0.8, job="j", group_labels={})])
+    quality.prerender()  # after a job run
+    assert quality._rendered[True][0] == cache.version  # ready for the next scrape
+    assert quality._rendered[False][0] != cache.version  # not rendered for nobody
+    assert b"ragpulse_metric_value{" in quality.render(openmetrics=True)
+    assert b"0.7" in quality.render(openmetrics=True)
