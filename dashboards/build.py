@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(HERE.parent))
 
-from dashboards import drift_rule_tests, metrics_view, quality_rules  # noqa: E402
+from dashboards import distributions, drift_rule_tests, metrics_view, quality_rules  # noqa: E402
 from dashboards.metrics_view import BANDS, GOAL_METRICS, describe  # noqa: E402
 
 OUT = HERE / "grafana" / "dashboards"
@@ -580,11 +580,33 @@ def operations() -> dict[str, Any]:
     )
 
 
+def score_distributions() -> dict[str, Any]:
+    """A heatmap with exemplars per per-trace metric (`dashboards/distributions.py`)."""
+    layout = Layout()
+    for title, metrics in distributions.rows():
+        layout.row(title)
+        for i, metric in enumerate(metrics):
+            layout.add(distributions.heatmap(metric, SEL, DS), 8, 8, 8 * (i % 3))
+            if i % 3 == 2 or i == len(metrics) - 1:
+                layout.y += 8
+    return _dashboard(
+        "ragpulse-distributions",
+        "ragpulse — score distributions and exemplars",
+        layout.panels,
+        True,
+        "Per-trace scores of every quality metric as heatmaps; the exemplars link a bucket to a trace in it.",
+    )
+
+
 def generated() -> dict[Path, str]:
     """Every generated file and its content."""
+    boards = (
+        ("overview.json", overview()),
+        ("operations.json", operations()),
+        ("distributions.json", score_distributions()),
+    )
     files = {
-        OUT / name: json.dumps(board, indent=2, ensure_ascii=False) + "\n"
-        for name, board in (("overview.json", overview()), ("operations.json", operations()))
+        OUT / name: json.dumps(board, indent=2, ensure_ascii=False) + "\n" for name, board in boards
     }
     files[RULES] = quality_rules.render()
     files[DRIFT_TESTS] = drift_rule_tests.render()

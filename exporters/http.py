@@ -34,6 +34,8 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, make_wsgi_app
+from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from collector.errors import UserError
 
@@ -58,11 +60,31 @@ class _QuietHandler(WSGIRequestHandler):
         logger.debug("http %s", format % args)
 
 
-def scrape(registry: CollectorRegistry, quality: Any = None) -> bytes:
+_EOF = b"# EOF\n"
+
+
+def scrape(registry: CollectorRegistry, quality: Any = None, openmetrics: bool = False) -> bytes:
     """The `/metrics` body: the registry's series, then the pre-rendered quality families
-    (`QualityCollector.render()`, kept out of the registry so they are formatted once)."""
-    body = generate_latest(registry)
-    return body + quality.render() if quality is not None else body
+    (`QualityCollector.render()`, kept out of the registry so they are formatted once).
+    With `openmetrics`, both in OpenMetrics 1.0 (the only format with exemplars), one `# EOF`."""
+    if not openmetrics:
+        body = generate_latest(registry)
+        return body + quality.render() if quality is not None else body
+    series: bytes = openmetrics_latest(registry)  # type: ignore[no-untyped-call]
+    if quality is None:
+        return series
+    rendered: bytes = quality.render(openmetrics=True)
+    return series.removesuffix(_EOF) + rendered
+
+
+def wants_openmetrics(accept: str) -> bool:
+    """Whether an `Accept` header asks for OpenMetrics (Prometheus 2.x does, preferring it
+    to the text format; it keeps the exemplars with its exemplar storage on); any other
+    scraper gets the text format."""
+    return any(
+        part.split(";")[0].strip().lower() == "application/openmetrics-text"
+        for part in accept.split(",")
+    )
 
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
@@ -90,7 +112,8 @@ def build_app(
     quality: Any = None,
 ) -> WSGIApp:
     """`quality` (a `QualityCollector` not registered on `registry`) is served pre-rendered,
-    always in the text format 0.0.4 (which Prometheus accepts whatever it asks for).
+    in OpenMetrics when the scraper asks for it (`Accept: application/openmetrics-text`,
+    exemplars included), else in the text format 0.0.4.
     `basic_auth` (user, password) guards every path except `OPEN_PATHS`."""
     metrics_app = make_wsgi_app(registry)
     expected = None
@@ -114,8 +137,10 @@ def build_app(
             return [b"unauthorized\n"]
         if path == "/metrics":
             if quality is not None:
-                start_response("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
-                return [scrape(registry, quality)]
+                openmetrics = wants_openmetrics(environ.get("HTTP_ACCEPT", ""))
+                kind = OPENMETRICS_TYPE if openmetrics else CONTENT_TYPE_LATEST
+                start_response("200 OK", [("Content-Type", kind)])
+                return [scrape(registry, quality, openmetrics)]
             result: Iterable[bytes] = metrics_app(environ, start_response)
             return result
         if path == "/healthz":

@@ -20,6 +20,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.registry import Collector
 
 from collector.jobs.labels import Folding, LabelLimits
@@ -56,7 +57,8 @@ class QualityCollector(Collector):
         self._label_names = ["metric", "window", *self._group_labels]
         self._drift_labels = ["metric", "detector", *self._group_labels]
         self._mde_labels = ["metric", *self._group_labels]
-        self._rendered: tuple[int, bytes] | None = None
+        self._rendered: dict[bool, tuple[int, bytes]] = {}
+        self._last_format = False  # True: OpenMetrics
         self._render_lock = threading.Lock()
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
@@ -70,14 +72,23 @@ class QualityCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from quality_families(self._cache.snapshot(), self._group_labels, self._limits)
 
-    def render(self) -> bytes:
-        """The families in the Prometheus text format (0.0.4), re-rendered only after the
-        cache changed; byte for byte what `generate_latest` makes of `collect()`."""
+    def render(self, openmetrics: bool = False) -> bytes:
+        """The families in the Prometheus text format (0.0.4), or in OpenMetrics (ending
+        in `# EOF`), re-rendered only after the cache changed; byte for byte what
+        `generate_latest` (of that format) makes of `collect()`."""
         with self._render_lock:
+            self._last_format = openmetrics
             version = self._cache.version
-            if self._rendered is None or self._rendered[0] != version:
-                self._rendered = (version, generate_latest(_Families(self.collect())))
-            return self._rendered[1]
+            done = self._rendered.get(openmetrics)
+            if done is None or done[0] != version:
+                encode = openmetrics_latest if openmetrics else generate_latest
+                done = self._rendered[openmetrics] = (version, encode(_Families(self.collect())))
+            return done[1]
+
+    def prerender(self) -> None:
+        """Render the format last asked for (at first the text format), so after a job run
+        no scrape pays for the formatting."""
+        self.render(self._last_format)
 
 
 class _Families:

@@ -45,7 +45,7 @@ class ResultsRefresher:
         with self._sessions() as session:
             loaded = self.cache.load_latest(session)
         if loaded and self._collector is not None:
-            self._collector.render()
+            self._collector.prerender()
         return loaded
 
     def start(self) -> ResultsRefresher:

@@ -26,6 +26,7 @@ from exporters.otel import Telemetry
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
+from exporters.score_histograms import ScoreHistograms
 from ragpulse.job_setup import JudgmentsFeed, job_environment, label_limits, observe_scripts
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,12 @@ class Monitoring:
         # Served pre-rendered next to the registry (see exporters/prometheus.py).
         self.quality = QualityCollector(
             self.results, settings.scheduler.group_labels, label_limits(settings.labels)
+        )
+        # Per-trace score histograms with exemplars: fed by the jobs, so served only by a
+        # process that schedules them (exporters/score_histograms.py).
+        group_labels = settings.scheduler.group_labels
+        self.histograms = ScoreHistograms(
+            group_labels[0] if group_labels else None, label_limits(settings.labels)
         )
         self.runner: JobRunner | None = None
         self.scheduler: Scheduler | None = None
@@ -97,6 +104,8 @@ class Monitoring:
                 judge=self._judge,
             )
             observe_scripts(env.embedder, self.operations.record_embedding_scripts)
+            env.observers = (*env.observers, self.histograms)
+            self.registry.register(self.histograms)
             self.runner = build_runner(
                 self.settings,
                 self.engine,
@@ -121,7 +130,7 @@ class Monitoring:
                 except Exception:
                     logger.exception("could not read new judgments for the judge counters")
                 try:
-                    self.quality.render()  # here, so no scrape pays for the formatting
+                    self.quality.prerender()  # here, so no scrape pays for the formatting
                 except Exception:
                     logger.exception("could not render the quality series")
 

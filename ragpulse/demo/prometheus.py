@@ -1,4 +1,6 @@
-"""A real Prometheus for `ragpulse demo`: scrapes the demo's /metrics with the shipped rules.
+"""A real Prometheus for `ragpulse demo`: scrapes the demo's /metrics with the shipped rules
+and keeps exemplars (`--enable-feature=exemplar-storage`), so the score histograms' trace
+ids can be queried (`/api/v1/query_exemplars`).
 
 The Debian `prometheus` binary is used when it is installed; its configuration and data
 live under the demo directory (the data survive a restart, so the charts keep their
@@ -122,6 +124,8 @@ def start_prometheus(
                 f"--storage.tsdb.path={directory / 'data'}",
                 f"--web.listen-address={HOST}:{port}",
                 "--storage.tsdb.retention.time=15d",
+                # keeps the trace_id exemplars of ragpulse_trace_score (OpenMetrics scrape)
+                "--enable-feature=exemplar-storage",
             ],
             stdin=subprocess.DEVNULL,
             stdout=output,

@@ -123,7 +123,9 @@ def test_dashboards_and_rules_on_a_real_prometheus(
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
+        observers=(monitoring.histograms,),  # as the scheduler role wires them
     )
+    registry.register(monitoring.histograms)
     observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
     runner = build_runner(settings, engine, env, operations=monitoring.operations)
     feed = JudgmentsFeed(monitoring.operations, make_session_factory(engine))

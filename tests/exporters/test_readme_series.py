@@ -12,6 +12,7 @@ from collector.ingest.kafka.stats import ConsumerStats
 from evaluators.judge import JudgeClient, JudgeConfig
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
+from exporters.score_histograms import ScoreHistograms
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -28,6 +29,7 @@ def _exported() -> set[str]:
     ConsumerStats(registry)
     OperationsMetrics(registry)
     registry.register(QualityCollector(ResultsCache()))
+    registry.register(ScoreHistograms())
     judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     registry.register(JudgeStateCollector(judge))

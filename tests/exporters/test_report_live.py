@@ -107,7 +107,9 @@ def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring)
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
+        observers=(monitoring.histograms,),  # as the scheduler role wires them
     )
+    monitoring.registry.register(monitoring.histograms)
     observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
     runner = build_runner(settings, engine, env, operations=monitoring.operations)
     feed = JudgmentsFeed(monitoring.operations, make_session_factory(engine))

@@ -138,6 +138,9 @@ def _check_prometheus(header: str, metrics_url: str) -> str | None:
         groups = json.loads(response.read())["data"]["groups"]
     shipped = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "rules"
     assert {g["file"] for g in groups} == {str(p) for p in shipped.glob("*.yml")}
+    with urllib.request.urlopen(f"{url}/api/v1/status/flags", timeout=5) as response:
+        flags = json.loads(response.read())["data"]
+    assert "exemplar-storage" in flags["enable-feature"]  # the score histograms' trace ids
     return url
 
 
