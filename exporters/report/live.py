@@ -12,6 +12,7 @@ from html import escape
 from typing import Any
 
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
+from exporters.report.drilldown import Drill, drill_html, panel_metric
 from exporters.report.figures import sparkline
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
 from exporters.report.promapi import (
@@ -230,11 +231,28 @@ def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange) -> str:
 
 
 def render_panel(
-    client: PromClient, panel: Panel, values: Mapping[str, str], span: TimeRange
+    client: PromClient,
+    panel: Panel,
+    values: Mapping[str, str],
+    span: TimeRange,
+    drill: Drill | None = None,
 ) -> PanelHtml:
     queries = tuple(substitute(t.expr, values) for t in panel.targets)
 
     def done(body: str, state: str) -> PanelHtml:
+        metric = (
+            panel_metric(queries) if drill is not None and panel.type not in STAT_TYPES else None
+        )
+        if drill is not None and metric is not None:
+            # a point at t is the window $w before t: the traces of [start - $w, end]
+            try:
+                window = parse_duration(values.get("w") or "1h")
+            except ValueError:
+                window = 3600.0
+            start = span.start - window
+            drilled = drill(metric, start, span.end, values.get("tenant") or None)
+            if drilled is not None:
+                body += drill_html(drilled)
         return PanelHtml(
             panel.title, body, state, panel.width, panel.description, panel.row, queries
         )
@@ -264,6 +282,7 @@ def render_report(
     now: float,
     since: float | None = None,
     chosen: Mapping[str, str] | None = None,
+    drill: Drill | None = None,
 ) -> tuple[str, ReportSummary]:
     """The whole page and what it holds (panels with data, empty ones, failed ones)."""
     scrape_s = client.scrape_interval()
@@ -274,7 +293,7 @@ def render_report(
         span = time_range(client, dashboard, now, since)
         values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
         shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
-        panels = [render_panel(client, p, values, span) for p in dashboard.panels]
+        panels = [render_panel(client, p, values, span, drill) for p in dashboard.panels]
         for p in panels:
             summary.panels += 1
             where = f"{dashboard.title}: {p.title}"

@@ -10,6 +10,12 @@ from html import escape
 
 CSS = """
 :root { --fg: #1f2328; --muted: #656d76; --line: #d0d7de; --bg: #f6f8fa; }
+.drill { margin-top: 6px; font-size: 12px; }
+.drill .headline { margin: 4px 0; font-weight: 600; color: #b42318; }
+.drill table { border-collapse: collapse; width: 100%; }
+.drill td, .drill th { border-top: 1px solid var(--line); padding: 2px 4px; text-align: left;
+  vertical-align: top; }
+.drill small { color: var(--muted); }
 * { box-sizing: border-box; }
 body { margin: 0; padding: 16px 20px 40px; font: 13px/1.4 system-ui, -apple-system,
   "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg); background: var(--bg); }

@@ -51,6 +51,12 @@ def register(subparsers: Any) -> None:
         help="dashboard variable, e.g. --var tenant=bank (default: the dashboard's, "
         "tenant = All, the overall value)",
     )
+    parser.add_argument(
+        "--no-traces",
+        action="store_true",
+        help="leave out the worst-traces table under each quality panel (by default they "
+        "are read from the configured database when it is reachable)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -79,13 +85,24 @@ def run(args: argparse.Namespace) -> int:
     except DashboardError as exc:
         return _fail(str(exc))
     client = PromClient(args.prometheus)
+    engine = None
     try:
         client.check()
+        engine = None if args.no_traces else _store(args.config)
+        drill = None
+        if engine is not None:
+            from collector.settings import load_settings
+            from ragpulse.report_drill import store_drill
+
+            drill = store_drill(load_settings(args.config), engine)
         html, summary = render_report(
-            client, dashboards, now=time.time(), since=since, chosen=chosen
+            client, dashboards, now=time.time(), since=since, chosen=chosen, drill=drill
         )
     except PrometheusUnreachable as exc:
         return _fail(str(exc))
+    finally:
+        if engine is not None:
+            engine.dispose()
     try:
         args.output.write_text(html, encoding="utf-8")
     except OSError as exc:
@@ -105,3 +122,20 @@ def run(args: argparse.Namespace) -> int:
     for where in summary.errors:
         print(f"  query failed: {where}", file=sys.stderr)
     return 0
+
+
+def _store(config: str | None) -> Any:
+    """An engine on the configured database if it is migrated and reachable, else None
+    (the report then has the panels only, and says so)."""
+    from collector.settings import load_settings
+    from collector.store.session import make_engine
+    from ragpulse.store_check import require_migrated
+
+    settings = load_settings(config)
+    url = settings.database.url.get_secret_value()
+    try:
+        require_migrated(url)
+    except Exception as exc:
+        print(f"  no worst-traces tables: the store is not usable ({exc})", file=sys.stderr)
+        return None
+    return make_engine(url)

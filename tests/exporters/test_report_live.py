@@ -125,6 +125,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     chromium: Any,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     llm_server.fallback = auto_reply
     settings = load_settings(
@@ -166,6 +167,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             time.sleep(1.5)
         assert prom.wait_for('ragpulse_metric_value{metric="faithfulness"}')
         capsys.readouterr()
+        monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)  # the store: worst traces
         code = main(
             [
                 "report",
@@ -196,6 +198,11 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     assert summary in out, err
     assert err == ""  # no panel without data, no failed query
     html = output.read_text()
+    # Under each panel of a metric with per-trace scores: its worst traces from the store.
+    assert "worst traces of faithfulness" in html and "worst traces of hit_rate@1" in html
+    assert "worst traces of n_clusters" not in html  # a dataset metric: no per-trace scores
+    faithfulness = html.split("worst traces of faithfulness", 1)[1].split("</table>", 1)[0]
+    assert "items accepted" in faithfulness or "rejected" in faithfulness  # the judge's say
     for fetching in ("<link", "src=", "@import", "url(", 'href="http'):
         assert fetching not in html  # self-contained: nothing loaded from the network
 
