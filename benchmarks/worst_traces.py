@@ -10,6 +10,8 @@ a context_relevance score or an error for 2% of the rows, a tenant (50/30/20%) i
 
 - `window scan` — the shipped schema: the `(job, ts)` index narrows to the window;
 - `window, one tenant` — the same with `--tenant`;
+- `explain` — `ragpulse explain` of the last hour against the days before it (one
+  grouped query over the baseline's rows, attribution in numpy);
 - `no index` (the reference for what the index buys): the same query after dropping
   `ix_job_outcomes_job_ts`, so PostgreSQL reads the whole table.
 
@@ -31,6 +33,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+from collector.jobs.explain import explain
 from collector.store.worst import worst_traces
 from migrations.runner import upgrade
 
@@ -129,6 +132,22 @@ def main() -> None:
                 )
 
         errors_ms = _median_ms(errors, args.repeat)
+
+        def explained(i: int) -> None:
+            with Session(engine) as session:
+                made = explain(
+                    session,
+                    jobs=["rag_quality"],
+                    metric="faithfulness",
+                    since=end - timedelta(hours=1 + i),
+                    until=end - timedelta(hours=i),
+                    baseline=timedelta(days=args.days - 1),
+                    dimensions=("tenant", "model", "version", "language"),
+                )
+            if made is None:
+                raise RuntimeError("nothing to explain")
+
+        explain_ms = _median_ms(explained, 3)
         with engine.begin() as conn:
             conn.execute(text("DROP INDEX ix_job_outcomes_job_ts"))
             conn.execute(text("ANALYZE job_outcomes"))
@@ -137,6 +156,7 @@ def main() -> None:
         print(f"  window scan (shipped index)   {indexed:8.1f} ms")
         print(f"  window, one tenant            {tenant:8.1f} ms")
         print(f"  newest 20 errors (--errors)   {errors_ms:8.1f} ms")
+        print(f"  explain: 1 h vs {args.days - 1:g} d before  {explain_ms:8.1f} ms")
         print(f"  no index (reference)          {no_index:8.1f} ms   ({no_index / indexed:.0f}x)")
         engine.dispose()
     finally:

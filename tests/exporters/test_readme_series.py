@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from collector.ingest.kafka.stats import ConsumerStats
 from evaluators.judge import JudgeClient, JudgeConfig
+from exporters.explanations import Explanations
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.score_histograms import ScoreHistograms
@@ -24,12 +25,25 @@ def _documented() -> set[str]:
     return {name for row in rows for name in re.findall(r"`(ragpulse_\w+)`", row.split("|")[1])}
 
 
+def _explanations() -> Explanations:
+    """Nothing explained: its families are still collected (without samples)."""
+    return Explanations(
+        lambda: None,  # type: ignore[arg-type, return-value]
+        {},
+        dimensions=("tenant",),
+        max_values=1,
+        min_drop=0.05,
+        every_s=1,
+    )
+
+
 def _exported() -> set[str]:
     registry = CollectorRegistry()
     ConsumerStats(registry)
     OperationsMetrics(registry)
     registry.register(QualityCollector(ResultsCache()))
     registry.register(ScoreHistograms())
+    registry.register(_explanations())
     judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     registry.register(JudgeStateCollector(judge))
