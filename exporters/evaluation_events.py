@@ -1,0 +1,355 @@
+"""Every evaluated trace's results as OpenTelemetry `gen_ai.evaluation.result` events.
+
+`EvaluationEvents` is an `OutcomeObserver` (`collector.jobs.observers`): the jobs hand it
+each run's committed per-trace outcomes, it counts them into a bounded in-memory queue and
+returns (no I/O, no lock held for long: the job thread pays microseconds per trace). Its
+own worker thread takes the queued traces in batches, looks up what the outcomes lack in
+one query per table (the root span id of OTLP traces, the judge's reasons in `judgments`;
+`exporters.evaluation_lookup`), builds one log record per metric
+(`exporters.evaluation_records`) and emits it through an OpenTelemetry SDK
+`LoggerProvider` with a `BatchLogRecordProcessor` and the OTLP log exporter
+(`exporters.otlp_exporter`: protocol, endpoint, headers, timeout and compression from the
+standard `OTEL_EXPORTER_OTLP_*` variables).
+
+Bounded: at most `queue_size` events are held at once (queued here or in the SDK's queue
+or export); beyond that new events are dropped and counted, never waited for. So an
+endpoint that is down costs the jobs nothing: exports fail (counted, reason
+`export_failed`), the queue fills, further events are dropped (`queue_full`).
+Counters on the registry passed in: `ragpulse_evaluation_events_sent_total` and
+`ragpulse_evaluation_events_dropped_total{reason}`. `shutdown()` flushes what is held.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.observers import Evaluated
+from collector.settings import EvaluationEventsSettings, Settings
+from exporters.evaluation_lookup import Lookup, lookup
+from exporters.evaluation_records import (
+    EVENT_NAME,
+    EventRecord,
+    emitted_count,
+    event_record,
+    explanation_text,
+    score_label,
+)
+
+logger = logging.getLogger(__name__)
+
+SCOPE = "ragpulse.evaluation"
+EXTERNAL_JOB = "external"
+QUEUE_FULL = "queue_full"
+EXPORT_FAILED = "export_failed"
+SHUTDOWN = "shutdown"
+DROP_REASONS = (QUEUE_FULL, EXPORT_FAILED, SHUTDOWN)
+WORKER_BATCH = 256
+"""Traces the worker takes per round (one lookup query per table for all of them)."""
+
+
+class _Counts:
+    """Thread-safe tallies: events sent, dropped by reason, and held (queued or exporting)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sent = 0
+        self.dropped = dict.fromkeys(DROP_REASONS, 0)
+        self.held = 0
+
+    def finish(self, n: int, reason: str | None) -> None:
+        with self.lock:
+            self.held -= n
+            if reason is None:
+                self.sent += n
+            else:
+                self.dropped[reason] += n
+
+
+class CountingExporter(LogRecordExporter):
+    """Wraps the OTLP log exporter to count each batch as sent or failed."""
+
+    def __init__(self, inner: LogRecordExporter, counts: _Counts) -> None:
+        self.inner = inner
+        self.counts = counts
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        try:
+            result = self.inner.export(batch)
+        except Exception:
+            logger.exception("exporting %d evaluation events failed", len(batch))
+            result = LogRecordExportResult.FAILURE
+        ok = result == LogRecordExportResult.SUCCESS
+        self.counts.finish(len(batch), None if ok else EXPORT_FAILED)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()  # type: ignore[no-untyped-call]
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return bool(self.inner.force_flush(timeout_millis))
+
+
+class EvaluationEvents:
+    """The observer, its queue and worker, the SDK logger; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: EvaluationEventsSettings,
+        session_factory: sessionmaker[Session] | None,
+        exporter: LogRecordExporter,
+        *,
+        service_name: str = "ragpulse",
+        directions: dict[str, str] | None = None,
+    ) -> None:
+        """`exporter`: an SDK `LogRecordExporter` (`exporters.otlp_exporter.log_exporter`).
+        `directions`: metric -> `higher`/`lower`, for pass/fail labels (looked up in the
+        evaluators' registry when not given)."""
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+
+        self.settings = settings
+        self.session_factory = session_factory
+        self.counts = _Counts()
+        self._directions = directions
+        self._jobs = frozenset(settings.jobs)
+        self._queue: deque[tuple[float, Evaluated]] = deque()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._processor = BatchLogRecordProcessor(
+            CountingExporter(exporter, self.counts),
+            schedule_delay_millis=settings.schedule_delay_ms,
+            max_export_batch_size=settings.batch_size,
+            max_queue_size=settings.queue_size,
+        )
+        # service.name from the settings unless OTEL_SERVICE_NAME/OTEL_RESOURCE_ATTRIBUTES say
+        resource = Resource.create()
+        if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
+            resource = resource.merge(Resource({"service.name": service_name}))
+        self._provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+        self._provider.add_log_record_processor(self._processor)
+        self._logger = self._provider.get_logger(SCOPE)
+        self._worker = threading.Thread(
+            target=self._run, name="ragpulse-evaluation-events", daemon=True
+        )
+        self._worker.start()
+
+    # -- the observer (job thread) ------------------------------------------------------
+
+    def observe(self, evaluated: Sequence[Evaluated]) -> None:
+        """Queue the traces' events, or drop and count those beyond the bound."""
+        now = time.time()
+        limit = self.settings.queue_size
+        counts = self.counts
+        taken: list[tuple[float, Evaluated]] = []
+        dropped = 0
+        with counts.lock:
+            for item in evaluated:
+                if not self._wanted(item.job):
+                    continue
+                n = emitted_count(item.outcomes)
+                if n == 0:
+                    continue
+                if self._stopping or counts.held + n > limit:
+                    dropped += n
+                    continue
+                counts.held += n
+                taken.append((now, item))
+            counts.dropped[SHUTDOWN if self._stopping else QUEUE_FULL] += dropped
+        if taken:
+            self._queue.extend(taken)
+            self._wake.set()
+
+    def _wanted(self, job: str) -> bool:
+        if self._jobs:
+            return job in self._jobs
+        return job != EXTERNAL_JOB
+
+    # -- the worker ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(1.0)
+            self._wake.clear()
+            while self._queue:
+                batch = [self._queue.popleft() for _ in range(min(WORKER_BATCH, len(self._queue)))]
+                self._emit(batch)
+            if self._stopping and not self._queue:
+                return
+
+    def _emit(self, batch: list[tuple[float, Evaluated]]) -> None:
+        found = self._lookup([e for _, e in batch])
+        for observed, item in batch:
+            try:
+                records = self._records(item, found)
+            except Exception:
+                logger.exception("building the evaluation events of %s failed", item.trace_id)
+                self.counts.finish(emitted_count(item.outcomes), EXPORT_FAILED)
+                continue
+            for record in records:
+                try:
+                    self._send(record, observed)
+                except Exception:
+                    logger.exception("emitting an evaluation event failed; going on")
+                    self.counts.finish(1, EXPORT_FAILED)
+
+    def _records(self, item: Evaluated, found: Lookup) -> list[EventRecord]:
+        out = []
+        for metric, outcome in item.outcomes.items():
+            parsed = found.judged.get((item.trace_id, metric))
+            record = event_record(
+                job=item.job,
+                trace_id=item.trace_id,
+                metric=metric,
+                outcome=outcome,
+                span_id=found.spans.get(item.trace_id, 0),
+                explanation=explanation_text(parsed, self.settings.explanation_max_chars),
+                label=self._label(metric, outcome),
+            )
+            if record is not None:
+                out.append(record)
+        return out
+
+    def _lookup(self, items: list[Evaluated]) -> Lookup:
+        if self.session_factory is None:
+            return Lookup()
+        try:
+            with self.session_factory() as session:
+                return lookup(
+                    session,
+                    items,
+                    explanations=self.settings.explanation_max_chars > 0,
+                )
+        except Exception:
+            logger.exception("looking up span ids and explanations failed; events go without")
+            return Lookup()
+
+    def _label(self, metric: str, outcome: Any) -> str | None:
+        thresholds = self.settings.pass_thresholds
+        if metric not in thresholds or not hasattr(outcome, "value"):
+            return None
+        return score_label(metric, float(outcome.value), thresholds, self._direction(metric))
+
+    def _direction(self, metric: str) -> str | None:
+        if self._directions is not None:
+            return self._directions.get(metric)
+        try:
+            from evaluators.registry import describe
+
+            return describe(metric).direction
+        except Exception:
+            return None
+
+    def _send(self, record: EventRecord, observed: float) -> None:
+        from opentelemetry.trace import (
+            NonRecordingSpan,
+            SpanContext,
+            TraceFlags,
+            set_span_in_context,
+        )
+
+        context = None
+        if record.trace_id:
+            span = SpanContext(
+                record.trace_id, record.span_id, is_remote=True, trace_flags=TraceFlags(1)
+            )
+            context = set_span_in_context(NonRecordingSpan(span))
+        from opentelemetry._logs import SeverityNumber
+
+        self._logger.emit(
+            timestamp=int(observed * 1e9),
+            context=context,
+            severity_number=SeverityNumber(record.severity_number),
+            severity_text=record.severity_text,
+            attributes=dict(record.attributes),
+            event_name=EVENT_NAME,
+        )
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every queued event was handed to the SDK, then export them all."""
+        deadline = time.monotonic() + timeout_s
+        self._wake.set()
+        while self._queue and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return bool(self._provider.force_flush(int(timeout_s * 1000)))
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Stop taking events, hand the queued ones to the SDK and flush them."""
+        self._stopping = True
+        self._wake.set()
+        self._worker.join(timeout_s)
+        self._provider.shutdown()
+        with self.counts.lock:
+            stranded = self.counts.held
+        if stranded > 0:
+            self.counts.finish(stranded, SHUTDOWN)
+
+    # -- counters -----------------------------------------------------------------------
+
+    def register(self, registry: CollectorRegistry) -> EvaluationEvents:
+        registry.register(EventCounters(self.counts))
+        return self
+
+
+class EventCounters(Collector):
+    """`ragpulse_evaluation_events_sent_total` and `..._dropped_total{reason}`."""
+
+    def __init__(self, counts: _Counts) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        with self.counts.lock:
+            sent = self.counts.sent
+            dropped = dict(self.counts.dropped)
+        family = CounterMetricFamily(
+            "ragpulse_evaluation_events_sent",
+            "gen_ai.evaluation.result events the OTLP endpoint accepted.",
+        )
+        family.add_metric([], float(sent))
+        yield family
+        lost = CounterMetricFamily(
+            "ragpulse_evaluation_events_dropped",
+            "gen_ai.evaluation.result events dropped: queue_full (the bound was reached, "
+            "e.g. the endpoint is slow or down), export_failed, shutdown.",
+            labels=["reason"],
+        )
+        for reason, count in sorted(dropped.items()):
+            lost.add_metric([reason], float(count))
+        yield lost
+
+
+def make_evaluation_events(
+    settings: Settings,
+    session_factory: sessionmaker[Session] | None,
+    registry: CollectorRegistry | None = None,
+) -> EvaluationEvents | None:
+    """The events observer when `evaluation_events.enabled`, else None (nothing created,
+    nothing connected). Its counters go on `registry` when one is given."""
+    if not settings.evaluation_events.enabled:
+        return None
+    from exporters.otlp_exporter import log_exporter
+
+    events = EvaluationEvents(
+        settings.evaluation_events,
+        session_factory,
+        log_exporter(),
+        service_name=settings.otel.service_name,
+    )
+    if registry is not None:
+        events.register(registry)
+    return events
