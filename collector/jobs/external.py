@@ -47,6 +47,8 @@ logger = logging.getLogger(__name__)
 
 NAME = "external"
 PREFIX = "external:"
+METRICS: tuple[str, ...] = ()
+"""No registry metrics: the names come from the application (`external:<name>`)."""
 OTHER = "other"
 LABEL_ONLY = "no score value (label only)"
 _UNSAFE = re.compile(r"[^a-z0-9_.@-]+")
