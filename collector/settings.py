@@ -390,6 +390,9 @@ class EvaluationEventsSettings(_Group):
     """Events per OTLP export request (at most `queue_size`)."""
     schedule_delay_ms: int = Field(1000, ge=1)
     """Longest an event waits for its batch to fill before it is sent anyway."""
+    settle_ms: int = Field(1000, ge=0, le=60_000)
+    """The export worker starts on a job's events this long after the job handed them over
+    (the job is still aggregating then; the worker's CPU would lengthen its run)."""
     explanation_max_chars: int = Field(1000, ge=0, le=100_000)
     """`gen_ai.evaluation.explanation` (the judge's reasons) is cut to this length; 0 leaves
     explanations out (and saves their lookup in `judgments`)."""

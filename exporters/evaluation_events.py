@@ -28,8 +28,11 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.context import Context
 from opentelemetry.sdk._logs import ReadableLogRecord
 from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -129,6 +132,8 @@ class EvaluationEvents:
         self._queue: deque[tuple[float, Evaluated]] = deque()
         self._wake = threading.Event()
         self._stopping = False
+        self._flushing = False
+        self._last_observed = 0.0
         self._processor = BatchLogRecordProcessor(
             CountingExporter(exporter, self.counts),
             schedule_delay_millis=settings.schedule_delay_ms,
@@ -170,6 +175,7 @@ class EvaluationEvents:
                 taken.append((now, item))
             counts.dropped[SHUTDOWN if self._stopping else QUEUE_FULL] += dropped
         if taken:
+            self._last_observed = time.monotonic()
             self._queue.extend(taken)
             self._wake.set()
 
@@ -184,11 +190,23 @@ class EvaluationEvents:
         while True:
             self._wake.wait(1.0)
             self._wake.clear()
+            self._settle()
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(WORKER_BATCH, len(self._queue)))]
                 self._emit(batch)
             if self._stopping and not self._queue:
                 return
+
+    def _settle(self) -> None:
+        """Wait until `settle_ms` passed since the last hand-over (not when stopping or
+        flushing): the job that handed the events over goes on aggregating, and this
+        worker's CPU would lengthen that run (one interpreter lock)."""
+        settle = self.settings.settle_ms / 1000.0
+        while not self._stopping and not self._flushing:
+            left = self._last_observed + settle - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.05))
 
     def _emit(self, batch: list[tuple[float, Evaluated]]) -> None:
         found = self._lookup([e for _, e in batch])
@@ -199,9 +217,10 @@ class EvaluationEvents:
                 logger.exception("building the evaluation events of %s failed", item.trace_id)
                 self.counts.finish(emitted_count(item.outcomes), EXPORT_FAILED)
                 continue
+            context = _trace_context(records[0]) if records else None
             for record in records:
                 try:
-                    self._send(record, observed)
+                    self._send(record, observed, context)
                 except Exception:
                     logger.exception("emitting an evaluation event failed; going on")
                     self.counts.finish(1, EXPORT_FAILED)
@@ -253,28 +272,13 @@ class EvaluationEvents:
         except Exception:
             return None
 
-    def _send(self, record: EventRecord, observed: float) -> None:
-        from opentelemetry.trace import (
-            NonRecordingSpan,
-            SpanContext,
-            TraceFlags,
-            set_span_in_context,
-        )
-
-        context = None
-        if record.trace_id:
-            span = SpanContext(
-                record.trace_id, record.span_id, is_remote=True, trace_flags=TraceFlags(1)
-            )
-            context = set_span_in_context(NonRecordingSpan(span))
-        from opentelemetry._logs import SeverityNumber
-
+    def _send(self, record: EventRecord, observed: float, context: Context | None) -> None:
         self._logger.emit(
             timestamp=int(observed * 1e9),
             context=context,
             severity_number=SeverityNumber(record.severity_number),
             severity_text=record.severity_text,
-            attributes=dict(record.attributes),
+            attributes=record.attributes,
             event_name=EVENT_NAME,
         )
 
@@ -283,10 +287,14 @@ class EvaluationEvents:
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every queued event was handed to the SDK, then export them all."""
         deadline = time.monotonic() + timeout_s
-        self._wake.set()
-        while self._queue and time.monotonic() < deadline:
-            time.sleep(0.005)
-        return bool(self._provider.force_flush(int(timeout_s * 1000)))
+        self._flushing = True
+        try:
+            self._wake.set()
+            while self._queue and time.monotonic() < deadline:
+                time.sleep(0.005)
+            return bool(self._provider.force_flush(int(timeout_s * 1000)))
+        finally:
+            self._flushing = False
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Stop taking events, hand the queued ones to the SDK and flush them."""
@@ -304,6 +312,15 @@ class EvaluationEvents:
     def register(self, registry: CollectorRegistry) -> EvaluationEvents:
         registry.register(EventCounters(self.counts))
         return self
+
+
+def _trace_context(record: EventRecord) -> Context | None:
+    """The (remote, sampled) span context the events of one trace attach to; None without
+    a W3C trace id. Made once per trace: every event of the trace shares it."""
+    if not record.trace_id:
+        return None
+    span = SpanContext(record.trace_id, record.span_id, is_remote=True, trace_flags=TraceFlags(1))
+    return set_span_in_context(NonRecordingSpan(span))
 
 
 class EventCounters(Collector):
