@@ -53,6 +53,7 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.embeddings_choice
 	$(BIN)/python -m benchmarks.cardinality
 	$(BIN)/python -m benchmarks.alerting --baseline 938c36a
+	$(BIN)/python -m benchmarks.evaluation_events
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*

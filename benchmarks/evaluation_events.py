@@ -54,6 +54,8 @@ from migrations.runner import upgrade
 from ragpulse.job_setup import job_environment
 
 JOB = "real_users_benchmark"
+_STORE = "upsert_outcomes"
+"""The function the job stores its per-trace outcomes with, timed around its calls."""
 
 
 def build(path: Path, traces: int, now: datetime) -> str:
@@ -126,21 +128,21 @@ def run_job(url: str, settings: Settings, now: datetime, observer: _Timed | None
     if observer is not None:
         env.observers = (observer,)
     stored = [0.0]
-    upsert = sync.upsert_outcomes
+    upsert = getattr(sync, _STORE)
 
     def timed_upsert(session: Any, records: Any) -> None:
         started = time.perf_counter()
         upsert(session, records)
         stored[0] += time.perf_counter() - started
 
-    sync.upsert_outcomes = timed_upsert  # type: ignore[assignment]
+    setattr(sync, _STORE, timed_upsert)
     try:
         job = IncrementalJob(definitions(settings)[JOB], env)
         wall, cpu = time.perf_counter(), time.process_time()
         report = job.run(now)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     finally:
-        sync.upsert_outcomes = upsert  # type: ignore[assignment]
+        setattr(sync, _STORE, upsert)
         engine.dispose()
     return JobRun(wall, cpu, stored[0], observer.seconds if observer else 0.0, report.new_traces)
 

@@ -63,7 +63,7 @@ WORKER_BATCH = 256
 """Traces the worker takes per round (one lookup query per table for all of them)."""
 
 
-class _Counts:
+class EventCounts:
     """Thread-safe tallies: events sent, dropped by reason, and held (queued or exporting)."""
 
     def __init__(self) -> None:
@@ -84,7 +84,7 @@ class _Counts:
 class CountingExporter(LogRecordExporter):
     """Wraps the OTLP log exporter to count each batch as sent or failed."""
 
-    def __init__(self, inner: LogRecordExporter, counts: _Counts) -> None:
+    def __init__(self, inner: LogRecordExporter, counts: EventCounts) -> None:
         self.inner = inner
         self.counts = counts
 
@@ -126,7 +126,7 @@ class EvaluationEvents:
 
         self.settings = settings
         self.session_factory = session_factory
-        self.counts = _Counts()
+        self.counts = EventCounts()
         self._directions = directions
         self._jobs = frozenset(settings.jobs)
         self._queue: deque[tuple[float, Evaluated]] = deque()
@@ -326,7 +326,7 @@ def _trace_context(record: EventRecord) -> Context | None:
 class EventCounters(Collector):
     """`ragpulse_evaluation_events_sent_total` and `..._dropped_total{reason}`."""
 
-    def __init__(self, counts: _Counts) -> None:
+    def __init__(self, counts: EventCounts) -> None:
         self.counts = counts
 
     def collect(self) -> Iterator[Metric]:
