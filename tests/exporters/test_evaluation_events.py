@@ -268,3 +268,51 @@ def test_unsupported_protocols_are_clear_errors() -> None:
         assert type(log_exporter({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})).__module__.startswith(
             "opentelemetry.exporter.otlp.proto.grpc"
         )
+
+
+def test_the_service_emits_its_scheduled_jobs_scores(
+    sqlite_url: str, otlp_receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ragpulse run`'s wiring: the observer is in the jobs' environment, its counters on
+    /metrics, and stopping the service flushes the last run's events."""
+    import urllib.request
+
+    from ragpulse.monitoring import Monitoring
+
+    _otel_env(monkeypatch, otlp_receiver.endpoint)
+    settings = load_settings(
+        database={"url": sqlite_url},
+        exporter={"port": 0},
+        scheduler={"interval_s": 3600, "initial_delay_s": 0, "jobs": ["real_users_benchmark"]},
+        evaluation_events={"enabled": True},
+    )
+    engine = make_engine(sqlite_url)
+    with make_session_factory(engine)() as session:
+        add_trace(
+            session,
+            OTLP_TRACE,
+            NOW - timedelta(minutes=1),
+            purposes=("real_users_benchmark",),
+            contexts=[{"id": "d1"}, {"id": "d2"}],
+            relevant_ids=["d2"],
+        )
+        session.commit()
+    registry = CollectorRegistry()
+    monitoring = Monitoring(settings, engine, registry, role="scheduler").start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            monitoring.runner and "real_users_benchmark" in monitoring.runner.last
+        ):
+            time.sleep(0.1)
+        assert monitoring.server is not None
+        url = f"http://127.0.0.1:{monitoring.server.port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body = response.read().decode()
+        assert "ragpulse_evaluation_events_sent_total" in body
+    finally:
+        monitoring.stop()
+        engine.dispose()
+    names = {attributes(r)["gen_ai.evaluation.name"] for _res, r, _scope in otlp_receiver.records()}
+    assert {"hit_rate@1", "mrr", "ndcg@10"} <= names
+    assert _sample(registry, "ragpulse_evaluation_events_sent_total") == len(names)
