@@ -25,22 +25,26 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.context import Context
-from opentelemetry.sdk._logs import ReadableLogRecord
-from opentelemetry.sdk._logs.export import LogRecordExporter, LogRecordExportResult
+from opentelemetry.sdk._logs.export import LogRecordExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import CounterMetricFamily
-from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.observers import Evaluated
 from collector.settings import EvaluationEventsSettings, Settings
+from exporters.evaluation_counts import (
+    EXPORT_FAILED,
+    QUEUE_FULL,
+    SHUTDOWN,
+    CountingExporter,
+    EventCounters,
+    EventCounts,
+)
 from exporters.evaluation_lookup import Lookup, lookup
 from exporters.evaluation_records import (
     EVENT_NAME,
@@ -55,54 +59,8 @@ logger = logging.getLogger(__name__)
 
 SCOPE = "ragpulse.evaluation"
 EXTERNAL_JOB = "external"
-QUEUE_FULL = "queue_full"
-EXPORT_FAILED = "export_failed"
-SHUTDOWN = "shutdown"
-DROP_REASONS = (QUEUE_FULL, EXPORT_FAILED, SHUTDOWN)
 WORKER_BATCH = 256
 """Traces the worker takes per round (one lookup query per table for all of them)."""
-
-
-class EventCounts:
-    """Thread-safe tallies: events sent, dropped by reason, and held (queued or exporting)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.sent = 0
-        self.dropped = dict.fromkeys(DROP_REASONS, 0)
-        self.held = 0
-
-    def finish(self, n: int, reason: str | None) -> None:
-        with self.lock:
-            self.held -= n
-            if reason is None:
-                self.sent += n
-            else:
-                self.dropped[reason] += n
-
-
-class CountingExporter(LogRecordExporter):
-    """Wraps the OTLP log exporter to count each batch as sent or failed."""
-
-    def __init__(self, inner: LogRecordExporter, counts: EventCounts) -> None:
-        self.inner = inner
-        self.counts = counts
-
-    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
-        try:
-            result = self.inner.export(batch)
-        except Exception:
-            logger.exception("exporting %d evaluation events failed", len(batch))
-            result = LogRecordExportResult.FAILURE
-        ok = result == LogRecordExportResult.SUCCESS
-        self.counts.finish(len(batch), None if ok else EXPORT_FAILED)
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()  # type: ignore[no-untyped-call]
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return bool(self.inner.force_flush(timeout_millis))
 
 
 class EvaluationEvents:
@@ -190,10 +148,13 @@ class EvaluationEvents:
         while True:
             self._wake.wait(1.0)
             self._wake.clear()
-            self._settle()
-            while self._queue:
-                batch = [self._queue.popleft() for _ in range(min(WORKER_BATCH, len(self._queue)))]
-                self._emit(batch)
+            try:
+                self._settle()
+                while self._queue:
+                    take = min(WORKER_BATCH, len(self._queue))
+                    self._emit([self._queue.popleft() for _ in range(take)])
+            except Exception:  # the worker must not die: log, and go on with the next
+                logger.exception("the evaluation events worker failed; going on")
             if self._stopping and not self._queue:
                 return
 
@@ -321,33 +282,6 @@ def _trace_context(record: EventRecord) -> Context | None:
         return None
     span = SpanContext(record.trace_id, record.span_id, is_remote=True, trace_flags=TraceFlags(1))
     return set_span_in_context(NonRecordingSpan(span))
-
-
-class EventCounters(Collector):
-    """`ragpulse_evaluation_events_sent_total` and `..._dropped_total{reason}`."""
-
-    def __init__(self, counts: EventCounts) -> None:
-        self.counts = counts
-
-    def collect(self) -> Iterator[Metric]:
-        with self.counts.lock:
-            sent = self.counts.sent
-            dropped = dict(self.counts.dropped)
-        family = CounterMetricFamily(
-            "ragpulse_evaluation_events_sent",
-            "gen_ai.evaluation.result events the OTLP endpoint accepted.",
-        )
-        family.add_metric([], float(sent))
-        yield family
-        lost = CounterMetricFamily(
-            "ragpulse_evaluation_events_dropped",
-            "gen_ai.evaluation.result events dropped: queue_full (the bound was reached, "
-            "e.g. the endpoint is slow or down), export_failed, shutdown.",
-            labels=["reason"],
-        )
-        for reason, count in sorted(dropped.items()):
-            lost.add_metric([reason], float(count))
-        yield lost
 
 
 def make_evaluation_events(

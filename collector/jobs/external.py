@@ -12,9 +12,11 @@ and group like every per-sample metric (mean, n, 95% CI; group labels folded by 
 Names come from the application, so they are bounded: cleaned (lower case, `[a-z0-9_.@-]`,
 cut to `external.max_name_length`) and at most `external.max_names` of them get series;
 further names fold into `external:other` (their scores pooled, a trace's several folded
-scores averaged) and are counted in the run's report and log. Which names are kept is
-decided in order of appearance (after a start: the most frequent in the longest window
-first); the per-trace state lives in memory, as the evaluations are in the traces.
+scores averaged), logged once each and counted like folded label values:
+`ragpulse_label_values_{seen,kept,folded_total}{job="external",label="metric"}`. Which
+names are kept is decided in order of appearance (after a start: the most frequent in the
+longest window first); the per-trace state lives in memory, as the evaluations are in the
+traces.
 """
 
 from __future__ import annotations
@@ -225,7 +227,13 @@ class ExternalJob(IncrementalJob):
     def _points(self, now: datetime) -> list[tuple[Window, WindowAggregate]]:
         end = epoch(now)
         folds = self.columns.folds(end - self._longest, self.env.label_limits)
-        self._labels = tuple(fold.folding for fold in folds.values())
+        names_fold = Folding(
+            "metric",
+            len(self.slots) + len(self.folded),
+            frozenset(self.slots),
+            len(self.folded),
+        )
+        self._labels = (*(fold.folding for fold in folds.values()), names_fold)
         names = {slot: name for name, slot in self.slots.items()}
         if self.folded:
             names[self._other_slot] = PREFIX + OTHER

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from collector.ingest.kafka.stats import ConsumerStats
 from evaluators.judge import JudgeClient, JudgeConfig
-from exporters.evaluation_events import EventCounters, EventCounts
+from exporters.evaluation_counts import EventCounters, EventCounts
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 

@@ -125,6 +125,8 @@ def test_names_are_cleaned_and_bounded(engine: Engine) -> None:
     assert {"external:relevance", "external:tone_style", "external:other"} <= metrics
     assert len(metrics) == 4
     assert "folded into external:other" in report.message
+    (names,) = [f for f in report.labels if f.label == "metric"]
+    assert names.seen == 8 and len(names.kept) == 3 and names.capped == 5
     other = _latest(engine, "external:other", "1h")
     assert other is not None and other.n == 5
 
