@@ -161,6 +161,18 @@ def test_otlp_json_logs_decode_like_protobuf() -> None:
     assert proto[0].event_hash == decode_otlp_logs_message(data)[0].event_hash
 
 
+def test_an_evaluator_span_is_not_an_llm_call() -> None:
+    from collector.ingest.decode.otlp import decode_otlp_message
+    from collector.ingest.decode.otlp_mapping import record_from_spans
+
+    (fragment,) = decode_otlp_message(proto_message(evaluated_spans()))
+    kinds = {s["name"]: s["kind"] for s in fragment.spans.values()}
+    assert kinds == {"rag": "CHAIN", "evaluate toxicity": ""}
+    record = record_from_spans(fragment.trace_id, fragment.spans)
+    assert record.latency_stages is None  # its duration is no `generation` stage
+    assert record.answer == "Apply on the portal."
+
+
 def test_untrusted_values_are_bounded_and_bad_messages_refused() -> None:
     odd = {
         "gen_ai.evaluation.name": "x" * 500,
