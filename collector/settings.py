@@ -74,6 +74,10 @@ class KafkaSettings(_Group):
     feedback_topic: str = "rag.feedback"
     otlp_topic: str = "otlp_spans"
     otlp_encoding: Literal["otlp_proto", "otlp_json"] = "otlp_proto"
+    otlp_logs_topic: str = "otlp_logs"
+    """Messages on this topic are OTLP log requests (`ExportLogsServiceRequest`, protobuf
+    or JSON, as the Collector's Kafka exporter writes logs); their `gen_ai.evaluation.result`
+    records become external scores. Read only when it is listed in `topics`."""
     group_id: str = "ragpulse"
     client_id: str = "ragpulse"
     max_poll_records: int = Field(5000, ge=1)
@@ -388,6 +392,54 @@ class OtelSettings(_Group):
     service_name: str = "ragpulse"
 
 
+class ExternalScoresSettings(_Group):
+    """Evaluation results the application emitted itself (`collector/jobs/external.py`)."""
+
+    max_names: int = Field(20, ge=1, le=1000)
+    """Distinct evaluation names that get `external:<name>` series of their own; further
+    names fold into `external:other` (counted in the job's log and report)."""
+    max_name_length: int = Field(64, ge=8, le=128)
+    """Evaluation names are cleaned (lower case, `[a-z0-9_.@-]`) and cut to this length."""
+
+
+class EvaluationEventsSettings(_Group):
+    """OpenTelemetry `gen_ai.evaluation.result` events, one per evaluated trace and metric
+    (`exporters/evaluation_events.py`). The OTLP endpoint, protocol, headers and timeout
+    come from the standard `OTEL_EXPORTER_OTLP_*` / `OTEL_EXPORTER_OTLP_LOGS_*` variables."""
+
+    enabled: bool = False
+    queue_size: int = Field(10_000, ge=1, le=1_000_000)
+    """Events held in memory waiting for export; beyond it new events are dropped and
+    counted (`ragpulse_evaluation_events_dropped_total{reason="queue_full"}`)."""
+    batch_size: int = Field(512, ge=1)
+    """Events per OTLP export request (at most `queue_size`)."""
+    schedule_delay_ms: int = Field(1000, ge=1)
+    """Longest an event waits for its batch to fill before it is sent anyway."""
+    settle_ms: int = Field(1000, ge=0, le=60_000)
+    """The export worker starts on a job's events this long after the job handed them over
+    (the job is still aggregating then; the worker's CPU would lengthen its run)."""
+    explanation_max_chars: int = Field(1000, ge=0, le=100_000)
+    """`gen_ai.evaluation.explanation` (the judge's reasons) is cut to this length; 0 leaves
+    explanations out (and saves their lookup in `judgments`)."""
+    pass_thresholds: dict[str, float] = {}
+    """metric -> threshold for `gen_ai.evaluation.score.label` (`pass` when the score is
+    at least it, or at most it for a lower-is-better metric; `fail` otherwise); metrics
+    not listed get no label."""
+    jobs: CSV = []
+    """Jobs whose outcomes are emitted (empty = every job but `external`, whose scores came
+    from the application in the first place)."""
+
+    _csv = field_validator("jobs", mode="before")(_split_csv)
+
+    @model_validator(mode="after")
+    def _batch_fits(self) -> EvaluationEventsSettings:
+        if self.batch_size > self.queue_size:
+            raise ValueError(
+                f"batch_size ({self.batch_size}) must not exceed queue_size ({self.queue_size})"
+            )
+        return self
+
+
 class Settings(BaseSettings):
     """The whole configuration; see the README for every variable."""
 
@@ -410,6 +462,8 @@ class Settings(BaseSettings):
     alerting: AlertingSettings = AlertingSettings()
     slices: SliceSettings = SliceSettings()
     otel: OtelSettings = OtelSettings()
+    evaluation_events: EvaluationEventsSettings = EvaluationEventsSettings()
+    external: ExternalScoresSettings = ExternalScoresSettings()
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

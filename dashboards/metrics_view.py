@@ -182,8 +182,13 @@ def job_modules() -> list[ModuleType]:
 
 
 def scheduled() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(job, row title, metrics) for every scheduled job, in dashboard order."""
-    return [(m.NAME, ROW_TITLES.get(m.NAME, m.NAME), tuple(m.METRICS)) for m in job_modules()]
+    """(job, row title, metrics) for every scheduled job with fixed metrics, in dashboard
+    order (the `external` job's names come from the application: no row of its own)."""
+    return [
+        (m.NAME, ROW_TITLES.get(m.NAME, m.NAME), tuple(m.METRICS))
+        for m in job_modules()
+        if m.METRICS
+    ]
 
 
 def undirected() -> list[str]:

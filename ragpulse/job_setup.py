@@ -6,7 +6,7 @@ once here (lazy: the model loads on the first encode) and shared by every job.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
 from types import MappingProxyType
@@ -20,6 +20,7 @@ from collector.jobs.embeddings import RecentEmbeddings
 from collector.jobs.engine import JobEnvironment
 from collector.jobs.evaluation import JobMetrics
 from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
+from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import definitions, ux_options
 from collector.jobs.windows import parse_windows
@@ -93,6 +94,7 @@ def job_environment(
     results: ResultsSink | None = None,
     embedder: TextEncoder | None = None,
     judge: Judge | None = None,
+    observers: Sequence[OutcomeObserver] = (),
 ) -> JobEnvironment:
     factory = make_session_factory(engine)
     return JobEnvironment(
@@ -110,6 +112,7 @@ def job_environment(
         label_limits=label_limits(settings.labels),
         drift=drift_config(settings),
         slice_dimensions=tuple(settings.slices.dimensions),
+        observers=tuple(observers),
     )
 
 

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, text
 from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
 from collector.settings import Settings
 from collector.store.session import make_session_factory
+from exporters.evaluation_events import EvaluationEvents, make_evaluation_events
 from exporters.explanations import Explanations
 from exporters.http import MetricsServer, Readiness, serve
 from exporters.otel import Telemetry
@@ -71,6 +72,7 @@ class Monitoring:
         self.scheduler: Scheduler | None = None
         self.server: MetricsServer | None = None
         self.refresher: ResultsRefresher | None = None
+        self.events: EvaluationEvents | None = None
         self._embedder = embedder
         self._judge = judge
 
@@ -96,12 +98,15 @@ class Monitoring:
                 self.results, factory, self.settings.scheduler.interval_s, self.quality
             ).start()
         if self.schedules:
+            # the jobs' outcomes as OTel evaluation events (off unless evaluation_events.enabled)
+            self.events = make_evaluation_events(self.settings, factory, self.registry)
             env = job_environment(
                 self.settings,
                 self.engine,
                 results=self.results,
                 embedder=self._embedder,
                 judge=self._judge,
+                observers=(self.events,) if self.events is not None else (),
             )
             observe_scripts(env.embedder, self.operations.record_embedding_scripts)
             env.observers = (*env.observers, self.histograms)
@@ -209,4 +214,6 @@ class Monitoring:
             self.refresher.stop()
         if self.server is not None:
             self.server.stop()
+        if self.events is not None:
+            self.events.shutdown()  # after the scheduler: the last run's events are flushed
         self.telemetry.shutdown()

@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.fixtures.llm_server",
     "tests.fixtures.chromium",
     "tests.fixtures.llama_server",
+    "tests.fixtures.otlp_receiver",
 ]

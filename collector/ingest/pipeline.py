@@ -18,10 +18,17 @@ from sqlalchemy.orm import Session
 
 from collector.ingest.decode.errors import DecodeError
 from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
+from collector.ingest.decode.otlp_logs import decode_otlp_logs_message
 from collector.ingest.decode.trace_json import decode_json_message, parse_message
 from collector.ingest.otlp_store import count_messages, merge_fragments
 from collector.ingest.sampling import Sampler
 from collector.settings import Settings
+from collector.store.evaluation_store import (
+    EvaluationEvent,
+    insert_evaluation_events,
+    refresh_evaluations,
+    traces_with_evaluation_events,
+)
 from collector.store.feedback_store import (
     TraceState,
     apply_feedback,
@@ -106,6 +113,7 @@ class _Decoded:
     fragments: list[OtlpFragment] = field(default_factory=list)
     otlp_messages: list[list[OtlpFragment]] = field(default_factory=list)
     feedback: list[FeedbackEvent] = field(default_factory=list)
+    evaluation_messages: list[list[EvaluationEvent]] = field(default_factory=list)
     dead: list[DeadLetterRow] = field(default_factory=list)
     fragment_warnings: Counter[str] = field(default_factory=Counter)
 
@@ -129,6 +137,7 @@ class Ingestor:
         self._feedback_topic = kafka.feedback_topic
         self._otlp_topic = kafka.otlp_topic
         self._otlp_encoding = kafka.otlp_encoding
+        self._otlp_logs_topic = kafka.otlp_logs_topic
         self._sampler = Sampler(settings.sampling)
 
     def ingest_batch(self, session: Session, messages: Sequence[RawMessage]) -> BatchResult:
@@ -197,12 +206,43 @@ class Ingestor:
         for state in apply_feedback(session, touched):
             decisions[state.trace_id] = self._purposes(state)
 
+        self._store_evaluations(session, decoded, merged.states if merged else [], new_ids, result)
+
         recorded = insert_samples(
             session, ((tid, purpose) for tid, ps in decisions.items() for purpose in ps)
         )
         result.sampled = len(recorded)
         result.sampled_by_purpose = dict(Counter(p for _, p in recorded))
         return result
+
+    def _store_evaluations(
+        self,
+        session: Session,
+        decoded: _Decoded,
+        changed: Sequence[TraceState],
+        new_ids: Sequence[str],
+        result: BatchResult,
+    ) -> None:
+        """Keep the logs' evaluation events (counted per message like OTLP spans: stored
+        when it brought an event not seen before, else a duplicate) and recompute the
+        evaluations of every trace they, or spans carrying evaluations, touched."""
+        messages = decoded.evaluation_messages
+        inserted = insert_evaluation_events(session, [e for m in messages for e in m])
+        seen: set[str] = set()
+        for events in messages:
+            hashes = {e.event_hash for e in events}
+            if (hashes & inserted.keys()) - seen:
+                result.stored += 1
+            else:
+                result.duplicates += 1
+            seen |= hashes
+        touched = set(inserted.values())
+        with_evals = {
+            f.trace_id for f in decoded.fragments if any("evals" in s for s in f.spans.values())
+        }
+        touched |= with_evals & {state.trace_id for state in changed}
+        touched |= set(traces_with_evaluation_events(session, new_ids))
+        refresh_evaluations(session, touched)
 
     def _has_truth(self, explicit: bool, has_shown_url: bool) -> bool:
         """Ground truth under the configured priority (relevance/relevant_ids/shown_url)."""
@@ -223,6 +263,13 @@ class Ingestor:
         for msg in messages:
             by_topic[msg.topic] += 1
             try:
+                if msg.topic == self._otlp_logs_topic:
+                    out.evaluation_messages.append(
+                        decode_otlp_logs_message(
+                            msg.value, self._otlp_encoding, self._max_bytes, self._max_depth
+                        )
+                    )
+                    continue
                 if msg.topic == self._otlp_topic:
                     fragments = decode_otlp_message(
                         msg.value, self._otlp_encoding, self._max_bytes, self._max_depth

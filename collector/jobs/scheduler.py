@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 
 from collector.jobs import (
     embedding_quality,
+    external,
     judge_consistency,
     judge_pipeline,
     rag_quality,
@@ -45,6 +46,7 @@ JOB_MODULES = (
     text_quality,
     embedding_quality,
     retrieval_health,
+    external,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
 JUDGE_JOBS = ("rag_quality", "judge_consistency")

@@ -280,3 +280,24 @@ class EmbeddingRow(Base):
     text_hash: Mapped[str] = mapped_column(String(64))
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+
+
+class EvaluationEventRow(Base):
+    """An evaluation result the application emitted as an OTLP log record
+    (`gen_ai.evaluation.result`), kept as received: it may arrive before its trace, and
+    `traces.evaluations` is recomputed from these rows and the trace's spans (rev. 0008)."""
+
+    __tablename__ = "evaluation_events"
+    __table_args__ = (UniqueConstraint("event_hash", name="uq_evaluation_events_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    event_hash: Mapped[str] = mapped_column(String(64))
+    trace_id: Mapped[str] = mapped_column(String(128), index=True)
+    span_id: Mapped[str | None] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(128))
+    time_ns: Mapped[int] = mapped_column(BigInteger)
+    score: Mapped[float | None] = mapped_column(Float)
+    label: Mapped[str | None] = mapped_column(String(128))
+    explanation: Mapped[str | None] = mapped_column(Text)
+    error_type: Mapped[str | None] = mapped_column(String(128))
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)

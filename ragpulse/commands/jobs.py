@@ -76,7 +76,8 @@ def _report_json(report: Any) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.jobs.scheduler import JUDGE_JOBS, build_runner
-    from collector.store.session import make_engine
+    from collector.store.session import make_engine, make_session_factory
+    from exporters.evaluation_events import make_evaluation_events
     from ragpulse.job_setup import job_environment
     from ragpulse.judge import require_reachable, unreachable
     from ragpulse.store_check import require_migrated
@@ -85,8 +86,9 @@ def run(args: argparse.Namespace) -> int:
     url = settings.database.url.get_secret_value()
     require_migrated(url)  # before connecting: SQLite would create an empty file
     engine = make_engine(url)
+    events = make_evaluation_events(settings, make_session_factory(engine))
     try:
-        env = job_environment(settings, engine)
+        env = job_environment(settings, engine, observers=(events,) if events else ())
         try:
             runner = build_runner(settings, engine, env, names=args.names or None)
         except ValueError as exc:
@@ -96,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
             require_reachable(settings.judge)
         reports = runner.run_many()
     finally:
+        if events is not None:
+            events.shutdown()  # the runs' events are sent before the command exits
         engine.dispose()
     if args.json:
         print(json.dumps([_report_json(r) for r in reports], indent=2))

@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from collector.ingest.kafka.stats import ConsumerStats
 from evaluators.judge import JudgeClient, JudgeConfig
+from exporters.evaluation_counts import EventCounters, EventCounts
 from exporters.explanations import Explanations
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
@@ -47,6 +48,7 @@ def _exported() -> set[str]:
     judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     registry.register(JudgeStateCollector(judge))
+    registry.register(EventCounters(EventCounts()))
     names = set()
     for family in registry.collect():
         # prometheus-client drops `_total` from a counter family's name.

@@ -7,7 +7,9 @@ either works whatever `kafka.otlp_encoding` says. JSON ids are accepted as hex (
 spec) or base64 (protobuf's canonical JSON, e.g. `MessageToJson`): the lengths differ.
 
 Each message yields one `OtlpFragment` per trace id it contains: the span summaries of that
-trace (see `otlp_mapping`), later merged with the other fragments of the same trace.
+trace (see `otlp_mapping`), later merged with the other fragments of the same trace. A
+span's `gen_ai.evaluation.result` events and `gen_ai.evaluation.*` attributes go into its
+summary as `evals` (`evaluations`), the source of the trace's external scores.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from collector.ingest.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, TOO_DEEP, DecodeError
+from collector.ingest.decode.evaluations import span_evaluations
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
 from collector.ingest.decode.optional import FieldIssues
 from collector.ingest.decode.otlp_mapping import summarize_span
@@ -143,8 +146,9 @@ def fragments_from_request(
                 parent = span.parent_span_id
                 parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
                 issues = FieldIssues()
+                span_attrs = attributes(span.attributes)
                 summary = summarize_span(
-                    attributes(span.attributes),
+                    span_attrs,
                     parent=parent_hex,
                     name=span.name,
                     start_ns=span.start_time_unix_nano,
@@ -153,6 +157,13 @@ def fragments_from_request(
                     issues=issues,
                     max_depth=max_depth,
                 )
+                evals = span_evaluations(
+                    span_attrs,
+                    ((e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events),
+                    summary["end"],
+                )
+                if evals:
+                    summary["evals"] = evals  # gen_ai.evaluation.result events/attributes
                 warned.setdefault(trace_id, []).extend(issues.fields)
                 if b"\\u0000" in orjson.dumps(summary):
                     raise DecodeError(

@@ -48,8 +48,10 @@ def summarize_span(
     """
     issues = issues if issues is not None else FieldIssues()
     kind = str(attrs.get("openinference.span.kind") or "").upper()
-    if not kind and any(k.startswith("gen_ai.") for k in attrs):
-        kind = "LLM"
+    if not kind and any(
+        k.startswith("gen_ai.") and not k.startswith("gen_ai.evaluation.") for k in attrs
+    ):
+        kind = "LLM"  # an evaluator's span (gen_ai.evaluation.* only) is no LLM call
     out: dict[str, Any] = {"parent": parent, "kind": kind, "name": name}
     out["start"] = start_ns
     out["end"] = end_ns
