@@ -119,9 +119,15 @@ def list_worst(args: argparse.Namespace) -> int:
         from sqlalchemy.orm import Session
 
         with Session(engine) as session:
-            found = worst_traces(
+            finder: Any = worst_traces
+            extra: dict[str, Any] = {"jobs": target.jobs}
+            if target.metric.startswith("external:"):
+                from collector.jobs.external_traces import worst_external
+
+                finder = worst_external
+                extra = {"max_name_length": settings.external.max_name_length}
+            found = finder(
                 session,
-                jobs=target.jobs,
                 metric=target.metric,
                 since=since,
                 until=until,
@@ -129,6 +135,7 @@ def list_worst(args: argparse.Namespace) -> int:
                 order="highest" if target.lower_is_better else "lowest",
                 where=_filters(args),
                 errors=args.errors,
+                **extra,
             )
     finally:
         engine.dispose()

@@ -138,3 +138,37 @@ def test_metric_names() -> None:
     assert metric_name(7, 64) is None
     assert metric_name("a" * 100, 16) == "external:" + "a" * 16
     assert "external" in JOB_NAMES
+
+
+def test_the_worst_traces_of_an_external_series(engine: Engine) -> None:
+    from collector.jobs.external_traces import worst_external
+
+    with make_session_factory(engine)() as session:
+        for i, (tenant, score, error) in enumerate(
+            [("acme", 0.9, None), ("acme", 0.1, None), ("beta", 0.4, None), ("beta", None, "E")]
+        ):
+            add_trace(
+                session,
+                f"x{i}",
+                NOW - timedelta(minutes=10 + i),
+                tags={"tenant": tenant},
+                evaluations={"Helpfulness": {**_result(score, error), "explanation": f"why {i}"}},
+            )
+        add_trace(
+            session, "old", NOW - timedelta(hours=3), evaluations={"Helpfulness": _result(0.0)}
+        )
+        session.commit()
+        window = {"since": NOW - timedelta(hours=1), "until": NOW}
+        found = worst_external(session, metric="external:helpfulness", **window)
+        assert [(f.trace_id, f.value, f.reason) for f in found] == [
+            ("x1", 0.1, "why 1"),
+            ("x2", 0.4, "why 2"),
+            ("x0", 0.9, "why 0"),
+        ]
+        acme = worst_external(
+            session, metric="external:helpfulness", where={"tenant": "beta"}, **window
+        )
+        assert [f.trace_id for f in acme] == ["x2"] and acme[0].tenant == "beta"
+        failed = worst_external(session, metric="external:helpfulness", errors=True, **window)
+        assert [(f.trace_id, f.error) for f in failed] == [("x3", "E")]
+        assert worst_external(session, metric="external:toxicity", **window) == []
