@@ -35,6 +35,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.ingest.decode.evaluations import EVENT_NAME
 from collector.jobs.observers import Evaluated
 from collector.settings import EvaluationEventsSettings, Settings
 from exporters.evaluation_counts import (
@@ -47,7 +48,6 @@ from exporters.evaluation_counts import (
 )
 from exporters.evaluation_lookup import Lookup, lookup
 from exporters.evaluation_records import (
-    EVENT_NAME,
     EventRecord,
     emitted_count,
     event_record,

@@ -23,15 +23,16 @@ from typing import Any
 
 import orjson
 
+from collector.ingest.decode.evaluations import (  # the names ingest reads back
+    ERROR_TYPE,
+    EXPLANATION,
+    NAME,
+    SCORE_LABEL,
+    SCORE_VALUE,
+    TRACE_ID,
+)
 from evaluators.outcome import Failed, Outcome, Score
 
-EVENT_NAME = "gen_ai.evaluation.result"
-NAME = "gen_ai.evaluation.name"
-SCORE_VALUE = "gen_ai.evaluation.score.value"
-SCORE_LABEL = "gen_ai.evaluation.score.label"
-EXPLANATION = "gen_ai.evaluation.explanation"
-ERROR_TYPE = "error.type"
-TRACE_ID = "ragpulse.trace_id"
 JOB = "ragpulse.job"
 
 SEVERITY_INFO = 9  # SeverityNumber.INFO

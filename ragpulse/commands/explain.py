@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from collector.settings import load_settings
@@ -49,21 +49,15 @@ def run(args: argparse.Namespace) -> int:
     from collector.store.session import make_engine
     from ragpulse.metric_jobs import metric_target
     from ragpulse.store_check import require_migrated
+    from ragpulse.time_window import window
 
     settings = load_settings(args.config)
     target = metric_target(settings, args.metric)
+    since, until = window(args.since, args.until)
     try:
-        span = parse_duration(args.since)
         baseline = parse_duration(args.baseline or settings.slices.baseline)
     except ValueError as exc:
-        raise UserError(f"--since/--baseline: {exc}") from None
-    until = datetime.now(UTC)
-    if args.until:
-        try:
-            until = datetime.fromisoformat(args.until)
-        except ValueError:
-            raise UserError(f"--until: {args.until!r} is not an ISO time") from None
-        until = until if until.tzinfo else until.replace(tzinfo=UTC)
+        raise UserError(f"--baseline: {exc}") from None
     dimensions = (
         [d.strip() for d in args.dimensions.split(",") if d.strip()]
         if args.dimensions
@@ -78,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 session,
                 jobs=target.jobs,
                 metric=target.metric,
-                since=until - timedelta(seconds=span),
+                since=since,
                 until=until,
                 baseline=timedelta(seconds=baseline),
                 dimensions=dimensions,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from collector.settings import load_settings
@@ -64,24 +63,6 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=list_worst)
 
 
-def _window(args: argparse.Namespace) -> tuple[datetime, datetime]:
-    from collector.errors import UserError
-    from collector.settings import parse_duration
-
-    try:
-        span = parse_duration(args.since)
-    except ValueError as exc:
-        raise UserError(f"--since: {exc}") from None
-    until = datetime.now(UTC)
-    if args.until:
-        try:
-            until = datetime.fromisoformat(args.until)
-        except ValueError:
-            raise UserError(f"--until: {args.until!r} is not an ISO time") from None
-        until = until if until.tzinfo else until.replace(tzinfo=UTC)
-    return until - timedelta(seconds=span), until
-
-
 def _filters(args: argparse.Namespace) -> dict[str, str]:
     from collector.errors import UserError
 
@@ -104,6 +85,7 @@ def list_worst(args: argparse.Namespace) -> int:
     from collector.store.worst import worst_traces
     from ragpulse.metric_jobs import metric_target
     from ragpulse.store_check import require_migrated
+    from ragpulse.time_window import window
 
     if not args.metric:
         raise UserError("--metric is required, e.g. `ragpulse traces --metric faithfulness`")
@@ -111,7 +93,7 @@ def list_worst(args: argparse.Namespace) -> int:
         raise UserError(f"--worst must be at least 1, got {args.worst}")
     settings = load_settings(args.config)
     target = metric_target(settings, args.metric)
-    since, until = _window(args)
+    since, until = window(args.since, args.until)
     url = settings.database.url.get_secret_value()
     require_migrated(url)
     engine = make_engine(url)

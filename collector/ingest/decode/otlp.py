@@ -62,17 +62,21 @@ def decode_otlp_message(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[OtlpFragment]:
     """Decode one OTLP message into per-trace fragments, or raise `DecodeError`."""
+    payload, is_json = otlp_payload(value, encoding, max_bytes)
+    request = _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
+    return fragments_from_request(request, max_depth)
+
+
+def otlp_payload(value: bytes | None, encoding: str, max_bytes: int) -> tuple[bytes, bool]:
+    """An OTLP message's bytes and whether they are JSON (else protobuf); `DecodeError`
+    for an empty or oversized one. A protobuf request starts with field 1 (0x0a); '{' can
+    only be JSON."""
     if not value:
         raise DecodeError(EMPTY, "message value is empty")
     if len(value) > max_bytes:
         raise DecodeError(OVERSIZED, f"message is {len(value)} bytes, limit is {max_bytes}")
     first = value.lstrip()[:1]
-    # A protobuf request starts with field 1 (0x0a); '{' can only be JSON.
-    if first == b"{" or (encoding == "otlp_json" and first != b"\x0a"):
-        request = _parse_json(value, max_bytes, max_depth)
-    else:
-        request = _parse_proto(value)
-    return fragments_from_request(request, max_depth)
+    return value, first == b"{" or (encoding == "otlp_json" and first != b"\x0a")
 
 
 def _parse_proto(value: bytes) -> ExportTraceServiceRequest:

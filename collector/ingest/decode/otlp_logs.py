@@ -22,10 +22,10 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
-from collector.ingest.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, TOO_DEEP, DecodeError
+from collector.ingest.decode.errors import INVALID_OTLP, TOO_DEEP, DecodeError
 from collector.ingest.decode.evaluations import EVENT_NAME, NAME, TRACE_ID, evaluation
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
-from collector.ingest.decode.otlp import attributes
+from collector.ingest.decode.otlp import attributes, otlp_payload
 from collector.ingest.decode.trace_json import DEFAULT_MAX_BYTES, decode_json_message
 from collector.store.evaluation_store import EvaluationEvent
 
@@ -40,15 +40,8 @@ def decode_otlp_logs_message(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[EvaluationEvent]:
     """The evaluation events of one OTLP logs message (maybe none), or `DecodeError`."""
-    if not value:
-        raise DecodeError(EMPTY, "message value is empty")
-    if len(value) > max_bytes:
-        raise DecodeError(OVERSIZED, f"message is {len(value)} bytes, limit is {max_bytes}")
-    first = value.lstrip()[:1]
-    if first == b"{" or (encoding == "otlp_json" and first != b"\x0a"):
-        request = _parse_json(value, max_bytes, max_depth)
-    else:
-        request = _parse_proto(value)
+    payload, is_json = otlp_payload(value, encoding, max_bytes)
+    request = _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
     return events_from_request(request)
 
 
