@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -20,6 +21,7 @@ from collector.jobs.scheduler import JobRunner
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
+from exporters.prometheus import OperationsMetrics
 from ragpulse.job_setup import job_environment
 from ragpulse.judge import make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
@@ -156,8 +158,13 @@ def test_transient_failures_wait_and_the_next_run_judges_them_without_paying_twi
         ("bravo", "faithfulness_rating"): Reply(status=429, content="slow down"),
         ("charlie", "answer_relevance"): Reply(delay_s=1.5, content={"score": 1, "reason": "x"}),
     }
+    registry = CollectorRegistry()
     observed = Observed()
-    runner = JobRunner({"judged": _job(engine, llm_server, 3, observed)}, engine)
+    runner = JobRunner(
+        {"judged": _job(engine, llm_server, 3, observed)},
+        engine,
+        operations=OperationsMetrics(registry),
+    )
 
     first = runner.run("judged")
     assert (first.status, first.new_traces, first.pending_retry) == ("ok", 5, 3), first
@@ -172,6 +179,10 @@ def test_transient_failures_wait_and_the_next_run_judges_them_without_paying_twi
     assert isinstance(_stored(engine, "alpha")["faithfulness_rating"], float)
     assert _result(engine, "answer_relevance") == (3, 0)  # bravo, delta, echo
     assert _result(engine, "faithfulness_rating") == (4, 0)
+    sample = registry.get_sample_value
+    retried = {"job": "judged", "metric": "answer_relevance"}
+    assert sample("ragpulse_judge_retries_total", retried) == 2
+    assert sample("ragpulse_judge_pending_retry", {"job": "judged"}) == 3
 
     faults.faults = {}
     faults.calls.clear()
@@ -186,6 +197,7 @@ def test_transient_failures_wait_and_the_next_run_judges_them_without_paying_twi
     assert _stored(engine, "charlie")["answer_relevance"] == 0.75
     assert _result(engine, "answer_relevance") == (5, 0)
     assert _result(engine, "faithfulness_rating") == (5, 0)
+    assert sample("ragpulse_judge_pending_retry", {"job": "judged"}) == 0
 
     faults.calls.clear()
     third = runner.run("judged")
