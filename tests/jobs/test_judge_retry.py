@@ -21,7 +21,9 @@ from collector.jobs.scheduler import JobRunner
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
+from collector.store.worst import worst_traces
 from exporters.prometheus import OperationsMetrics
+from ragpulse.commands.traces import _outcome as shown
 from ragpulse.job_setup import job_environment
 from ragpulse.judge import make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
@@ -141,6 +143,20 @@ def _result(engine: Engine, metric: str) -> tuple[int, int]:
         return row.n, row.errors
 
 
+def _failed(engine: Engine, now: datetime) -> list[tuple[str, str | None]]:
+    """(trace, error) of the window's failed answer_relevance outcomes (`--errors`)."""
+    with make_session_factory(engine)() as session:
+        rows = worst_traces(
+            session,
+            jobs=["judged"],
+            metric="answer_relevance",
+            since=now - timedelta(hours=1),
+            until=now,
+            errors=True,
+        )
+    return [(r.trace_id, r.error) for r in rows]
+
+
 def test_transient_failures_wait_and_the_next_run_judges_them_without_paying_twice(
     engine: Engine, llm_server: ScriptedLLM
 ) -> None:
@@ -223,6 +239,8 @@ def test_after_the_bound_the_error_is_final_and_restarts_keep_the_count(
         assert (report.new_traces, report.pending_retry) == (1, 1), report
         assert _stored(engine, "alpha")["answer_relevance"]["attempts"] == attempt
         assert _result(engine, "answer_relevance") == (0, 0)
+        assert _failed(engine, now) == []  # `ragpulse traces --errors` does not list it yet
+        assert shown(_stored(engine, "alpha")["answer_relevance"]) == "retrying: server_error"
 
     faults.calls.clear()
     final = _job(engine, llm_server, 2).run(now + timedelta(minutes=3))
@@ -231,6 +249,8 @@ def test_after_the_bound_the_error_is_final_and_restarts_keep_the_count(
     assert _stored(engine, "alpha")["answer_relevance"] == {"error": "server_error", "attempts": 3}
     assert _result(engine, "answer_relevance") == (0, 1)
     assert _result(engine, "faithfulness_rating") == (1, 0)
+    assert _failed(engine, now) == [("alpha", "server_error")]
+    assert shown(_stored(engine, "alpha")["answer_relevance"]) == "error: server_error"
 
     faults.calls.clear()
     after = _job(engine, llm_server, 2).run(now + timedelta(minutes=4))
