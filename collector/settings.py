@@ -136,6 +136,10 @@ class JudgeSettings(_Group):
     requests_per_minute: int | None = Field(None, ge=1)
     timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(4, ge=0)
+    transient_retries: int = Field(3, ge=0, le=100)
+    """Later job runs that retry a trace whose judge calls failed transiently (timeout,
+    429, 5xx, connection) after max_retries; the trace waits meanwhile (not an error) and
+    the failure after the last retry is recorded as an error. 0: recorded at once."""
     max_calls_per_hour: int | None = Field(None, ge=0)
     max_usd_per_day: float | None = Field(None, ge=0)
     consistency_delta: float = Field(0.5, ge=0)

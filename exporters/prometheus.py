@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -173,6 +173,20 @@ class OperationsMetrics:
             registry=registry,
         )
 
+        self.judge_retries = Counter(
+            "ragpulse_judge_retries",
+            "Traces whose judge metric failed transiently (timeout, 429, 5xx, connection) and "
+            "were left waiting for a retry by a later run, by job and metric.",
+            ["job", "metric"],
+            registry=registry,
+        )
+        self.judge_pending_retry = Gauge(
+            "ragpulse_judge_pending_retry",
+            "Traces waiting for a retry of a transient judge failure after a job's last run.",
+            ["job"],
+            registry=registry,
+        )
+
         self.judge_budget = Gauge(
             "ragpulse_judge_budget_usd_per_day",
             "Configured LLM-judge spend budget per day (judge.max_usd_per_day), for alerts.",
@@ -212,6 +226,12 @@ class OperationsMetrics:
             self.label_values_seen.labels(job=job, label=f.label).set(f.seen)
             self.label_values_kept.labels(job=job, label=f.label).set(len(f.kept))
             self.label_values_folded.labels(job=job, label=f.label).inc(f.capped)
+
+    def record_retries(self, job: str, retries: Mapping[str, int], pending: int) -> None:
+        """One judge job run's retries scheduled per metric, and the traces left waiting."""
+        for metric, count in retries.items():
+            self.judge_retries.labels(job=job, metric=metric).inc(count)
+        self.judge_pending_retry.labels(job=job).set(pending)
 
     def set_judge_budget(self, usd_per_day: float | None) -> None:
         if usd_per_day is not None:

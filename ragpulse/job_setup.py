@@ -113,6 +113,7 @@ def job_environment(
         drift=drift_config(settings),
         slice_dimensions=tuple(settings.slices.dimensions),
         observers=tuple(observers),
+        judge_transient_retries=settings.judge.transient_retries,
     )
 
 

@@ -8,7 +8,7 @@ the evaluators' `TextEncoder`): the service builds it once and passes it in expl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -80,6 +80,8 @@ class JobEnvironment:
     """Told of every run's new per-trace outcomes after the commit (`observers.py`)."""
     to_sample: SampleMapper | None = None
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
+    judge_transient_retries: int = 3
+    """Later runs that retry a trace whose judge calls failed transiently (`retry.py`)."""
 
 
 @dataclass(frozen=True)
@@ -92,3 +94,7 @@ class JobReport:
     message: str = ""
     labels: tuple[Folding, ...] = ()
     """Per group label: values seen in the longest window, kept and folded."""
+    retries: Mapping[str, int] = field(default_factory=dict)
+    """Judge jobs: retries of transient judge failures this run scheduled, per metric."""
+    pending_retry: int | None = None
+    """Judge jobs: traces waiting for a retry after this run (None: not a judge job)."""

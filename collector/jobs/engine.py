@@ -3,7 +3,8 @@
 `IncrementalJob` runs the steps, each in its own module:
 1. `sync`: bring the job's outcome columns up to date (loaded once from `job_outcomes`,
    then tailed for rows another replica wrote since this process last looked) and find
-   the candidate traces new or updated since the watermark, not evaluated yet;
+   the candidate traces new or updated since the watermark, not evaluated yet, and the
+   traces waiting to retry a transient judge failure (`retry.py`);
 2. `evaluation`: score those with the per-sample metrics (the evaluators' runner); `sync`
    stores their outcomes;
 3. `aggregation`: drop contributions older than the longest window and aggregate each
@@ -42,6 +43,7 @@ from collector.jobs.observers import Evaluated, notify
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
+from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.sync import GRACE, TraceCursor, epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
@@ -108,6 +110,8 @@ class IncrementalJob:
             self._longest + history_s,
             env.slice_dimensions,
         )
+        if definition.uses_judge:
+            self._cursor.retry = RetryPolicy(env.judge_transient_retries)
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)
         self._evaluated: list[Evaluated] = []
@@ -143,8 +147,16 @@ class IncrementalJob:
             state.last_duration_s = time.perf_counter() - started
             session.merge(state)
             session.commit()
+        retry = self._cursor.retry
         return JobReport(
-            self.name, "ok", new, written, time.perf_counter() - started, labels=self._labels
+            self.name,
+            "ok",
+            new,
+            written,
+            time.perf_counter() - started,
+            labels=self._labels,
+            retries=retry.take_scheduled() if retry is not None else {},
+            pending_retry=len(self._cursor.retrying) if retry is not None else None,
         )
 
     def load_history(self, now: datetime, *, evaluate: bool) -> int:

@@ -66,7 +66,9 @@ def eval_context(env: JobEnvironment) -> EvalContext:
 def judge_unreachable(outcomes: Mapping[str, Sequence[Outcome]]) -> bool:
     """True when the judge answered nothing: some outcome failed to connect, none has a
     value and no other failure happened. Such a run measured nothing, so its traces must
-    stay pending rather than be recorded as judged."""
+    stay pending rather than be recorded as judged; an outage does not use up the traces'
+    retries of transient failures (`retry.py`), which cover the runs where some calls
+    failed."""
     flat = [o for per_metric in outcomes.values() for o in per_metric]
     failures = [o for o in flat if isinstance(o, Failed)]
     return (

@@ -180,7 +180,8 @@ class OutcomeColumns:
         encoded: Mapping[str, Any],
     ) -> None:
         """`put` from the stored JSON form (`encode_outcome`), without building outcomes:
-        loading a job's state after a restart reads one such row per trace in the window."""
+        loading a job's state after a restart reads one such row per trace in the window.
+        An outcome waiting for a retry (`retry.py`) is left absent, like a metric not run."""
         row = self._row(trace_id, updated_at, ts, groups)
         for metric, value in encoded.items():
             col = self._metric_index.get(metric)
@@ -190,6 +191,8 @@ class OutcomeColumns:
                 if "skipped" in value:
                     self._status[row, col] = SKIPPED
                     self._reason[row, col] = self._reason_code(str(value["skipped"]))
+                elif value.get("transient") is True:
+                    continue  # waits for a retry (`retry.py`): not measured yet, not an error
                 else:
                     self._status[row, col] = FAILED
                     self._reason[row, col] = self._reason_code(str(value.get("error", "unknown")))

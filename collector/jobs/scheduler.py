@@ -121,6 +121,8 @@ class JobRunner:
             self.operations.record_job(name, report.status, report.seconds)
             if report.labels:
                 self.operations.record_labels(name, report.labels)
+            if report.pending_retry is not None:
+                self.operations.record_retries(name, report.retries, report.pending_retry)
         if self.on_done is not None:
             self.on_done(report)
         return report

@@ -6,6 +6,10 @@ the job's `OutcomeColumns`; the `job_state` watermark is the newest trace versio
 rows another replica wrote since; it lists the traces new or updated since the watermark
 (minus `GRACE`, for transactions that committed late) whose version the columns do not
 hold yet; and it records a run's new outcomes in both places and moves the watermark.
+
+Traces waiting to retry a transient judge failure (`retry.py`) are older than the
+watermark, so the watermark query cannot find them: `pending` adds them from the marked
+rows of `job_outcomes`, read afresh each run (another replica may have retried them).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from sqlalchemy.orm import Session
 from collector.jobs.definition import Filter
 from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.outcomes import OutcomeColumns, encode_outcome
+from collector.jobs.outcomes import OutcomeColumns
+from collector.jobs.retry import MARKER_PATTERN, RetryPolicy, Waiting, waiting_of
 from collector.jobs.seams import StoredTrace
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.windows import group_values
@@ -30,6 +35,10 @@ from evaluators.outcome import Outcome
 
 GRACE = timedelta(minutes=5)
 """Traces updated this long before the watermark are looked at again (late commits)."""
+
+_CHUNK = 1000
+_NO_RETRY = RetryPolicy(0)
+"""Jobs without a judge: every failure is final at once (so nothing is ever scheduled)."""
 
 Pending = tuple[int, str, datetime]
 """(traces.id, trace_id, updated_at) of a trace version still to evaluate."""
@@ -63,6 +72,11 @@ class TraceCursor:
         self.longest_s = longest_s
         self.watermark: datetime | None = None
         self._loaded = False
+        self.retry: RetryPolicy | None = None
+        """Set by a judge job: how often a transient judge failure is retried (None: the
+        job keeps no retries and does not look for waiting traces)."""
+        self.retrying: dict[str, Waiting] = {}
+        """The traces waiting for a retry, by trace_id."""
 
     def load(self, session: Session, state: JobState, now: datetime) -> None:
         """Bring the columns up to date with `job_outcomes` (and the watermark with
@@ -117,7 +131,65 @@ class TraceCursor:
             for row_id, trace_id, updated in session.execute(query)
             if not self.columns.is_current(trace_id, epoch(updated))
         ]
+        self._refresh_retrying(session, now)
+        if self.retrying:
+            seen = {trace_id for _, trace_id, _ in pending}
+            waiting = sorted(self.retrying)
+            for start in range(0, len(waiting), _CHUNK):
+                retry = select(Trace.id, Trace.trace_id, Trace.updated_at).where(
+                    Trace.trace_id.in_(waiting[start : start + _CHUNK]),
+                    Trace.timestamp >= now - timedelta(seconds=self.longest_s),
+                )
+                pending.extend(
+                    (row_id, trace_id, updated)
+                    for row_id, trace_id, updated in session.execute(candidates(retry))
+                    if trace_id not in seen
+                )
+            pending.sort(key=lambda p: (epoch(p[2]), p[0]))
         return pending if limit is None else pending[:limit]
+
+    def _refresh_retrying(self, session: Session, now: datetime) -> None:
+        """Read which traces of the longest window wait for a retry, and with how many
+        failed attempts, from `job_outcomes` (shared by replicas, kept over restarts). A
+        trace that no longer waits because another replica retried it is reloaded into
+        the columns (the tail in `load` only sees trace versions after the watermark).
+        Costs one scan of the job's rows of the window (index on job, ts): judge jobs hold
+        sampled traces only."""
+        if self.retry is None:
+            return
+        query = select(
+            JobOutcome.trace_id, JobOutcome.trace_updated_at, cast(JobOutcome.outcomes, Text)
+        ).where(
+            JobOutcome.job == self.job,
+            JobOutcome.ts >= now - timedelta(seconds=self.longest_s),
+            cast(JobOutcome.outcomes, Text).like(MARKER_PATTERN),
+        )
+        fresh: dict[str, Waiting] = {}
+        for trace_id, updated, outcomes in session.execute(query):
+            found = waiting_of(epoch(updated), orjson.loads(outcomes) if outcomes else {})
+            if found is not None:
+                fresh[trace_id] = found
+        resolved = sorted(set(self.retrying) - set(fresh))
+        for start in range(0, len(resolved), _CHUNK):
+            rows = select(
+                JobOutcome.trace_id,
+                JobOutcome.trace_updated_at,
+                JobOutcome.ts,
+                cast(JobOutcome.groups, Text),
+                cast(JobOutcome.outcomes, Text),
+            ).where(
+                JobOutcome.job == self.job,
+                JobOutcome.trace_id.in_(resolved[start : start + _CHUNK]),
+            )
+            for trace_id, updated, ts, groups, outcomes in session.execute(rows):
+                self.columns.put_encoded(
+                    trace_id,
+                    epoch(updated),
+                    epoch(ts),
+                    orjson.loads(groups) if groups else None,
+                    orjson.loads(outcomes) if outcomes else {},
+                )
+        self.retrying = fresh
 
     def record(
         self,
@@ -127,18 +199,38 @@ class TraceCursor:
     ) -> list[Evaluated]:
         """Put the outcomes of `rows` (one per metric and row, in order) in the columns and
         in `job_outcomes` (the caller commits), and move the watermark past them. Returns
-        them as `Evaluated` values for the observers."""
+        them as `Evaluated` values for the observers. Outcomes that failed transiently are
+        stored as waiting for a retry (`self.retry`), and left out of the columns and the
+        `Evaluated` values until they are final."""
+        policy = self.retry or _NO_RETRY
         records = []
         evaluated = []
         for i, row in enumerate(rows):
             groups = group_values(row.tags, self.group_labels, self.columns.max_length)
-            per_trace = {m: o[i] for m, o in outcomes.items()}
-            self.columns.put(
-                row.trace_id, epoch(row.updated_at), epoch(row.timestamp), groups, per_trace
+            version = epoch(row.updated_at)
+            before = self.retrying.get(row.trace_id)
+            if before is not None and before.version != version:
+                before = None  # a new version of the trace starts afresh
+            sorted_ = policy.sort(
+                {m: o[i] for m, o in outcomes.items()}, before.attempts if before else 0
             )
-            evaluated.append(
-                Evaluated(self.job, row.trace_id, epoch(row.timestamp), groups, per_trace)
+            if sorted_.waiting:
+                self.retrying[row.trace_id] = Waiting(version, sorted_.attempts, sorted_.waiting)
+            else:
+                self.retrying.pop(row.trace_id, None)
+            per_trace = sorted_.counted
+            self.columns.put(row.trace_id, version, epoch(row.timestamp), groups, per_trace)
+            # A retry tells the observers only of the outcomes that were waiting: the others
+            # were handed over by the earlier run (histograms must not count them twice).
+            told = (
+                per_trace
+                if before is None
+                else {m: o for m, o in per_trace.items() if m in before.metrics}
             )
+            if before is None or told:
+                evaluated.append(
+                    Evaluated(self.job, row.trace_id, epoch(row.timestamp), groups, told)
+                )
             records.append(
                 {
                     "job": self.job,
@@ -146,7 +238,7 @@ class TraceCursor:
                     "trace_updated_at": row.updated_at,
                     "ts": row.timestamp,
                     "groups": groups or None,
-                    "outcomes": {m: encode_outcome(o) for m, o in per_trace.items()},
+                    "outcomes": sorted_.stored,
                     "slices": slice_values(
                         row.tags,
                         model=getattr(row, "model", None),

@@ -87,10 +87,12 @@ def json_text(session: Session, column: Any, key: str) -> ColumnElement[str]:
     return text
 
 
-def _error(session: Session, metric: str) -> ColumnElement[str]:
+def _error(session: Session, metric: str, key: str = "error") -> ColumnElement[str]:
+    """`outcomes[metric][key]` as text: the error type of a failed outcome (NULL where
+    none), or with `key="transient"` its mark of waiting for a retry (`jobs/retry.py`)."""
     if _is_sqlite(session):
-        return cast(func.json_extract(JobOutcome.outcomes, literal(f'$."{metric}".error')), String)
-    return JobOutcome.outcomes.op("->")(literal(metric)).op("->>")(literal("error"))
+        return cast(func.json_extract(JobOutcome.outcomes, literal(f'$."{metric}".{key}')), String)
+    return JobOutcome.outcomes.op("->")(literal(metric)).op("->>")(literal(key))
 
 
 def _slice_filters(session: Session, where: Mapping[str, str]) -> list[ColumnElement[bool]]:
@@ -118,7 +120,8 @@ def worst_traces(
     errors: bool = False,
 ) -> list[TraceScore]:
     """The `limit` traces of `[since, until)` whose `metric` is lowest (or highest), or,
-    with `errors`, the newest whose evaluation of it failed; filtered by slice values."""
+    with `errors`, the newest whose evaluation of it failed for good (not those waiting
+    to retry a transient judge failure); filtered by slice values."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
     kind = number_type(session, JobOutcome.outcomes, metric)
@@ -137,7 +140,12 @@ def worst_traces(
         *_slice_filters(session, where or {}),
     )
     if errors:
-        query = query.where(kind == "object", _error(session, metric).is_not(None))
+        # A transient judge failure waiting for a retry is no error (yet).
+        query = query.where(
+            kind == "object",
+            _error(session, metric).is_not(None),
+            _error(session, metric, "transient").is_(None),
+        )
         query = query.order_by(JobOutcome.ts.desc())
     else:
         value = json_number(session, JobOutcome.outcomes, metric)

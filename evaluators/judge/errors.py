@@ -78,3 +78,17 @@ class BudgetExceeded(JudgeError):
     """The configured call or spending budget is used up; metrics report Skipped("budget")."""
 
     error_type = "budget"
+
+
+TRANSIENT_ERROR_TYPES = frozenset(
+    cls.error_type
+    for cls in (JudgeTimeout, JudgeRateLimited, JudgeServerError, JudgeConnectionError)
+)
+"""The `Failed.error_type`s of retriable judge errors: a later run may well succeed where
+these failed (the judge was slow, overloaded or away). Every other type is final: the
+same request gets the same schema mismatch, refusal or exhausted budget again."""
+
+
+def is_transient(error_type: str) -> bool:
+    """True for a `Failed.error_type` worth retrying in a later run (`TRANSIENT_ERROR_TYPES`)."""
+    return error_type in TRANSIENT_ERROR_TYPES

@@ -203,6 +203,8 @@ def show_trace(args: argparse.Namespace) -> int:
 
 def _outcome(outcome: Any) -> str:
     if isinstance(outcome, dict):
+        if outcome.get("transient") is True:
+            return f"retrying: {outcome.get('error')}"
         if "error" in outcome:
             return f"error: {outcome['error']}"
         return f"skipped: {outcome.get('skipped')}"

@@ -25,6 +25,7 @@ def test_defaults_match_the_spec() -> None:
     assert (s.exporter.host, s.exporter.port) == ("127.0.0.1", 9464)
     assert (s.sampling.real_users_benchmark, s.sampling.judge) == (0.1, 0.05)
     assert s.judge.models == [] and s.judge.temperature == 0.1
+    assert s.judge.transient_retries == 3
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,6 +59,8 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_EXPORTER__TLS_CERT_FILE": "/x.pem"}, "tls_key_file"),
         ({"RAGPULSE_SCHEDULER__WINDOWS": "1h,fortnight"}, "fortnight"),
         ({"RAGPULSE_EMBEDDINGS__PRECISION": "fp16"}, "embeddings.precision"),
+        ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "-1"}, "judge.transient_retries"),
+        ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "1000"}, "judge.transient_retries"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(
