@@ -30,6 +30,7 @@ from collector.ingest.decode.errors import (
 )
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH, check_structure
 from collector.store.records import ContextRecord, FeedbackEvent, JudgeRecord, TraceRecord
+from evaluators.labels import MAX_LABELER
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 INVALID_KEY: Final = opt.INVALID_KEY
@@ -172,6 +173,8 @@ def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
         metadata=metadata,
         shown_urls=opt.urls(get("shown_url"), "shown_url", issues),
         latency_stages=stages,
+        labels=opt.human_labels(get("labels"), "labels", issues),
+        labeler=opt.ident(get("labeler"), "labeler", issues, MAX_LABELER),
     )
     if not issues:
         return record
