@@ -104,3 +104,8 @@ class FeedbackEvent:
     relevant_ids: tuple[str, ...] | None = None
     rating: float | None = None
     comment: str | None = None
+    labels: Mapping[str, float] | None = None
+    """Human labels: judge metric -> value on its label scale (`evaluators.labels`)."""
+    labeler: str | None = None
+    field_warnings: tuple[str, ...] = ()
+    """`labels`/`labeler` values that did not fit: counted, left out, the event is kept."""
