@@ -74,7 +74,9 @@ def _run(tmp_path: Path, name: str, records: list[dict[str, Any]]) -> tuple[dict
     )
     out = tmp_path / f"{name}.json"
     argv = ["evaluate", str(data), "--metrics", "e2e_score,context_relevance", "--no-progress"]
-    assert main([*argv, "--output", str(out)]) == 0
+    html = tmp_path / f"{name}.html"
+    assert main([*argv, "--output", str(out), "--output-html", str(html)]) == 0
+    assert "e2e_score" in html.read_text(encoding="utf-8")
     return json.loads(out.read_text(encoding="utf-8")), str(out)
 
 
