@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from collector.ingest.decode.errors import INVALID_JSON, INVALID_VALUE, OVERSIZED, DecodeError
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
@@ -25,11 +26,15 @@ from evaluators.registry import ResolvedMetric
 from evaluators.runner import EvaluationResult
 from evaluators.sample import Sample
 
+if TYPE_CHECKING:
+    from evaluators.labelled import LabelledMetric
+
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_LINES = 20
 MAX_LINE_BYTES = 64 * 1024 * 1024
 _CHUNK = 1024 * 1024
+_NO_LABELS: Mapping[str, float] = MappingProxyType({})
 
 
 class DatasetError(ValueError):
@@ -116,6 +121,12 @@ class InvalidLine:
 class Dataset:
     samples: list[Sample]
     invalid: list[InvalidLine] = field(default_factory=list)
+    labels: list[Mapping[str, float]] = field(default_factory=list)
+    """Human labels per sample (parallel to `samples`; empty mappings when none)."""
+
+    @property
+    def has_labels(self) -> bool:
+        return any(self.labels)
 
 
 def read_dataset(
@@ -140,6 +151,7 @@ def read_dataset(
     except OSError as exc:
         raise DatasetError(f"cannot read {path}: {exc.strerror or exc}") from None
     samples: list[Sample] = []
+    labels: list[Mapping[str, float]] = []
     invalid: list[InvalidLine] = []
     with handle:
         for number, raw in _lines(handle, max_line_bytes):
@@ -153,7 +165,9 @@ def read_dataset(
             if not raw.strip():
                 continue
             try:
-                samples.append(_parse_line(raw, ground_truth, max_depth, max_line_bytes))
+                sample, labelled = _parse_line(raw, ground_truth, max_depth, max_line_bytes)
+                samples.append(sample)
+                labels.append(labelled)
             except Exception as exc:  # any failure to decode is this line's, whatever its type
                 reason, detail = _why(exc)
                 invalid.append(InvalidLine(number, reason, detail))
@@ -165,7 +179,7 @@ def read_dataset(
         )
     if not samples:
         raise DatasetError(f"{path} holds no trace records")
-    return Dataset(samples, invalid)
+    return Dataset(samples, invalid, labels)
 
 
 def _lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
@@ -217,9 +231,12 @@ def _invalid_message(
     return f"{len(invalid)} invalid lines in {path} {hint}:\n  " + "\n  ".join(shown)
 
 
-def _parse_line(raw: bytes, ground_truth: Sequence[str], max_depth: int, max_bytes: int) -> Sample:
+def _parse_line(
+    raw: bytes, ground_truth: Sequence[str], max_depth: int, max_bytes: int
+) -> tuple[Sample, Mapping[str, float]]:
     obj = decode_json_message(raw.rstrip(b"\r\n"), max_bytes, max_depth)
-    return record_to_sample(parse_trace_record(obj), ground_truth)
+    record = parse_trace_record(obj)
+    return record_to_sample(record, ground_truth), record.labels or _NO_LABELS
 
 
 # --- output ---------------------------------------------------------------------------
@@ -234,7 +251,7 @@ def _fmt(value: float | None) -> str:
 def render_table(aggregates: dict[str, Aggregate]) -> str:
     """A fixed-width table: metric, value, 95% CI, n, skipped, errors."""
     header = ("metric", "value", "95% CI", "n", "skipped", "errors")
-    rows = [header]
+    rows: list[Sequence[str]] = [header]
     for name, agg in aggregates.items():
         ci = (
             f"[{_fmt(agg.ci_lower)}, {_fmt(agg.ci_upper)}]"
@@ -242,11 +259,19 @@ def render_table(aggregates: dict[str, Aggregate]) -> str:
             else "-"
         )
         rows.append((name, _fmt(agg.value), ci, str(agg.n), str(agg.skipped), str(agg.errors)))
+    return _layout(rows)
+
+
+def _layout(rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """Rows as fixed-width text: the first `left` columns left-aligned, the others
+    right-aligned, a rule under the header row."""
+    header = rows[0]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for r in rows:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
+        cells = [
+            c.ljust(w) if i < left else c.rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
         ]
         lines.append("  ".join(cells))
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -290,6 +315,57 @@ def to_json(
             for value, aggs in result.groups.items()
         }
     return out
+
+
+def compare_judges_with_labels(
+    result: EvaluationResult, labels: Sequence[Mapping[str, float]], seed: int = 0
+) -> dict[str, LabelledMetric]:
+    """Each evaluated judge metric that has labelled, scored samples, against the labels."""
+    out: dict[str, LabelledMetric] = {}
+    if not any(labels):
+        return out
+    from evaluators.labelled import compare_with_labels  # scipy.stats: only when labelled
+
+    for name, outcomes in result.per_sample.items():
+        found = compare_with_labels(name, outcomes, labels, seed=seed)
+        if found is not None:
+            out[name] = found
+    return out
+
+
+def add_label_results(document: dict[str, Any], labelled: Mapping[str, LabelledMetric]) -> None:
+    """Into the JSON document: `judge_agreement` {metric: {scale, n, stats, by_model?}} and
+    `aggregate[metric].corrected` {value, ci_lower, ci_upper, n_labelled}."""
+    if not labelled:
+        return
+    document["judge_agreement"] = {m: lm.agreement_dict() for m, lm in labelled.items()}
+    for metric, lm in labelled.items():
+        if metric in document["aggregate"]:
+            document["aggregate"][metric]["corrected"] = lm.corrected_dict()
+
+
+def render_agreement_table(labelled: Mapping[str, LabelledMetric]) -> str:
+    """metric, judge model, statistic, value, 95% CI, n — then each corrected mean."""
+    rows: list[tuple[str, ...]] = [("metric", "model", "statistic", "value", "95% CI", "n")]
+    for metric, lm in labelled.items():
+        per_model = {"all": lm.agreement.to_dict()}
+        per_model |= {m: a.to_dict() for m, a in lm.by_model.items()}
+        for model, stats in per_model.items():
+            for stat, d in stats.items():
+                ci = _ci(d.get("ci_lower"), d.get("ci_upper"))
+                if "undefined" in d:
+                    ci = f"undefined: {d['undefined']}"
+                rows.append((metric, model, stat, _fmt(d["value"]), ci, str(d["n"])))
+        c = lm.corrected_dict()
+        ci = _ci(c["ci_lower"], c["ci_upper"])
+        if "undefined" in c:
+            ci = f"undefined: {c['undefined']}"
+        rows.append((metric, "all", "corrected mean", _fmt(c["value"]), ci, str(c["n_labelled"])))
+    return _layout(rows, left=3)
+
+
+def _ci(lo: float | None, hi: float | None) -> str:
+    return f"[{_fmt(lo)}, {_fmt(hi)}]" if lo is not None and hi is not None else "-"
 
 
 def combined_signature(aggregates: Iterable[Aggregate]) -> str:

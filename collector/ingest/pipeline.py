@@ -33,6 +33,7 @@ from collector.store.feedback_store import (
     TraceState,
     apply_feedback,
     insert_feedback,
+    store_labels,
     traces_with_pending_feedback,
 )
 from collector.store.records import FeedbackEvent, TraceRecord
@@ -200,6 +201,9 @@ class Ingestor:
         new_feedback = insert_feedback(session, decoded.feedback)
         result.feedback = len(new_feedback)
         result.duplicates += len(decoded.feedback) - len(new_feedback)
+        store_labels(session, [*new_traces, *new_feedback])
+        warned.update(f for ev in new_feedback for f in ev.field_warnings)
+        result.field_warnings = dict(warned)
 
         touched = set(traces_with_pending_feedback(session, new_ids))
         touched.update(ev.trace_id for ev in new_feedback)

@@ -17,12 +17,13 @@ from sqlalchemy import String, Table, any_, bindparam, select, update
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
-from collector.store.bulk import insert_ignore_returning, is_postgresql
-from collector.store.models import Feedback, utcnow
-from collector.store.records import FeedbackEvent
+from collector.store.bulk import insert_ignore_returning, is_postgresql, upsert_insert
+from collector.store.models import Feedback, HumanLabel, utcnow
+from collector.store.records import FeedbackEvent, TraceRecord
 from collector.store.repository import TRACES
 
 FEEDBACK: Table = Feedback.__table__  # type: ignore[assignment]
+HUMAN_LABELS: Table = HumanLabel.__table__  # type: ignore[assignment]
 
 # traces column -> feedback column it is taken from
 _FIELDS = (
@@ -152,3 +153,44 @@ def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceSt
         )
         for tid, row in folded.items()
     ]
+
+
+def store_labels(session: Session, sources: Sequence[TraceRecord | FeedbackEvent]) -> int:
+    """Keep the human labels of traces and feedback events, once per (trace, metric,
+    labeler): a label replaces a stored one only when it is newer (at an equal timestamp,
+    the larger value), so the result does not depend on arrival order and a replay
+    changes nothing. Returns the number of labels offered."""
+    best: dict[tuple[str, str, str], dict[str, Any]] = {}
+    now = utcnow()
+    for src in sources:
+        for metric, value in (src.labels or {}).items():
+            key = (src.trace_id, metric, src.labeler or "")
+            row = {
+                "trace_id": key[0],
+                "metric": metric,
+                "labeler": key[2],
+                "value": value,
+                "timestamp": src.timestamp,
+                "received_at": now,
+            }
+            seen = best.get(key)
+            if seen is None or (row["timestamp"], value) > (seen["timestamp"], seen["value"]):
+                best[key] = row
+    if not best:
+        return 0
+    t = HUMAN_LABELS
+    stmt = upsert_insert(session, t)
+    newer = (stmt.excluded.timestamp > t.c.timestamp) | (
+        (stmt.excluded.timestamp == t.c.timestamp) & (stmt.excluded.value > t.c.value)
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["trace_id", "metric", "labeler"],
+        set_={
+            "value": stmt.excluded.value,
+            "timestamp": stmt.excluded.timestamp,
+            "received_at": stmt.excluded.received_at,
+        },
+        where=newer,
+    )
+    session.execute(stmt, list(best.values()))
+    return len(best)

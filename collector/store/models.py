@@ -301,3 +301,22 @@ class EvaluationEventRow(Base):
     explanation: Mapped[str | None] = mapped_column(Text)
     error_type: Mapped[str | None] = mapped_column(String(128))
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class HumanLabel(Base):
+    """A human's value of a judge metric on a trace (issue #19), from a trace's or a
+    feedback event's `labels`: one row per (trace, metric, labeler) — the latest label of
+    that labeler wins; `labeler` is "" when none was given (rev. 0009)."""
+
+    __tablename__ = "human_labels"
+    __table_args__ = (
+        UniqueConstraint("trace_id", "metric", "labeler", name="uq_human_labels_key"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    trace_id: Mapped[str] = mapped_column(String(128), index=True)
+    metric: Mapped[str] = mapped_column(String(128))
+    labeler: Mapped[str] = mapped_column(String(128), default="")
+    value: Mapped[float] = mapped_column(Float)
+    timestamp: Mapped[datetime] = mapped_column()
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)

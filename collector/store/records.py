@@ -77,6 +77,10 @@ class TraceRecord:
     """Per-stage latencies when `latency_ms` was an object (`latency_ms` is then the total)."""
     field_warnings: tuple[str, ...] = ()
     """Top-level optional fields whose values did not fit (kept under metadata._invalid)."""
+    labels: Mapping[str, float] | None = None
+    """Human labels: judge metric -> value on its label scale (`evaluators.labels`)."""
+    labeler: str | None = None
+    """Who gave `labels` (optional)."""
 
     @property
     def has_ground_truth(self) -> bool:
@@ -100,3 +104,8 @@ class FeedbackEvent:
     relevant_ids: tuple[str, ...] | None = None
     rating: float | None = None
     comment: str | None = None
+    labels: Mapping[str, float] | None = None
+    """Human labels: judge metric -> value on its label scale (`evaluators.labels`)."""
+    labeler: str | None = None
+    field_warnings: tuple[str, ...] = ()
+    """`labels`/`labeler` values that did not fit: counted, left out, the event is kept."""

@@ -23,7 +23,10 @@ def register(subparsers: Any) -> None:
         "the service consumes, one per line) and print a table: value, 95% CI, n, skipped, "
         "errors. Embedding metrics use the configured embedding model (offline by default); "
         "LLM-judge metrics run only when judge.models is configured (else they are skipped). "
-        "When the configured database exists and is migrated, the run is recorded in `runs`.",
+        "When the configured database exists and is migrated, the run is recorded in `runs`. "
+        "Rows may carry human `labels` (judge metric -> value on its scale, optional "
+        "`labeler`): judge metrics then also report their agreement with the labels and a "
+        "label-corrected mean (`judge_agreement` and `aggregate.<metric>.corrected` in --output).",
     )
     parser.add_argument("file", metavar="FILE.jsonl", type=Path, help="dataset of trace records")
     parser.add_argument(
@@ -145,7 +148,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(
             "\n  ".join(["required fields are missing from the whole dataset:", *problems])
         )
-    return _evaluate(args, settings, [m.name for m in metrics], samples, dataset.invalid)
+    return _evaluate(
+        args, settings, [m.name for m in metrics], samples, dataset.invalid, dataset.labels
+    )
 
 
 def _evaluate(
@@ -154,13 +159,17 @@ def _evaluate(
     names: list[str],
     samples: list[Any],
     invalid: list[Any],
+    labels: list[Any],
 ) -> int:
     from evaluators.registry import EvalContext
     from evaluators.runner import evaluate, resolve_all
     from ragpulse.judge import make_judge, require_reachable, unreachable
     from ragpulse.offline_eval import (
         RunRecorder,
+        add_label_results,
         combined_signature,
+        compare_judges_with_labels,
+        render_agreement_table,
         render_table,
         skip_notes,
         to_json,
@@ -205,7 +214,12 @@ def _evaluate(
             recorder.finish("failed", None, None)
         raise
     document = to_json(result, samples, invalid)
+    labelled = compare_judges_with_labels(result, labels, args.seed)
+    add_label_results(document, labelled)
     print(render_table(result.aggregates))
+    if labelled:
+        print("\njudge agreement with human labels (all = the mean over judge models)")
+        print(render_agreement_table(labelled))
     for value, aggs in result.groups.items():
         print(f"\n{args.group_by} = {value}")
         print(render_table(aggs))

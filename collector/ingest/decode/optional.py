@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from evaluators.labels import MAX_METRIC_NAME, label_scale
+
 INT32_MAX: Final = 2**31 - 1
 INVALID_KEY: Final = "_invalid"
 """Where optional values that did not fit are kept: `metadata["_invalid"][path]`."""
@@ -176,3 +178,26 @@ def urls(value: Any, path: str, issues: FieldIssues) -> tuple[str, ...] | None:
         return None
     kept = tuple(dict.fromkeys(u.strip() for u in found if u.strip()))
     return kept or None
+
+
+def human_labels(value: Any, path: str, issues: FieldIssues) -> dict[str, float] | None:
+    """`labels`: judge metric name -> a human value on its label scale
+    (`evaluators.labels`). A label of an unknown metric, of a wrong type or off the scale
+    is kept raw on its own (`labels.<metric>`); the others stay."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        issues.keep(path, value)
+        return None
+    out: dict[str, float] = {}
+    for metric, label in value.items():
+        number = _as_float(label) if type(label) is not bool else float(label)
+        try:
+            scale = label_scale(metric) if len(metric) <= MAX_METRIC_NAME else None
+        except ValueError:
+            scale = None
+        if number is None or scale is None or scale.check(number) is not None:
+            issues.keep(f"{path}.{metric[:MAX_METRIC_NAME]}", label)
+            continue
+        out[metric] = number
+    return out or None

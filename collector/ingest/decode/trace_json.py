@@ -30,6 +30,7 @@ from collector.ingest.decode.errors import (
 )
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH, check_structure
 from collector.store.records import ContextRecord, FeedbackEvent, JudgeRecord, TraceRecord
+from evaluators.labels import MAX_LABELER
 
 DEFAULT_MAX_BYTES = 1024 * 1024
 INVALID_KEY: Final = opt.INVALID_KEY
@@ -172,6 +173,8 @@ def parse_trace_record(obj: dict[str, Any]) -> TraceRecord:
         metadata=metadata,
         shown_urls=opt.urls(get("shown_url"), "shown_url", issues),
         latency_stages=stages,
+        labels=opt.human_labels(get("labels"), "labels", issues),
+        labeler=opt.ident(get("labeler"), "labeler", issues, MAX_LABELER),
     )
     if not issues:
         return record
@@ -202,7 +205,10 @@ def parse_feedback_event(obj: dict[str, Any]) -> FeedbackEvent:
     relevant_ids = f.opt_str_list(obj.get("relevant_ids"), "relevant_ids")
     rating = f.opt_number(obj.get("rating"), "rating")
     comment = f.opt_str(obj.get("comment"), "comment")
-    canonical = {
+    issues = opt.FieldIssues()
+    labels = opt.human_labels(obj.get("labels"), "labels", issues)
+    labeler = opt.ident(obj.get("labeler"), "labeler", issues, MAX_LABELER)
+    canonical: dict[str, Any] = {
         "trace_id": tid,
         "timestamp": ts.isoformat(),
         "judge_label": judge_label,
@@ -210,6 +216,11 @@ def parse_feedback_event(obj: dict[str, Any]) -> FeedbackEvent:
         "rating": rating,
         "comment": comment,
     }
+    # Only when present: events without labels keep the hash they always had.
+    if labels is not None:
+        canonical["labels"] = labels
+    if labeler is not None:
+        canonical["labeler"] = labeler
     blob = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return FeedbackEvent(
         trace_id=tid,
@@ -219,6 +230,9 @@ def parse_feedback_event(obj: dict[str, Any]) -> FeedbackEvent:
         relevant_ids=relevant_ids,
         rating=rating,
         comment=comment,
+        labels=labels,
+        labeler=labeler,
+        field_warnings=tuple(issues.fields),
     )
 
 
