@@ -203,6 +203,10 @@ class UXSettings(_Group):
     # The similarity thresholds, unset, are the embedding model's calibrated defaults
     # (cosines differ across models; see evaluators/embedding_models.py and the README):
     # MiniLM 0.85 / 0.85 / 0.7. A value set here applies whatever the model.
+    threshold_mode: Literal["balanced", "strict"] = "balanced"
+    """Operating point of the calibrated defaults: "balanced" (precision >= 0.9 with the
+    highest recall: paraphrased repeats count, as seed 004 §10.3.1 says) or "strict"
+    (precision 1.0: no other question taken for a repeat on the calibration pairs)."""
     cache_similarity_threshold: float | None = Field(None, ge=-1.0, le=1.0)
     cache_lookback_s: float = Field(3600.0, gt=0)
     duplicate_question_threshold: float | None = Field(None, ge=-1.0, le=1.0)

@@ -1,9 +1,12 @@
 """Similarity thresholds per embedding model, and how a result states the ones it used.
 
 A threshold set in the options (the `ux` settings) wins; an unset one (None or absent) is
-the embedding model's calibrated default (`evaluators.embedding_models`). The thresholds a
-metric compared against go into its result signature as `thr:cache=0.77(cal)`: "cal" is a
-calibrated default, "set" a user's value, "generic" the default of an uncalibrated model.
+the embedding model's calibrated default at the operating point of option `threshold_mode`
+("balanced", the default: precision >= 0.9; "strict": precision 1.0; see
+`evaluators.embedding_models`). The thresholds a metric compared against go into its
+result signature as `thr:cache=0.71(cal)`: "cal" is a calibrated balanced default,
+"strict" a calibrated strict one, "set" a user's value, "generic" the default of an
+uncalibrated model (the same in both modes).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from evaluators.embedding_models import (
     GENERIC_THRESHOLDS,
     THRESHOLD_NAMES,
+    check_mode,
     default_thresholds,
     is_calibrated,
 )
@@ -29,17 +33,25 @@ _SHORT = {
 }
 
 
+def threshold_mode(options: Mapping[str, Any]) -> str:
+    """The operating point of the calibrated defaults: option `threshold_mode`, unset
+    "balanced"; an unknown mode is a ValueError (never a silent fallback)."""
+    mode = options.get("threshold_mode")
+    return "balanced" if mode is None else check_mode(str(mode))
+
+
 def similarity_threshold(options: Mapping[str, Any], name: str, model_name: str | None) -> float:
     """The threshold `name` for embeddings of `model_name`: the option when set, else the
-    model's default (the generic one without a model)."""
+    model's default in the options' threshold mode (the generic one without a model)."""
     if name not in THRESHOLD_NAMES:
         raise ValueError(
             f"unknown similarity threshold {name!r}; known: {', '.join(THRESHOLD_NAMES)}"
         )
+    mode = threshold_mode(options)
     value = options.get(name)
     if value is not None:
         return float(value)
-    defaults = default_thresholds(model_name) if model_name else GENERIC_THRESHOLDS
+    defaults = default_thresholds(model_name, mode) if model_name else GENERIC_THRESHOLDS
     return float(defaults[name])
 
 
@@ -55,7 +67,7 @@ def threshold_signature(
         if options.get(name) is not None:
             source = "set"
         elif model_name and is_calibrated(model_name):
-            source = "cal"
+            source = "strict" if threshold_mode(options) == "strict" else "cal"
         else:
             source = "generic"
         value = similarity_threshold(options, name, model_name)

@@ -1,11 +1,14 @@
 """UX metrics (seed 004, §10; SPEC §4): how users experience the system across questions.
 
 - cache_hit_rate = (1/|Q|) Σ_q 1[max_{c earlier than q, within the look-back} cos(e_q, e_c) > τ]
-  (τ = `cache_similarity_threshold`, default: the embedding model's calibrated value,
-  0.85 for MiniLM; window `cache_lookback_s`, default 1 h).
+  (τ = `cache_similarity_threshold`, default: the embedding model's calibrated value at
+  the `threshold_mode` operating point, "balanced" = precision >= 0.9 so paraphrased
+  repeats count, "strict" = precision 1.0; 0.85 for MiniLM; window `cache_lookback_s`,
+  default 1 h).
   Per sample 1/0 (a proportion); questions without a timestamp are skipped.
 - context_preservation: per session (questions ordered by turn, then timestamp)
-  (1/(|S|-1)) Σ_i cos(e_{q_i}, e_{q_{i+1}}), averaged over sessions with >= 2 questions.
+  (1/(|S|-1)) Σ_i cos(e_{q_i}, e_{q_{i+1}}), averaged over sessions with >= 2 questions
+  (a mean cosine, seed §10.3.2: it compares against no threshold).
 - multi_turn_consistency: per session, among pairs of turns whose questions are near
   duplicates (cos >= `duplicate_question_threshold`) and both have answers, the share
   whose answers agree (cos >= `answer_agreement_threshold`); averaged over sessions

@@ -26,6 +26,7 @@ def test_defaults_match_the_spec() -> None:
     assert (s.sampling.real_users_benchmark, s.sampling.judge) == (0.1, 0.05)
     assert s.judge.models == [] and s.judge.temperature == 0.1
     assert s.judge.transient_retries == 3
+    assert s.ux.threshold_mode == "balanced" and s.ux.cache_similarity_threshold is None
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,6 +62,7 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_EMBEDDINGS__PRECISION": "fp16"}, "embeddings.precision"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "-1"}, "judge.transient_retries"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "1000"}, "judge.transient_retries"),
+        ({"RAGPULSE_UX__THRESHOLD_MODE": "lenient"}, "ux.threshold_mode"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(
@@ -133,3 +135,10 @@ def test_label_bounds_from_yaml_and_environment(
 def test_label_bounds_are_checked(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_settings(**overrides)
+
+
+def test_strict_threshold_mode_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGPULSE_UX__THRESHOLD_MODE", "strict")
+    s = load_settings()
+    assert s.ux.threshold_mode == "strict"
+    assert s.ux.model_dump()["threshold_mode"] == "strict"  # what the metrics' options get

@@ -76,15 +76,20 @@ def test_default_model_ranks_paraphrases_above_other_questions(
     assert roc_auc(scores, labels) >= floor
 
 
-def test_default_threshold_finds_russian_paraphrases_without_false_hits(
+def test_default_threshold_finds_russian_paraphrases_at_the_operating_point(
     embedder: Embedder,
 ) -> None:
-    """At its calibrated cache threshold the default model finds 5 of the 15 held-out
-    Russian paraphrases and takes no other question for one; MiniLM at 0.85 finds 2."""
+    """Held-out Russian pairs: the balanced cache threshold finds 8 of the 15 paraphrases
+    with one false hit (precision 0.89); strict finds 5 with none; MiniLM at 0.85 finds 2."""
     scores, labels = _held_out(embedder, ("ru",))
-    hit = scores > similarity_threshold({}, "cache_similarity_threshold", embedder.model_name)
-    assert not (hit & (labels == 0)).any()
-    assert (hit & (labels == 1)).sum() >= 0.25 * (labels == 1).sum()
+    for mode, min_precision, min_recall in (("balanced", 0.85, 0.5), ("strict", 1.0, 0.25)):
+        threshold = similarity_threshold(
+            {"threshold_mode": mode}, "cache_similarity_threshold", embedder.model_name
+        )
+        hit = scores > threshold
+        true_hits = int((hit & (labels == 1)).sum())
+        assert true_hits >= min_precision * int(hit.sum())
+        assert true_hits >= min_recall * (labels == 1).sum()
 
 
 def test_default_model_loads_offline_from_its_package(embedder: Embedder) -> None:
@@ -102,8 +107,17 @@ def test_each_model_has_its_own_calibrated_thresholds() -> None:
     assert default_thresholds(MINILM) == GENERIC_THRESHOLDS
     assert default_thresholds(MINILM + "@bf16") == GENERIC_THRESHOLDS
     assert use["cache_similarity_threshold"] < 0.85 < e5["cache_similarity_threshold"]
-    for thresholds in (use, e5):
-        assert thresholds["answer_agreement_threshold"] <= thresholds["cache_similarity_threshold"]
+    for model in ("use-multilingual-v3", "multilingual-e5-small-q4"):
+        balanced, strict = default_thresholds(model), default_thresholds(model, "strict")
+        assert balanced["answer_agreement_threshold"] <= balanced["cache_similarity_threshold"]
+        # strict is precision 1.0: never below the balanced point (precision >= 0.9)
+        assert all(strict[name] >= balanced[name] for name in balanced)
+        assert strict["cache_similarity_threshold"] > balanced["cache_similarity_threshold"]
+    assert default_thresholds(MINILM, "strict") == GENERIC_THRESHOLDS  # the seed's, both modes
+    with pytest.raises(ValueError, match="unknown threshold mode 'lenient'"):
+        default_thresholds("use-multilingual-v3", "lenient")
+    with pytest.raises(ValueError, match="unknown threshold mode 'lenient'"):
+        similarity_threshold({"threshold_mode": "lenient"}, "cache_similarity_threshold", MINILM)
     # an uncalibrated hub model gets MiniLM's values, and its signature says so
     assert default_thresholds("intfloat/some-model") == GENERIC_THRESHOLDS
     assert threshold_signature("cache_hit_rate", {}, "intfloat/some-model") == (
@@ -156,6 +170,30 @@ def test_cache_hit_rate_compares_with_the_models_threshold_and_states_it() -> No
     )
     agg = evaluate(samples, ["cache_hit_rate"], strict).aggregates["cache_hit_rate"]
     assert agg.value == 0.0 and "thr:cache=0.99(set)" in str(agg.signature)
+
+
+def test_strict_mode_uses_the_precision_one_thresholds_and_says_so() -> None:
+    balanced = default_thresholds("use-multilingual-v3")["cache_similarity_threshold"]
+    strict = default_thresholds("use-multilingual-v3", "strict")["cache_similarity_threshold"]
+    samples, vectors = _two_questions(round((balanced + strict) / 2, 3))  # between the two
+    values = {}
+    for mode in ("balanced", "strict"):
+        ctx = EvalContext(
+            embedder=VectorEmbedder(vectors, model_name="use-multilingual-v3"),
+            options={"threshold_mode": mode},
+        )
+        values[mode] = evaluate(samples, ["cache_hit_rate"], ctx).aggregates["cache_hit_rate"]
+    assert values["balanced"].value == 0.5 and values["strict"].value == 0.0
+    assert f"thr:cache={balanced:g}(cal)" in str(values["balanced"].signature)
+    assert f"thr:cache={strict:g}(strict)" in str(values["strict"].signature)
+    # a value the user set wins in either mode, and an uncalibrated model says generic
+    options = {"threshold_mode": "strict", "cache_similarity_threshold": 0.5}
+    assert threshold_signature("cache_hit_rate", options, "use-multilingual-v3") == (
+        "cache=0.5(set)"
+    )
+    assert threshold_signature("cache_hit_rate", {"threshold_mode": "strict"}, "x/y") == (
+        "cache=0.85(generic)"
+    )
 
 
 def test_multi_turn_consistency_states_both_thresholds() -> None:
