@@ -15,7 +15,7 @@ class Signature:
     prompt_hash: str | None = None
     embedding_model: str | None = None
     thresholds: str | None = None
-    """Similarity thresholds compared against, e.g. "cache=0.77(cal)" (see thresholds.py)."""
+    """Similarity thresholds compared against, e.g. "cache=0.71(cal)" (see thresholds.py)."""
 
     def __str__(self) -> str:
         parts = [f"ragpulse:{self.evaluator_version}"]
