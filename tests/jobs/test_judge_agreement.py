@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import select
@@ -18,6 +19,8 @@ from collector.store.models import HumanLabel, JobOutcome, Judgment, MetricResul
 from collector.store.session import make_engine, make_session_factory
 from evaluators.correction import Corrected, ppi_mean
 from evaluators.labels import LABEL_SCALES
+from exporters.prometheus import QualityCollector
+from exporters.quality import ResultsCache
 from ragpulse.job_setup import job_environment
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -187,3 +190,51 @@ def test_without_labels_only_the_threshold_row_and_undefined_corrections(sqlite_
     corrected = _rows(factory, "corrected:24h")[("e2e_score", "")]
     assert corrected.value is None and corrected.n == 0
     assert corrected.skip_reasons == {"fewer than 2 labelled traces": 0}
+
+
+def test_exported_series_from_a_fresh_registry(sqlite_url: str) -> None:
+    """The published points become the agreement and corrected families (and nothing of
+    them leaks into `ragpulse_metric_value`); undefined statistics have no series."""
+    settings = load_settings(scheduler={"jobs": ["judge_agreement"]})
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    truth = _seed(factory)
+    with factory() as session:  # one labelled pair in the 1h window of faithfulness
+        session.add(
+            HumanLabel(trace_id="t00", metric="faithfulness", labeler="", value=1.0, timestamp=NOW)
+        )
+        outcome = session.scalars(select(JobOutcome).where(JobOutcome.trace_id == "t00")).one()
+        outcome.outcomes = {**outcome.outcomes, "faithfulness": 0.5}
+        session.commit()
+    cache = ResultsCache()
+    env = job_environment(settings, engine, results=cache)
+    job = build_runner(settings, engine, env).jobs["judge_agreement"]
+    job.run(NOW)
+    job.publish()
+    registry = CollectorRegistry()
+    registry.register(QualityCollector(cache))
+    get = registry.get_sample_value
+    row = _rows(factory, "agreement:7d")[("context_relevance", "judge-a|weighted_kappa")]
+    labels = {"metric": "context_relevance", "model": "judge-a", "window": "7d"}
+    assert get("ragpulse_judge_agreement", {**labels, "stat": "weighted_kappa"}) == row.value
+    assert get("ragpulse_judge_agreement_ci_lower", {**labels, "stat": "weighted_kappa"}) == (
+        row.ci_lower
+    )
+    assert get("ragpulse_judge_agreement_n", {**labels, "stat": "weighted_kappa"}) == row.n
+    corrected = _rows(factory, "corrected:24h")[("e2e_score", "")]
+    e2e = {"metric": "e2e_score", "window": "24h"}
+    assert get("ragpulse_metric_corrected", e2e) == corrected.value
+    assert get("ragpulse_metric_corrected_ci_upper", e2e) == corrected.ci_upper
+    assert get("ragpulse_metric_corrected_labelled", e2e) == len(
+        [t for t in truth["e2e_label"] if int(t[1:]) < 40]  # the 24h traces
+    )
+    # one pair: every statistic undefined -> n only, no value, no NaN anywhere
+    faith = {"metric": "faithfulness", "model": "unknown", "stat": "spearman", "window": "1h"}
+    assert get("ragpulse_judge_agreement_n", faith) == 1
+    assert get("ragpulse_judge_agreement", faith) is None
+    assert get("ragpulse_metric_corrected", {"metric": "faithfulness", "window": "1h"}) is None
+    assert get("ragpulse_judge_agreement_min", {}) == 0.4
+    assert get("ragpulse_judge_agreement_min_pairs", {}) == 30
+    exported = generate_latest(registry).decode()
+    assert "NaN" not in exported
+    assert 'ragpulse_metric_value{metric="e2e_score"' not in exported
