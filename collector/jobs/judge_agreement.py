@@ -51,6 +51,9 @@ from evaluators.judge_quality import OK
 from evaluators.labels import LABEL_SCALES, LabelScale
 
 NAME = "judge_agreement"
+METRICS: tuple[str, ...] = ()
+"""No `ragpulse_metric_value` series of its own: its families are the agreement and
+corrected ones (`exporters.families`), drawn in the operations dashboard's judge rows."""
 SOURCE_JOB = "rag_quality"
 AGREEMENT_PREFIX = "agreement:"
 CORRECTED_PREFIX = "corrected:"
@@ -68,7 +71,7 @@ DEFAULT_MIN_PAIRS = 30
 def definition(settings: Settings) -> JobDefinition:
     return JobDefinition(
         name=NAME,
-        metrics=tuple(LABEL_SCALES),
+        metrics=METRICS,
         description="agreement of the LLM judge with human labels, and PPI-corrected means",
         factory=JudgeAgreementJob,
     )
