@@ -26,6 +26,7 @@ def test_defaults_match_the_spec() -> None:
     assert (s.sampling.real_users_benchmark, s.sampling.judge) == (0.1, 0.05)
     assert s.judge.models == [] and s.judge.temperature == 0.1
     assert s.judge.transient_retries == 3
+    assert (s.judge.min_agreement, s.judge.min_agreement_pairs) == (0.4, 30)
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,6 +62,8 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_EMBEDDINGS__PRECISION": "fp16"}, "embeddings.precision"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "-1"}, "judge.transient_retries"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "1000"}, "judge.transient_retries"),
+        ({"RAGPULSE_JUDGE__MIN_AGREEMENT": "1.5"}, "judge.min_agreement"),
+        ({"RAGPULSE_JUDGE__MIN_AGREEMENT_PAIRS": "1"}, "judge.min_agreement_pairs"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(
