@@ -34,7 +34,7 @@ def _seed(factory: Any) -> dict[str, Any]:
         for i in range(60):
             trace = f"t{i:02d}"
             ts = NOW - (timedelta(minutes=1 + i) if i < 40 else timedelta(days=3, minutes=i))
-            grade = int(rng.integers(0, 3))
+            grade = 0 if i == 0 else int(rng.integers(0, 3))  # t00: labelled 0 and 1
             judge_grade = grade if rng.random() < 0.7 else int(rng.integers(0, 3))
             e2e_h = float(rng.random())
             e2e_j = float(np.clip(e2e_h + 0.15 + rng.normal(0, 0.1), 0, 1))
@@ -92,7 +92,7 @@ def _seed(factory: Any) -> dict[str, Any]:
                         trace_id=trace,
                         metric="context_relevance",
                         labeler="b",
-                        value=min(grade + 1, 2),
+                        value=grade + 1,
                         timestamp=ts,
                     )
                 )
@@ -238,3 +238,10 @@ def test_exported_series_from_a_fresh_registry(sqlite_url: str) -> None:
     exported = generate_latest(registry).decode()
     assert "NaN" not in exported
     assert 'ragpulse_metric_value{metric="e2e_score"' not in exported
+    # a stand-alone exporter reloading metric_results serves the very same series
+    reloaded = ResultsCache()
+    with factory() as session:
+        reloaded.load_latest(session)
+    again = CollectorRegistry()
+    again.register(QualityCollector(reloaded))
+    assert sorted(generate_latest(again).decode().splitlines()) == sorted(exported.splitlines())
