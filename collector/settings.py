@@ -143,6 +143,11 @@ class JudgeSettings(_Group):
     max_calls_per_hour: int | None = Field(None, ge=0)
     max_usd_per_day: float | None = Field(None, ge=0)
     consistency_delta: float = Field(0.5, ge=0)
+    min_agreement: float = Field(0.4, ge=-1.0, le=1.0)
+    """The agreement alert fires when the judge's main agreement statistic with human
+    labels (kappa; Spearman on continuous scales) over 7d is below this (0.4: "fair")."""
+    min_agreement_pairs: int = Field(30, ge=2)
+    """...and at least this many labelled pairs back it (fewer are too noisy to page on)."""
     response_relevancy_questions: int = Field(3, ge=1, le=10)
     response_relevancy_with_question: bool = True
     """Seed 002: response_relevancy's question generator sees the user's question too

@@ -324,6 +324,74 @@ def _ts(
     }
 
 
+MAIN_AGREEMENT = 'stat=~"cohen_kappa|weighted_kappa|spearman"'
+"""The statistic RagpulseJudgeDisagreesWithHumans watches on each label scale."""
+
+
+def judge_against_humans(layout: Layout) -> None:
+    """The judge_agreement job's series: agreement with human labels per metric and
+    model, the labelled pairs behind it, and each judge metric's raw mean beside its
+    label-corrected one."""
+    layout.row("LLM judge against human labels")
+    layout.add(
+        _ts(
+            "Judge agreement with humans (7d)",
+            "Main agreement statistic of the judge with human labels per metric and judge "
+            "model (kappa; Spearman on continuous scales), with the alert bar "
+            "judge.min_agreement (RagpulseJudgeDisagreesWithHumans).",
+            [
+                (
+                    f'max by (metric, model, stat) (ragpulse_judge_agreement{{window="7d",{MAIN_AGREEMENT}}})',
+                    "{{metric}} {{model}} {{stat}}",
+                ),
+                ("max(ragpulse_judge_agreement_min)", "alert bar"),
+            ],
+        ),
+        8,
+        8,
+        0,
+    )
+    layout.add(
+        _ts(
+            "Labelled pairs (7d)",
+            "Traces both scored by the judge and labelled by humans behind the agreement; "
+            "the alert needs judge.min_agreement_pairs of them.",
+            [
+                (
+                    f'max by (metric, model) (ragpulse_judge_agreement_n{{window="7d",{MAIN_AGREEMENT}}})',
+                    "{{metric}} {{model}}",
+                ),
+                ("max(ragpulse_judge_agreement_min_pairs)", "alert needs"),
+            ],
+        ),
+        8,
+        8,
+        8,
+    )
+    layout.add(
+        _ts(
+            "Judge mean: raw vs corrected (24h)",
+            "Each judge metric's raw mean (ragpulse_metric_value, overall) beside its mean "
+            "corrected by the human labels (prediction-powered inference); a gap is the "
+            "judge's bias.",
+            [
+                (
+                    'max by (metric) (ragpulse_metric_corrected{window="24h"})',
+                    "{{metric}} corrected",
+                ),
+                (
+                    'max by (metric) (ragpulse_metric_value{window="24h",tenant=""} and on (metric, window) ragpulse_metric_corrected)',
+                    "{{metric}} raw",
+                ),
+            ],
+        ),
+        8,
+        8,
+        16,
+    )
+    layout.y += 8
+
+
 def operations() -> dict[str, Any]:
     r = "$__rate_interval"
     layout = Layout()
@@ -490,6 +558,7 @@ def operations() -> dict[str, Any]:
         18,
     )
     layout.y += 8
+    judge_against_humans(layout)
     layout.row("Scheduled jobs")
     layout.add(
         _ts(

@@ -29,6 +29,7 @@ from exporters.families import (
     LABEL_FAMILIES,
     MDE_FAMILY,
     QUALITY_FAMILIES,
+    agreement_families,
     quality_families,
 )
 from exporters.quality import ResultsCache
@@ -68,6 +69,7 @@ class QualityCollector(Collector):
             yield GaugeMetricFamily(name, doc, labels=["label"])
         yield GaugeMetricFamily(DRIFT_FAMILY[0], DRIFT_FAMILY[1], labels=self._drift_labels)
         yield GaugeMetricFamily(MDE_FAMILY[0], MDE_FAMILY[1], labels=self._mde_labels)
+        yield from agreement_families(())
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from quality_families(self._cache.snapshot(), self._group_labels, self._limits)

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from collector.jobs import (
     embedding_quality,
     external,
+    judge_agreement,
     judge_consistency,
     judge_pipeline,
     rag_quality,
@@ -43,6 +44,7 @@ JOB_MODULES = (
     ux,
     rag_quality,
     judge_consistency,
+    judge_agreement,
     text_quality,
     embedding_quality,
     retrieval_health,
@@ -82,6 +84,8 @@ def ux_options(settings: Settings) -> dict[str, Any]:
     return {
         **settings.ux.model_dump(),
         "consistency_delta": settings.judge.consistency_delta,
+        "min_agreement": settings.judge.min_agreement,
+        "min_agreement_pairs": settings.judge.min_agreement_pairs,
         "response_relevancy_questions": settings.judge.response_relevancy_questions,
     }
 

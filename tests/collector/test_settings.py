@@ -27,6 +27,7 @@ def test_defaults_match_the_spec() -> None:
     assert s.judge.models == [] and s.judge.temperature == 0.1
     assert s.judge.transient_retries == 3
     assert s.ux.threshold_mode == "balanced" and s.ux.cache_similarity_threshold is None
+    assert (s.judge.min_agreement, s.judge.min_agreement_pairs) == (0.4, 30)
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,6 +64,8 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "-1"}, "judge.transient_retries"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "1000"}, "judge.transient_retries"),
         ({"RAGPULSE_UX__THRESHOLD_MODE": "lenient"}, "ux.threshold_mode"),
+        ({"RAGPULSE_JUDGE__MIN_AGREEMENT": "1.5"}, "judge.min_agreement"),
+        ({"RAGPULSE_JUDGE__MIN_AGREEMENT_PAIRS": "1"}, "judge.min_agreement_pairs"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(

@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 from collector.ingest.kafka.stats import ConsumerStats
 from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
+from collector.store.models import HumanLabel
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from evaluators.registry import describe
@@ -63,6 +64,13 @@ def _traffic(engine: Engine) -> None:
                 cache_similarity=0.9,
                 tags={"tenant": tenant},
             )
+            # human labels (judge_agreement's agreement and corrected series)
+            for metric, value in (("e2e_score", (i % 5) / 4), ("context_relevance", i % 3)):
+                session.add(
+                    HumanLabel(
+                        trace_id=f"e2e-{i}", metric=metric, labeler="", value=value, timestamp=now
+                    )
+                )
         # two days earlier: the drift detectors' baseline (the 24h before now is tested)
         for i in range(80):
             add_trace(
