@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from evaluators.labels import LABEL_SCALES
 from evaluators.registry import FAMILIES, JOB_METRICS, known_names
 
 HEADER = """\
@@ -145,12 +146,18 @@ def _fmt(value: float) -> str:
 
 
 def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
+    """The alert on a window's value; for an LLM-judge metric the value corrected for the
+    judge's error against human labels (`ragpulse_metric_corrected`, overall) wins over
+    the judge's raw mean where it exists (`or` keeps the raw per-tenant values)."""
     op = "<" if alert.direction == "higher" else ">"
+    selector = f'{{metric="{alert.metric}",window="{alert.window}"}}'
+    value = f"ragpulse_metric_value{selector}"
+    if alert.metric in LABEL_SCALES:
+        value = f"(ragpulse_metric_corrected{selector} or {value})"
     return {
         "alert": alert.name,
         "expr": (
-            f'ragpulse_metric_value{{metric="{alert.metric}",window="{alert.window}"}} '
-            f"{op} {_fmt(alert.threshold)} and on (metric, window, tenant) "
+            f"{value} {op} {_fmt(alert.threshold)} and on (metric, window, tenant) "
             f"ragpulse_metric_samples >= {alert.min_samples}"
         ),
         "for": alert.for_,
