@@ -75,4 +75,5 @@ def test_seed_004_thresholds_are_alerted() -> None:
         ("judge_accuracy", "0.85"),
         ("judge_consistency", "0.85"),
     ]:
-        assert f'metric="{metric}",window="24h"}} < {threshold}' in exprs, metric
+        raw = f'ragpulse_metric_value{{metric="{metric}",window="24h"}}'
+        assert f"{raw} < {threshold}" in exprs or f"{raw}) < {threshold}" in exprs, metric
