@@ -40,6 +40,15 @@ _CHUNK = 1000
 _NO_RETRY = RetryPolicy(0)
 """Jobs without a judge: every failure is final at once (so nothing is ever scheduled)."""
 
+STORED = (
+    JobOutcome.trace_id,
+    JobOutcome.trace_updated_at,
+    JobOutcome.ts,
+    cast(JobOutcome.groups, Text),
+    cast(JobOutcome.outcomes, Text),
+)
+"""A stored outcome row as the columns are loaded from it (JSON as text, for orjson)."""
+
 Pending = tuple[int, str, datetime]
 """(traces.id, trace_id, updated_at) of a trace version still to evaluate."""
 
@@ -83,13 +92,7 @@ class TraceCursor:
         `job_state`): everything in the longest window at first, then what changed."""
         # JSON read as text and parsed with orjson: after a restart this loads one row per
         # trace of the longest window (a million for the UX job at ~100 traces a minute).
-        query = select(
-            JobOutcome.trace_id,
-            JobOutcome.trace_updated_at,
-            JobOutcome.ts,
-            cast(JobOutcome.groups, Text),
-            cast(JobOutcome.outcomes, Text),
-        ).where(JobOutcome.job == self.job)
+        query = select(*STORED).where(JobOutcome.job == self.job)
         if not self._loaded:
             query = query.where(JobOutcome.ts >= now - timedelta(seconds=self.longest_s))
             self.watermark = state.watermark
@@ -171,13 +174,7 @@ class TraceCursor:
                 fresh[trace_id] = found
         resolved = sorted(set(self.retrying) - set(fresh))
         for start in range(0, len(resolved), _CHUNK):
-            rows = select(
-                JobOutcome.trace_id,
-                JobOutcome.trace_updated_at,
-                JobOutcome.ts,
-                cast(JobOutcome.groups, Text),
-                cast(JobOutcome.outcomes, Text),
-            ).where(
+            rows = select(*STORED).where(
                 JobOutcome.job == self.job,
                 JobOutcome.trace_id.in_(resolved[start : start + _CHUNK]),
             )
