@@ -183,7 +183,7 @@ def explain(
         Moments.of([n_w], [tab.total[tab.in_window].sum()], [0.0]),
         Moments.of([n_b], [tab.total[~tab.in_window].sum()], [0.0]),
     )
-    ranked = tuple(sorted(changes, key=lambda c: (-c.fraction, c.name)))
+    ranked = _distinct(sorted(changes, key=lambda c: (-c.fraction, c.name)))
     return Explanation(
         metric=metric,
         since=since,
@@ -197,6 +197,19 @@ def explain(
         slices=ranked,
         top=_top(ranked),
     )
+
+
+def _distinct(ranked: Sequence[SliceChange]) -> tuple[SliceChange, ...]:
+    """The ranking without slices that are the same traces as one ranked before them
+    ("version v7, language en" when all of v7 is English): same counts, same change."""
+    seen: set[tuple[int, int, float]] = set()
+    out = []
+    for c in ranked:
+        key = (c.n_window, c.n_baseline, round(c.contribution, 12))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return tuple(out)
 
 
 def _top(ranked: Sequence[SliceChange]) -> SliceChange | None:

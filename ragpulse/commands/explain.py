@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     print(found.headline())
     print(
         f"  window n={found.n_window}, baseline n={found.n_baseline} "
-        f"({found.baseline_since:%Y-%m-%d %H:%M} – {found.since:%H:%M} UTC)"
+        f"({found.baseline_since:%Y-%m-%d %H:%M} – {found.since:%Y-%m-%d %H:%M} UTC)"
     )
     print(
         f"  {'slice':34s} {'share':>11s} {'mean':>15s} {'contribution [95% CI]':>28s} {'of Δ':>6s}"
