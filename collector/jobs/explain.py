@@ -183,7 +183,7 @@ def explain(
         Moments.of([n_w], [tab.total[tab.in_window].sum()], [0.0]),
         Moments.of([n_b], [tab.total[~tab.in_window].sum()], [0.0]),
     )
-    ranked = _distinct(sorted(changes, key=lambda c: (-c.fraction, c.name)))
+    ranked = sorted(changes, key=lambda c: (-c.fraction, c.name))
     return Explanation(
         metric=metric,
         since=since,
@@ -194,7 +194,7 @@ def explain(
         delta=overall.delta,
         n_window=int(n_w),
         n_baseline=int(n_b),
-        slices=ranked,
+        slices=_distinct(ranked),
         top=_top(ranked),
     )
 
