@@ -35,8 +35,9 @@ from scipy.stats import rankdata
 
 from evaluators.aggregate import bootstrap_statistic
 
-Rows = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""A statistic over paired rows: (R, n) judge and (R, n) human -> R values (NaN = undefined)."""
+Rows = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+"""A statistic over paired rows: (R, n) judge and (R, n) human -> (R values, R booleans:
+whether each row's statistic is defined; an undefined row's value is 0 and meaningless)."""
 
 MIN_PAIRS = 2
 
@@ -114,20 +115,20 @@ def _kappa_weights(k: int, weights: str | None) -> np.ndarray:
 
 
 def _kappa_rows(weights: np.ndarray) -> Rows:
-    """κ_w per row of category codes (0..K−1); NaN where Σ w E = 0 (one category only)."""
+    """κ_w per row of category codes (0..K−1); undefined where Σ w E = 0 (one category)."""
     k = weights.shape[0]
 
-    def rows(j: np.ndarray, h: np.ndarray) -> np.ndarray:
+    def rows(j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r, n = j.shape
         cell = (np.arange(r)[:, None] * (k * k) + j * k + h).ravel()
         observed = np.bincount(cell, minlength=r * k * k).reshape(r, k, k) / n
         expected = observed.sum(axis=2)[:, :, None] * observed.sum(axis=1)[:, None, :]
         num = (weights * observed).sum(axis=(1, 2))
         den = (weights * expected).sum(axis=(1, 2))
-        out = np.full(r, np.nan)
         ok = den > 0
+        out = np.zeros(r)
         out[ok] = 1.0 - num[ok] / den[ok]
-        return out
+        return out, ok
 
     return rows
 
@@ -135,35 +136,35 @@ def _kappa_rows(weights: np.ndarray) -> Rows:
 def _rate_rows(judge_value: bool, human_value: bool) -> Rows:
     """Share of pairs with judge = `judge_value` among those with human = `human_value`."""
 
-    def rows(j: np.ndarray, h: np.ndarray) -> np.ndarray:
+    def rows(j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         given = (h == 1) == human_value
         hits = (given & ((j == 1) == judge_value)).sum(axis=1)
         total = given.sum(axis=1)
-        out = np.full(j.shape[0], np.nan)
         ok = total > 0
+        out = np.zeros(j.shape[0])
         out[ok] = hits[ok] / total[ok]
-        return out
+        return out, ok
 
     return rows
 
 
-def _mae_rows(j: np.ndarray, h: np.ndarray) -> np.ndarray:
+def _mae_rows(j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     result: np.ndarray = np.abs(j - h).mean(axis=1)
-    return result
+    return result, np.ones(result.shape[0], dtype=bool)
 
 
-def _spearman_rows(j: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Pearson correlation of the average ranks per row; NaN where a row is constant."""
+def _spearman_rows(j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson correlation of the average ranks per row; undefined where a row is constant."""
     rj = rankdata(j, axis=1)
     rh = rankdata(h, axis=1)
     rj -= rj.mean(axis=1, keepdims=True)
     rh -= rh.mean(axis=1, keepdims=True)
     den = np.sqrt((rj * rj).sum(axis=1) * (rh * rh).sum(axis=1))
-    out = np.full(j.shape[0], np.nan)
     ok = den > 0
+    out = np.zeros(j.shape[0])
     out[ok] = (rj * rh).sum(axis=1)[ok] / den[ok]
     clipped: np.ndarray = np.clip(out, -1.0, 1.0)
-    return clipped
+    return clipped, ok
 
 
 # --- point values ------------------------------------------------------------------------
@@ -172,8 +173,8 @@ def _spearman_rows(j: np.ndarray, h: np.ndarray) -> np.ndarray:
 def _point(rows: Rows, j: np.ndarray, h: np.ndarray, undefined: str) -> float | Undefined:
     if j.size < 1:
         return Undefined("no labelled pairs")
-    value = float(rows(j[None, :], h[None, :])[0])
-    return value if np.isfinite(value) else Undefined(undefined)
+    values, defined = rows(j[None, :], h[None, :])
+    return float(values[0]) if bool(defined[0]) else Undefined(undefined)
 
 
 def _codes(j: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -248,9 +249,13 @@ def bootstrap_pairs(
 ) -> tuple[float, float] | None:
     """Seeded percentile bootstrap 95% interval of a paired statistic, resampling pairs
     (the evaluators' `bootstrap_statistic`, all resamples of a chunk at once)."""
-    return bootstrap_statistic(
-        judge.size, lambda idx: rows(judge[idx], human[idx]), seed, n_resamples
-    )
+
+    def defined_only(idx: np.ndarray) -> np.ndarray:
+        values, defined = rows(judge[idx], human[idx])
+        kept: np.ndarray = values[defined]  # resamples where it is undefined are left out
+        return kept
+
+    return bootstrap_statistic(judge.size, defined_only, seed, n_resamples)
 
 
 # --- by scale ----------------------------------------------------------------------------
@@ -304,7 +309,7 @@ def _value_kappa_rows(categories: np.ndarray, weights: str | None) -> Rows:
     bootstrap resample weighs disagreements alike), mapped to codes row by row."""
     kappa = _kappa_rows(_kappa_weights(categories.size, weights))
 
-    def rows(jr: np.ndarray, hr: np.ndarray) -> np.ndarray:
+    def rows(jr: np.ndarray, hr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return kappa(np.searchsorted(categories, jr), np.searchsorted(categories, hr))
 
     return rows

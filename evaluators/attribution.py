@@ -77,8 +77,10 @@ class Attribution:
     low: NDArray[np.float64]
     high: NDArray[np.float64]
     t: NDArray[np.float64]
-    """Welch's t of the slice's own change (nan where a side has < 2 values)."""
+    """Welch's t of the slice's own change (meaningful where `tested`)."""
     p_value: NDArray[np.float64]
+    tested: NDArray[np.bool_]
+    """Whether the test is defined: both sides have 2 values or more and some spread."""
 
     @property
     def fraction(self) -> NDArray[np.float64]:
@@ -95,8 +97,9 @@ def welch(
     mean_b: NDArray[np.float64],
     var_b: NDArray[np.float64],
     n_b: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Welch's t and two-sided p of mean_a - mean_b, element-wise (nan when undefined)."""
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Welch's t and two-sided p of mean_a - mean_b, element-wise, and where they are
+    defined (elsewhere t and p are 0 and 1, and meaningless)."""
     ok = (n_a > 1) & (n_b > 1)
     na, nb = np.where(ok, n_a, 2), np.where(ok, n_b, 2)
     qa, qb = var_a / na, var_b / nb
@@ -106,7 +109,7 @@ def welch(
         df = se2**2 / (qa**2 / (na - 1) + qb**2 / (nb - 1))
         p = 2 * stats.t.sf(np.abs(t), df)
     defined = ok & (se2 > 0)
-    return np.where(defined, t, np.nan), np.where(defined, p, np.nan)
+    return np.where(defined, t, 0.0), np.where(defined, p, 1.0), defined
 
 
 def attribute(window: Moments, baseline: Moments) -> Attribution:
@@ -129,7 +132,7 @@ def attribute(window: Moments, baseline: Moments) -> Attribution:
             np.where(window.n > 0, w_w**2 * v_w / np.where(window.n > 0, window.n, 1), 0.0)
             + np.where(baseline.n > 0, w_b**2 * v_b / np.where(baseline.n > 0, baseline.n, 1), 0.0)
         )
-    t, p = welch(m_w, v_w, window.n, baseline.means(), v_b, baseline.n)
+    t, p, tested = welch(m_w, v_w, window.n, baseline.means(), v_b, baseline.n)
     return Attribution(
         window_mean=float(big_w),
         baseline_mean=float(big_b),
@@ -145,4 +148,5 @@ def attribute(window: Moments, baseline: Moments) -> Attribution:
         high=contribution + Z95 * se,
         t=t,
         p_value=p,
+        tested=tested,
     )

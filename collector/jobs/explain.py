@@ -118,7 +118,6 @@ def _changes(
     out = []
     for j, name in enumerate(names):
         nw, nb = int(window.n[j]), int(baseline.n[j])
-        p = result.p_value[j]
         out.append(
             SliceChange(
                 slice=tuple((tab.dimensions[i], v) for i, v in zip(dims, name, strict=True)),
@@ -132,7 +131,7 @@ def _changes(
                 low=float(result.low[j]),
                 high=float(result.high[j]),
                 fraction=float(fraction[j]),
-                p_value=None if np.isnan(p) else float(p),
+                p_value=float(result.p_value[j]) if result.tested[j] else None,
             )
         )
     return out
