@@ -29,6 +29,7 @@ COMMANDS = (
     "plan",
     "traces",
     "explain",
+    "compare",
 )
 
 

@@ -294,14 +294,15 @@ def to_json(
     samples: Sequence[Sample],
     invalid: Sequence[InvalidLine] = (),
 ) -> dict[str, Any]:
-    """SPEC §5: {"aggregate": {...}, "samples": [{"trace_id", metric: value}]} (+ groups,
-    + `invalid_lines` left out by --skip-invalid: line number, reason, detail)."""
+    """SPEC §5: {"aggregate": {...}, "samples": [{"trace_id", "question", metric: value}]}
+    (+ groups, + `invalid_lines` left out by --skip-invalid: line number, reason, detail).
+    The question lets `ragpulse compare` pair two runs' samples question by question."""
     out: dict[str, Any] = {
         "aggregate": {name: agg.to_dict() for name, agg in result.aggregates.items()},
         "samples": [],
     }
     for i, s in enumerate(samples):
-        row: dict[str, Any] = {"trace_id": s.trace_id}
+        row: dict[str, Any] = {"trace_id": s.trace_id, "question": s.question}
         for name, outcomes in result.per_sample.items():
             o = outcomes[i]
             row[name] = o.value if isinstance(o, Score) else None
