@@ -348,6 +348,54 @@ class AlertingSettings(_Group):
         return value
 
 
+class CanarySettings(_Group):
+    """The live comparison of two versions (`collector/jobs/canary.py`): the candidate
+    against the baseline over the same window, per guarded metric, with the statistics of
+    `ragpulse compare`."""
+
+    enabled: bool = True
+    """Runs whenever traces carry versions (`versions.sources`); nothing to do otherwise."""
+    baseline: str = ""
+    """The baseline version; empty: of the versions with `min_traces` in the window, the
+    one first seen just before the candidate."""
+    candidate: str = ""
+    """The candidate version; empty: the version first seen most recently (with
+    `min_traces` in the window)."""
+    metrics: CSV = PAGE_METRICS
+    """Guarded metrics: the alert fires when the candidate is significantly worse on one."""
+    window: str = "24h"
+    """Both versions are compared over this same window."""
+    min_traces: int = Field(30, ge=2)
+    """Scored traces each side needs before its metric is compared."""
+    alpha: float = Field(0.05, gt=0, lt=1)
+    """Significance level after the correction across the guarded metrics."""
+    correction: Literal["holm", "bh"] = "holm"
+    """Holm (family-wise error) or Benjamini-Hochberg (false discovery rate)."""
+    power: float = Field(0.8, gt=0, lt=1)
+    """Power of the smallest detectable difference shown beside each comparison."""
+    resamples: int = Field(2000, ge=100, le=100_000)
+    """Permutation and bootstrap resamples per comparison."""
+    pairing: Literal["auto", "paired", "unpaired"] = "auto"
+    """auto: paired on the questions both versions answered (shadow or replay traffic)
+    when at least half the smaller side has a partner, else unpaired."""
+    every: str = "5m"
+    """The comparison is recomputed at most this often."""
+
+    _csv = field_validator("metrics", mode="before")(_split_csv)
+
+    @field_validator("window", "every")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @model_validator(mode="after")
+    def _two_versions(self) -> CanarySettings:
+        if self.baseline and self.baseline == self.candidate:
+            raise ValueError("canary.baseline and canary.candidate must differ")
+        return self
+
+
 class DecodeSettings(_Group):
     max_depth: int = Field(64, ge=2, le=200)
     """Deepest JSON nesting accepted in a message (the top-level object is 1); deeper ones
@@ -474,6 +522,7 @@ class Settings(BaseSettings):
     labels: LabelSettings = LabelSettings()
     alerting: AlertingSettings = AlertingSettings()
     slices: SliceSettings = SliceSettings()
+    canary: CanarySettings = CanarySettings()
     otel: OtelSettings = OtelSettings()
     evaluation_events: EvaluationEventsSettings = EvaluationEventsSettings()
     external: ExternalScoresSettings = ExternalScoresSettings()

@@ -351,6 +351,44 @@ def drift_rules() -> list[dict[str, Any]]:
     return out
 
 
+def _canary_value(family: str, fmt: str) -> str:
+    """An annotation fragment reading `family` of the alert's comparison."""
+    return (
+        f'{{{{ with printf "{family}{{metric=%q,baseline=%q,candidate=%q,window=%q}}" '
+        "$labels.metric $labels.baseline $labels.candidate $labels.window | query }}"
+        f'{{{{ with . | first }}}}{{{{ .Value | printf "{fmt}" }}}}{{{{ end }}}}{{{{ end }}}}'
+    )
+
+
+def canary_rule() -> dict[str, Any]:
+    """The canary job's verdict: the candidate significantly worse on a guarded metric
+    (`collector/jobs/canary.py`; the correction across metrics is already in it)."""
+    return {
+        "alert": "RagpulseCanaryWorse",
+        "expr": "max by (metric, baseline, candidate, window) (ragpulse_canary_worse) == 1",
+        "for": "10m",
+        "labels": {"severity": "critical", "tier": "canary"},
+        "annotations": {
+            "summary": "Version {{ $labels.candidate }} is worse than {{ $labels.baseline }} "
+            "on {{ $labels.metric }}",
+            "description": "Over the last {{ $labels.window }} the candidate's "
+            "{{ $labels.metric }} differs from the baseline's by "
+            + _canary_value("ragpulse_canary_diff", "%+.4f")
+            + " (95% CI "
+            + _canary_value("ragpulse_canary_diff_ci_lower", "%+.4f")
+            + " to "
+            + _canary_value("ragpulse_canary_diff_ci_upper", "%+.4f")
+            + "), significant after the correction across the guarded metrics; this "
+            "traffic detects differences of "
+            + _canary_value("ragpulse_canary_detectable_diff", "%.4f")
+            + " or more. Hold or roll back the rollout; `ragpulse compare --metric "
+            "{{ $labels.metric }} --a {{ $labels.baseline }} --b {{ $labels.candidate }} "
+            "--since {{ $labels.window }}` prints every guarded metric, and `ragpulse traces "
+            "--metric {{ $labels.metric }} --version {{ $labels.candidate }}` the worst traces.",
+        },
+    }
+
+
 def rules() -> dict[str, Any]:
     return {
         "groups": [
@@ -359,6 +397,7 @@ def rules() -> dict[str, Any]:
                 "rules": [threshold_rule(a) for a in THRESHOLD_ALERTS],
             },
             {"name": "ragpulse-quality-drift", "rules": drift_rules()},
+            {"name": "ragpulse-canary", "rules": [canary_rule()]},
         ]
     }
 

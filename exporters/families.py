@@ -29,6 +29,7 @@ from collector.jobs.drift import DETECTABLE, DRIFT_PREFIX
 from collector.jobs.judge_agreement import AGREEMENT_PREFIX, CORRECTED_PREFIX, THRESHOLD_WINDOW
 from collector.jobs.labels import LabelLimits
 from collector.jobs.publish import QualityPoint
+from exporters.canary import canary_families, is_canary
 from exporters.label_bounds import bound_points
 
 QUALITY_FAMILIES = (
@@ -134,6 +135,11 @@ def _is_agreement(point: QualityPoint) -> bool:
     return point.window.startswith((AGREEMENT_PREFIX, CORRECTED_PREFIX))
 
 
+def _own_family(point: QualityPoint) -> bool:
+    """Points of the jobs whose families are their own (not the group-label-bound ones)."""
+    return _is_agreement(point) or is_canary(point)
+
+
 def quality_families(
     points: Iterable[QualityPoint], group_labels: Sequence[str], limits: LabelLimits
 ) -> Iterator[GaugeMetricFamily]:
@@ -147,7 +153,7 @@ def quality_families(
     drift = GaugeMetricFamily(*DRIFT_FAMILY, labels=drift_labels)
     mde = GaugeMetricFamily(*MDE_FAMILY, labels=mde_labels)
     points = list(points)
-    bounded = bound_points((p for p in points if not _is_agreement(p)), group_labels, limits)
+    bounded = bound_points((p for p in points if not _own_family(p)), group_labels, limits)
     for labels, point in bounded.points:
         if point.window.startswith(DRIFT_PREFIX):
             if point.value is not None:
@@ -168,6 +174,7 @@ def quality_families(
     yield from families
     yield from (drift, mde)
     yield from agreement_families(p for p in points if _is_agreement(p))
+    yield from canary_families(p for p in points if is_canary(p))
     exported, dropped = (
         GaugeMetricFamily(name, doc, labels=["label"]) for name, doc in LABEL_FAMILIES
     )

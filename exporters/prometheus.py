@@ -24,6 +24,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.registry import Collector
 
 from collector.jobs.labels import Folding, LabelLimits
+from exporters.canary import canary_families
 from exporters.families import (
     DRIFT_FAMILY,
     LABEL_FAMILIES,
@@ -70,6 +71,7 @@ class QualityCollector(Collector):
         yield GaugeMetricFamily(DRIFT_FAMILY[0], DRIFT_FAMILY[1], labels=self._drift_labels)
         yield GaugeMetricFamily(MDE_FAMILY[0], MDE_FAMILY[1], labels=self._mde_labels)
         yield from agreement_families(())
+        yield from canary_families(())
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         yield from quality_families(self._cache.snapshot(), self._group_labels, self._limits)

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from collector.jobs import (
+    canary,
     embedding_quality,
     external,
     judge_agreement,
@@ -49,6 +50,7 @@ JOB_MODULES = (
     embedding_quality,
     retrieval_health,
     external,
+    canary,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
 JUDGE_JOBS = ("rag_quality", "judge_consistency")
@@ -80,9 +82,21 @@ def _with_metrics(definition: JobDefinition, metrics: tuple[str, ...]) -> JobDef
     return replace(definition, metrics=metrics)
 
 
+def metric_jobs(settings: Settings) -> dict[str, list[str]]:
+    """Metric -> the jobs storing its per-trace outcomes."""
+    out: dict[str, list[str]] = {}
+    for job, definition in definitions(settings).items():
+        if definition.factory is None:
+            for metric in definition.metrics:
+                out.setdefault(metric, []).append(job)
+    return out
+
+
 def ux_options(settings: Settings) -> dict[str, Any]:
     return {
         **settings.ux.model_dump(),
+        "canary": settings.canary.model_dump(),
+        "metric_jobs": metric_jobs(settings),
         "consistency_delta": settings.judge.consistency_delta,
         "min_agreement": settings.judge.min_agreement,
         "min_agreement_pairs": settings.judge.min_agreement_pairs,

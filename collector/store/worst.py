@@ -95,7 +95,7 @@ def _error(session: Session, metric: str, key: str = "error") -> ColumnElement[s
     return JobOutcome.outcomes.op("->")(literal(metric)).op("->>")(literal(key))
 
 
-def _slice_filters(session: Session, where: Mapping[str, str]) -> list[ColumnElement[bool]]:
+def slice_filters(session: Session, where: Mapping[str, str]) -> list[ColumnElement[bool]]:
     """`slice = value` for each item: the slice dimensions, or the group labels of rows
     stored before slices were (tenant is both)."""
     return [
@@ -137,7 +137,7 @@ def worst_traces(
         JobOutcome.job.in_(list(jobs)),
         JobOutcome.ts >= since,
         JobOutcome.ts < until,
-        *_slice_filters(session, where or {}),
+        *slice_filters(session, where or {}),
     )
     if errors:
         # A transient judge failure waiting for a retry is no error (yet).
