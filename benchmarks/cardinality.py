@@ -158,9 +158,7 @@ def scenario(workdir: Path, name: str, distinct: int, traces: int, now: datetime
     job_s, peak = _run(job, now)
     with engine.connect() as conn:
         results = conn.execute(select(func.count()).select_from(MetricResult)).scalar_one()
-    collector = QualityCollector(
-        cache, settings.scheduler.group_labels, label_limits(settings.labels)
-    )
+    collector = QualityCollector(cache, settings.scheduler.group_labels, label_limits(settings))
     render_ms, body = _render_ms(collector, cache)
     figures = Figures(name, distinct, results, _series(body), len(body), render_ms, job_s, peak)
     engine.dispose()

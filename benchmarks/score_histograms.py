@@ -124,7 +124,7 @@ def in_job(workdir: Path, traces: int, tenants: int) -> dict[str, Any]:
     settings = load_settings(database={"url": url})
     engine = make_engine(url)
     cache = ResultsCache()
-    observer = TimedObserver(ScoreHistograms("tenant", label_limits(settings.labels)))
+    observer = TimedObserver(ScoreHistograms("tenant", label_limits(settings)))
     env = job_environment(settings, engine, results=cache, embedder=None, judge=None)
     env.observers = (observer,)
     job = IncrementalJob(definitions(settings)[JOB], env)
@@ -134,9 +134,7 @@ def in_job(workdir: Path, traces: int, tenants: int) -> dict[str, Any]:
     if report.status != "ok" or observer.traces != traces:
         raise SystemExit(f"job run failed or observed {observer.traces} traces: {report}")
     job.publish()
-    quality = QualityCollector(
-        cache, settings.scheduler.group_labels, label_limits(settings.labels)
-    )
+    quality = QualityCollector(cache, settings.scheduler.group_labels, label_limits(settings))
     engine.dispose()
     return {
         "job_s": job_s,

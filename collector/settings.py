@@ -244,7 +244,9 @@ class ExporterSettings(_Group):
 
 class SchedulerSettings(_Group):
     windows: CSV = ["1h", "24h", "7d"]
-    group_labels: CSV = ["tenant"]
+    group_labels: CSV = ["tenant", "version"]
+    """Trace tags results are grouped by, one label at a time; `version` is the trace's
+    version as `versions.sources` makes it (not a raw tag)."""
     interval_s: float = Field(60.0, gt=0)
     initial_delay_s: float = Field(5.0, ge=0)
     """Seconds after start-up before the first run of each job (then every interval_s)."""
@@ -301,6 +303,30 @@ class LabelSettings(_Group):
     """Longer values are cut (with a hash of the whole, so they stay distinct)."""
     per_label: dict[str, LabelLimitSettings] = {}
     """Per label: its own `max_values` and/or an allow-list `values`."""
+
+
+class VersionSettings(_Group):
+    """What a trace's version is (`collector/jobs/versions.py`): the value of the `version`
+    group label and of the `version` slice of `ragpulse explain` / `traces --version`."""
+
+    sources: CSV = ["version"]
+    """Tag names whose values, in this order and joined by "/", make the version (a missing
+    one is "-"; none at all: no version). `model` is the trace's `model` field (the GenAI
+    model) unless a tag of that name exists: `retriever_version,prompt_version,model`."""
+    max_values: int = Field(10, ge=1, le=10_000)
+    """Versions that keep series of their own (the most frequent over the longest window);
+    the rest fold into `other`. `labels.per_label.version` overrides it."""
+
+    _csv = field_validator("sources", mode="before")(_split_csv)
+
+    @field_validator("sources")
+    @classmethod
+    def _sources(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one version source (a tag name) is needed")
+        if len(set(value)) != len(value):
+            raise ValueError("a version source is listed twice")
+        return value
 
 
 PAGE_METRICS = [
@@ -520,6 +546,7 @@ class Settings(BaseSettings):
     exporter: ExporterSettings = ExporterSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     labels: LabelSettings = LabelSettings()
+    versions: VersionSettings = VersionSettings()
     alerting: AlertingSettings = AlertingSettings()
     slices: SliceSettings = SliceSettings()
     canary: CanarySettings = CanarySettings()

@@ -20,7 +20,13 @@ HERE = Path(__file__).resolve().parent
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(HERE.parent))
 
-from dashboards import distributions, drift_rule_tests, metrics_view, quality_rules  # noqa: E402
+from dashboards import (  # noqa: E402
+    distributions,
+    drift_rule_tests,
+    metrics_view,
+    quality_rules,
+    versions,
+)
 from dashboards.metrics_view import BANDS, GOAL_METRICS, describe  # noqa: E402
 
 OUT = HERE / "grafana" / "dashboards"
@@ -28,10 +34,14 @@ RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 SEL = 'tenant=~"$tenant"'
+"""The score histograms' selector (labelled by the first group label only)."""
+QSEL = f'{SEL},version=""'
+"""The quality series' selector: the overall value or a tenant's, never a version's
+(results are grouped one label at a time; the versions row draws those)."""
 
 
 def _q(family: str, metric: str, window: str) -> str:
-    return f'{family}{{metric="{metric}",window="{window}",{SEL}}}'
+    return f'{family}{{metric="{metric}",window="{window}",{QSEL}}}'
 
 
 def _unit(metric: str) -> dict[str, Any]:
@@ -181,7 +191,7 @@ def _band(metric: str) -> dict[str, Any]:
     }
 
 
-def _templating(with_tenant: bool) -> dict[str, Any]:
+def _templating(with_tenant: bool, with_version: bool = False) -> dict[str, Any]:
     items: list[dict[str, Any]] = [
         {
             "name": "datasource",
@@ -213,11 +223,18 @@ def _templating(with_tenant: bool) -> dict[str, Any]:
                 "description": "All = the overall value over every tenant (tenant label empty).",
             }
         )
+    if with_version:
+        items.append(versions.variable(DS))
     return {"list": items}
 
 
 def _dashboard(
-    uid: str, title: str, panels: list[dict[str, Any]], tenant: bool, description: str
+    uid: str,
+    title: str,
+    panels: list[dict[str, Any]],
+    tenant: bool,
+    description: str,
+    version: bool = False,
 ) -> dict[str, Any]:
     return {
         "uid": uid,
@@ -230,7 +247,7 @@ def _dashboard(
         "refresh": "1m",
         "time": {"from": "now-24h", "to": "now"},
         "timezone": "utc",
-        "templating": _templating(tenant),
+        "templating": _templating(tenant, version),
         "annotations": {"list": []},
         "panels": panels,
     }
@@ -248,11 +265,11 @@ def alerting_row(layout: Layout) -> None:
             "threshold keeps false alarms within the weekly budget over all series together.",
             [
                 (
-                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="page",{SEL}}})',
+                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="page",{QSEL}}})',
                     "page {{metric}} {{tenant}}",
                 ),
                 (
-                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="ticket",{SEL}}})',
+                    f'max by (metric, tenant) (ragpulse_drift_score{{detector="ticket",{QSEL}}})',
                     "ticket {{metric}} {{tenant}}",
                 ),
             ],
@@ -267,7 +284,7 @@ def alerting_row(layout: Layout) -> None:
             "At each series' current volume, the relative drop the paging detector catches "
             "within alerting.page_within (LLM-judge metrics: judge_page_within) on average. "
             "Too large? More traffic sampled for it: `ragpulse plan --detect 10% --within 3h`.",
-            [(f"ragpulse_detectable_drop{{{SEL}}}", "{{metric}} {{tenant}}")],
+            [(f"ragpulse_detectable_drop{{{QSEL}}}", "{{metric}} {{tenant}}")],
             "percentunit",
         ),
         12,
@@ -295,6 +312,7 @@ def overview() -> dict[str, Any]:
             layout.add(_band(metric), 8, 8, 8 * (i % 3))
             if i % 3 == 2 or i == len(metrics) - 1:
                 layout.y += 8
+    versions_row(layout)
     alerting_row(layout)
     return _dashboard(
         "ragpulse-overview",
@@ -302,7 +320,21 @@ def overview() -> dict[str, Any]:
         layout.panels,
         True,
         "Quality of the RAG system per tier: the last hour with its 95% CI against the 7-day baseline.",
+        version=True,
     )
+
+
+def versions_row(layout: Layout) -> None:
+    """The guarded metrics per version (`dashboards/versions.py`): the latest 24h table,
+    then each metric's 1h value per version with its interval."""
+    layout.row("Versions: the guarded metrics per version")
+    layout.add(versions.latest_table(DS), 24, 8, 0)
+    layout.y += 8
+    metrics = versions.guarded()
+    for i, metric in enumerate(metrics):
+        layout.add(versions.over_time(metric, _unit(metric), DS), 8, 8, 8 * (i % 3))
+        if i % 3 == 2 or i == len(metrics) - 1:
+            layout.y += 8
 
 
 def _ts(
@@ -380,7 +412,7 @@ def judge_against_humans(layout: Layout) -> None:
                     "{{metric}} corrected",
                 ),
                 (
-                    'max by (metric) (ragpulse_metric_value{window="24h",tenant=""} and on (metric, window) ragpulse_metric_corrected)',
+                    'max by (metric) (ragpulse_metric_value{window="24h",tenant="",version=""} and on (metric, window) ragpulse_metric_corrected)',
                     "{{metric}} raw",
                 ),
             ],

@@ -33,6 +33,8 @@ _EXPLAINED = re.compile(
     r"\{\{ end \}\}\{\{ end \}\}"
 )
 SLICE = ("tenant acme, version v7", 0.8)
+VERSION = 'version="v7"'
+"""A version's group (no tenant): its series must never fire a window rule."""
 """The explanation (`ragpulse_change_attribution`, rank 1) the detector tests give."""
 
 
@@ -109,10 +111,13 @@ def _window_test(rule: dict[str, Any]) -> dict[str, Any]:
     pattern = re.search(r'metric=~"([^"]+)"', rule["expr"])
     assert pattern is not None
     metric = example(pattern.group(1))
-    higher = 'window="7d"} - ignoring' in rule["expr"]  # worse = the 24h value is lower
+    # worse = the 24h value is lower when the 7d value comes first
+    higher = re.search(r'window="7d"[^}]*\} - ignoring', rule["expr"]) is not None
     base, drifted = (0.80, 0.70) if higher else (0.10, 0.20)
+    steady = base + (0.004 if higher else -0.004)
     series = []
-    for tenant, day in (("acme", drifted), ("beta", base + (0.004 if higher else -0.004))):
+    # a version's series drifts too, but no alert reads version series
+    for group, day in (('tenant="acme"', drifted), ('tenant="beta"', steady), (VERSION, drifted)):
         for family, window, value in (
             ("ragpulse_metric_value", "7d", base),
             ("ragpulse_metric_value", "24h", day),
@@ -121,16 +126,13 @@ def _window_test(rule: dict[str, Any]) -> dict[str, Any]:
             ("ragpulse_metric_samples", "24h", 400),
         ):
             series.append(
-                (
-                    f'{family}{{metric="{metric}",window="{window}",tenant="{tenant}"}}',
-                    f"{value:g}x90",
-                )
+                (f'{family}{{metric="{metric}",window="{window}",{group}}}', f"{value:g}x90")
             )
     z = abs(drifted - base) / (0.04 / 3.92)  # standard errors from the 24h interval
     labels = {"metric": metric, "tenant": "acme"}
     return {
         "name": f"{rule['alert']} ({rule['labels']['tier']}, window rule): {metric} of one "
-        "tenant drifts worse for an hour; a steady tenant does not fire",
+        "tenant drifts worse for an hour; a steady tenant and a version do not fire",
         "interval": "1m",
         "input_series": [{"series": s, "values": v} for s, v in series],
         "alert_rule_test": [

@@ -32,6 +32,11 @@ HEADER = """\
 # better); counts (direction "none") have no drift rule.
 """
 
+OVERALL_OR_TENANT = 'version=""'
+"""Alerts read the overall and the tenants' series, not the versions' (`version` groups):
+a version's series starts and ends with its rollout, comparing versions is a canary's
+job, and the alerts' counts stay what they were before versions were a label."""
+
 TENANT = "{{ if $labels.tenant }} for tenant {{ $labels.tenant }}{{ end }}"
 TENANT_PAREN = "{{ if $labels.tenant }} (tenant {{ $labels.tenant }}){{ end }}"
 
@@ -150,7 +155,7 @@ def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
     judge's error against human labels (`ragpulse_metric_corrected`, overall) wins over
     the judge's raw mean where it exists (`or` keeps the raw per-tenant values)."""
     op = "<" if alert.direction == "higher" else ">"
-    selector = f'{{metric="{alert.metric}",window="{alert.window}"}}'
+    selector = f'{{metric="{alert.metric}",window="{alert.window}",{OVERALL_OR_TENANT}}}'
     value = f"ragpulse_metric_value{selector}"
     if alert.metric in LABEL_SCALES:
         value = f"(ragpulse_metric_corrected{selector} or {value})"
@@ -158,7 +163,7 @@ def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
         "alert": alert.name,
         "expr": (
             f"{value} {op} {_fmt(alert.threshold)} and on (metric, window, tenant) "
-            f"ragpulse_metric_samples >= {alert.min_samples}"
+            f"ragpulse_metric_samples{{{OVERALL_OR_TENANT}}} >= {alert.min_samples}"
         ),
         "for": alert.for_,
         "labels": {"severity": "warning", "tier": alert.tier},
@@ -319,8 +324,8 @@ def drift_rules() -> list[dict[str, Any]]:
     for direction, worse in (("higher", "below"), ("lower", "above")):
         for t, pattern in tier_patterns("dataset", direction).items():
             metric = f'metric=~"{pattern}",'
-            seven = f'ragpulse_metric_value{{{metric}window="7d"}}'
-            day = f'ragpulse_metric_value{{{metric}window="24h"}}'
+            seven = f'ragpulse_metric_value{{{metric}window="7d",{OVERALL_OR_TENANT}}}'
+            day = f'ragpulse_metric_value{{{metric}window="24h",{OVERALL_OR_TENANT}}}'
             worse_by = (
                 f"{seven} - ignoring (window) {day}"
                 if direction == "higher"

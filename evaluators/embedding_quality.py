@@ -77,7 +77,8 @@ def intra_cluster_similarity(
         raise UndefinedMetricError("no cluster has two or more members")
     pair_sums = (np.einsum("ij,ij->i", sums, sums) - sq_norms)[keep] / 2.0
     pairs = sizes[keep] * (sizes[keep] - 1) / 2.0
-    return np.asarray(pair_sums / pairs)
+    # a cluster of identical texts is 1 up to rounding, which the subtraction can push over
+    return np.asarray(np.clip(pair_sums / pairs, -1.0, 1.0))
 
 
 def inter_cluster_distance(embeddings: np.ndarray, labels: Sequence[object] | np.ndarray) -> float:

@@ -23,8 +23,9 @@ from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import definitions, ux_options
+from collector.jobs.versions import VERSION_LABEL
 from collector.jobs.windows import parse_windows
-from collector.settings import LabelSettings, Settings, parse_duration
+from collector.settings import Settings, parse_duration
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from evaluators.embedder import TextEncoder
@@ -109,9 +110,10 @@ def job_environment(
         results=results,
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
         to_sample=sample_mapper(settings),
-        label_limits=label_limits(settings.labels),
+        label_limits=label_limits(settings),
         drift=drift_config(settings),
         slice_dimensions=tuple(settings.slices.dimensions),
+        version_sources=tuple(settings.versions.sources),
         observers=tuple(observers),
         judge_transient_retries=settings.judge.transient_retries,
     )
@@ -154,17 +156,20 @@ def drift_config(settings: Settings) -> DriftConfig | None:
     )
 
 
-def label_limits(cfg: LabelSettings) -> LabelLimits:
+def label_limits(settings: Settings) -> LabelLimits:
     """The `labels` settings as the jobs' and exporter's `LabelLimits` (allow-listed values
-    cleaned the way tag values are, so they compare equal)."""
-    per_label = {}
+    cleaned the way tag values are, so they compare equal); the `version` label is bounded
+    by `versions.max_values` unless `labels.per_label.version` says otherwise."""
+    cfg = settings.labels
+    per_label = {VERSION_LABEL: LabelPolicy(settings.versions.max_values)}
     for label, limit in cfg.per_label.items():
         allow = None
         if limit.values is not None:
             allow = frozenset(
                 v for v in (clean_value(x, cfg.max_length) for x in limit.values) if v
             )
-        per_label[label] = LabelPolicy(limit.max_values or cfg.max_values, allow)
+        default = per_label[label].max_values if label in per_label else cfg.max_values
+        per_label[label] = LabelPolicy(limit.max_values or default, allow)
     return LabelLimits(LabelPolicy(cfg.max_values), MappingProxyType(per_label), cfg.max_length)
 
 

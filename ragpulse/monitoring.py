@@ -60,13 +60,13 @@ class Monitoring:
         self.telemetry = Telemetry(settings.otel)
         # Served pre-rendered next to the registry (see exporters/prometheus.py).
         self.quality = QualityCollector(
-            self.results, settings.scheduler.group_labels, label_limits(settings.labels)
+            self.results, settings.scheduler.group_labels, label_limits(settings)
         )
         # Per-trace score histograms with exemplars: fed by the jobs, so served only by a
         # process that schedules them (exporters/score_histograms.py).
         group_labels = settings.scheduler.group_labels
         self.histograms = ScoreHistograms(
-            group_labels[0] if group_labels else None, label_limits(settings.labels)
+            group_labels[0] if group_labels else None, label_limits(settings)
         )
         self.runner: JobRunner | None = None
         self.scheduler: Scheduler | None = None

@@ -25,6 +25,7 @@ from collector.jobs.labels import LabelLimits, choose_kept, clean_value, folded_
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo
+from collector.jobs.versions import VERSION_LABEL, version_of
 from collector.jobs.windows import OVERALL, Window, group_for
 from collector.store.models import Trace
 from evaluators.aggregate import Aggregate
@@ -59,6 +60,27 @@ def fold_tags(
         (ts, sample if t == sample.tags else replace(sample, tags=MappingProxyType(t)))
         for (ts, sample), t in zip(samples, tags, strict=True)
     ]
+
+
+def tag_versions(
+    samples: list[tuple[float, Sample]],
+    models: Sequence[str | None],
+    sources: Sequence[str],
+    max_length: int,
+) -> list[tuple[float, Sample]]:
+    """The samples with tag `version` set to their version (`versions.version_of`, from
+    their tags and their trace's `models`), or removed when they have none: the dataset
+    metrics' version groups are the per-trace ones."""
+    out = []
+    for (ts, sample), model in zip(samples, models, strict=True):
+        version = version_of(sample.tags, model, sources, max_length)
+        if sample.tags.get(VERSION_LABEL) != version:
+            tags = {k: v for k, v in sample.tags.items() if k != VERSION_LABEL}
+            if version is not None:
+                tags[VERSION_LABEL] = version
+            sample = replace(sample, tags=MappingProxyType(tags))
+        out.append((ts, sample))
+    return out
 
 
 class DatasetMetrics:
@@ -97,23 +119,29 @@ class DatasetMetrics:
         longest = now - timedelta(seconds=self.longest_s)
         narrow = self.definition.dataset_candidates or self.definition.candidates
         query = narrow(
-            select(Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp).where(
+            select(Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp, Trace.model).where(
                 Trace.timestamp >= longest, Trace.timestamp <= now
             )
         )
         keys = []
         ts_of: dict[str, float] = {}
-        for row_id, trace_id, updated, ts in session.execute(
+        model_of: dict[str, str | None] = {}
+        for row_id, trace_id, updated, ts, model in session.execute(
             query.order_by(Trace.timestamp.desc()).limit(self.definition.dataset_cap)
         ):
             keys.append((row_id, trace_id, epoch(updated)))
             ts_of[trace_id] = epoch(ts)
-        samples = [
-            (ts_of[trace_id], sample)
-            for trace_id, sample in self.memo.samples(session, keys, version_s)
-        ]
-        if self.definition.dataset_groups and self.env.group_labels:
-            samples = fold_tags(samples, self.env.group_labels, self.env.label_limits)
+            model_of[trace_id] = model
+        found = self.memo.samples(session, keys, version_s)
+        samples = [(ts_of[trace_id], sample) for trace_id, sample in found]
+        labels = self.env.group_labels
+        if self.definition.dataset_groups and labels:
+            if VERSION_LABEL in labels:
+                models = [model_of[trace_id] for trace_id, _ in found]
+                samples = tag_versions(
+                    samples, models, self.env.version_sources, self.env.label_limits.max_length
+                )
+            samples = fold_tags(samples, labels, self.env.label_limits)
         # `samples` is newest first, so a window's subset is a prefix of it; windows whose
         # prefixes are equally long (all candidates are recent) share one evaluation.
         done: dict[int, list[WindowAggregate]] = {}

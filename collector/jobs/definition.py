@@ -22,6 +22,7 @@ from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.seams import SampleMapper
 from collector.jobs.slices import DEFAULT_DIMENSIONS
+from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import Window
 from evaluators.embedder import TextEncoder
 from evaluators.judge.protocol import Judge
@@ -76,6 +77,8 @@ class JobEnvironment:
     """The drift detectors run on every per-sample metric with a direction (None: off)."""
     slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS
     """Stored with each trace's outcomes for `ragpulse explain` (`slices.py`)."""
+    version_sources: Sequence[str] = DEFAULT_SOURCES
+    """The tags that make a trace's version, the `version` label and slice (`versions.py`)."""
     observers: Sequence[OutcomeObserver] = ()
     """Told of every run's new per-trace outcomes after the commit (`observers.py`)."""
     to_sample: SampleMapper | None = None

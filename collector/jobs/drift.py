@@ -1,16 +1,17 @@
 """Drift detectors over a job's per-trace outcomes: one CUSUM per metric, group, detector.
 
 Every run, for each per-sample metric with a direction and each group (overall, kept label
-values, `other`), the traces of the last `span` are tested against the baseline of the
-rest of the longest window (`evaluators.drift`): their scores, standardised by the
-baseline's mean and spread and signed so that positive is worse, feed a one-sided CUSUM
-tuned to a relative shift of `Detector.relative_shift`. Its threshold `h` is set so the
-detector pages falsely at most `false_alarms_per_week` times a week over all its series
-together (family-wise: each of the N series gets an in-control run length of N times its
-weekly volume over that budget), so a quiet week stays quiet at any traffic volume and the
-threshold needs no hand tuning. Latencies (unit `ms`) are judged on the log scale with a
-median/MAD baseline: a shift there is a shift of every quantile, not of a mean that one
-slow outlier moves.
+values, `other`; not the `version` groups: `DriftConfig.unwatched_labels`), the traces of
+the last `span` are tested against the baseline of the rest of the longest window
+(`evaluators.drift`): their scores, standardised by the baseline's mean and spread and
+signed so that positive is worse, feed a one-sided CUSUM tuned to a relative shift of
+`Detector.relative_shift`. Its threshold `h` is set so the detector pages falsely at most
+`false_alarms_per_week` times a week over all its series together (family-wise: each of
+the N series gets an in-control run length of N times its weekly volume over that
+budget), so a quiet week stays quiet at any traffic volume and the threshold needs no
+hand tuning. Latencies (unit `ms`) are judged on the log scale with a median/MAD
+baseline: a shift there is a shift of every quantile, not of a mean that one slow
+outlier moves.
 
 Nothing is kept between runs: the statistic is recomputed from the outcome columns, so a
 restart, a replica or a back-fill at a past time gives the same number. Each series
@@ -31,6 +32,7 @@ import numpy as np
 
 from collector.jobs.drift_scores import Reference, reference, shift, steps
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.versions import VERSION_LABEL
 from collector.jobs.windows import Group, Window
 from evaluators.aggregate import Aggregate
 from evaluators.drift import cusum, detectable_shift, threshold
@@ -78,6 +80,10 @@ class DriftConfig:
     """Series with fewer baseline scores get no statistic (n = 0 points)."""
     every_s: float = 0.0
     """A job recomputes its detectors at most this often (0: every run)."""
+    unwatched_labels: frozenset[str] = frozenset({VERSION_LABEL})
+    """Group labels whose groups get no detector: a version's series starts and ends with
+    its rollout (comparing versions is a canary's job), and leaving them out keeps the
+    family of series, hence every threshold and the false-alarm budget, as it was."""
 
 
 @lru_cache(maxsize=4096)
@@ -114,6 +120,8 @@ def drift_points(
     # only its group's rows (a run over a million rows costs a gather per metric and group).
     groups = []
     for group, mask in columns.groups_in(selected, folds):
+        if not config.unwatched_labels.isdisjoint(group.labels):
+            continue
         rows = np.flatnonzero(mask)
         rows = rows[np.argsort(ts[rows], kind="stable")]
         groups.append((group, rows, ts[rows], ts[rows] >= recent_from))

@@ -109,6 +109,7 @@ class IncrementalJob:
             env.group_labels,
             self._longest + history_s,
             env.slice_dimensions,
+            env.version_sources,
         )
         if definition.uses_judge:
             self._cursor.retry = RetryPolicy(env.judge_transient_retries)

@@ -162,7 +162,7 @@ class ExternalJob(IncrementalJob):
 
     def _changed(self, session: Session, now: datetime) -> Sequence[Any]:
         t = Trace
-        query = select(t.trace_id, t.timestamp, t.updated_at, t.tags, t.evaluations).where(
+        query = select(t.trace_id, t.timestamp, t.updated_at, t.tags, t.model, t.evaluations).where(
             t.evaluations.is_not(None)
         )
         if not self._loaded or self.watermark is None:
@@ -219,7 +219,13 @@ class ExternalJob(IncrementalJob):
                 outcomes[slot] = outcome
         if pooled:
             outcomes[self._other_slot] = _pool(pooled)
-        groups = group_values(row.tags, self.env.group_labels, self.columns.max_length)
+        groups = group_values(
+            row.tags,
+            self.env.group_labels,
+            self.columns.max_length,
+            model=row.model,
+            version_sources=self.env.version_sources,
+        )
         self.columns.put(
             row.trace_id, epoch(row.updated_at), epoch(row.timestamp), groups, outcomes
         )

@@ -9,7 +9,7 @@ traces behind that series; the explanation the application sent is the reason.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.external import metric_name
 from collector.jobs.slices import slice_values
+from collector.jobs.versions import DEFAULT_SOURCES
 from collector.store.models import Trace
 from collector.store.worst import Order, TraceScore
 
@@ -35,6 +36,7 @@ def worst_external(
     where: Mapping[str, str] | None = None,
     errors: bool = False,
     max_name_length: int = MAX_NAME_LENGTH,
+    version_sources: Sequence[str] = DEFAULT_SOURCES,
 ) -> list[TraceScore]:
     """Like `collector.store.worst.worst_traces`, for an `external:<name>` metric."""
     query = select(
@@ -46,7 +48,11 @@ def worst_external(
         if result is None:
             continue
         slices = slice_values(
-            tags, model=model, question=question, dimensions=tuple(where or ()) or ("tenant",)
+            tags,
+            model=model,
+            question=question,
+            dimensions=tuple(where or ()) or ("tenant",),
+            version_sources=version_sources,
         )
         if any(slices.get(k) != v for k, v in (where or {}).items()):
             continue

@@ -1,7 +1,8 @@
 """A trace's slice dimensions: what `ragpulse explain` attributes a metric's change to.
 
 Dimensions are configured (`slices.dimensions`; default tenant, model, version,
-language). A dimension's value is the trace's tag of that name; `model` falls back to
+language). A dimension's value is the trace's tag of that name; `version` is the trace's
+version (`versions.version_of`, configured by `versions.sources`), `model` falls back to
 the trace's `model` field and `language` to the script of the question (Cyrillic or
 Latin letters: "ru" / "en"; neither: "other"), so a Russian-and-English bot is sliced by
 language without tagging. Values are cleaned like label values (`labels.clean_value`);
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
+from collector.jobs.versions import DEFAULT_SOURCES, VERSION_LABEL, version_of
 
 DEFAULT_DIMENSIONS = ("tenant", "model", "version", "language")
 
@@ -38,10 +40,17 @@ def slice_values(
     question: str | None,
     dimensions: Sequence[str],
     max_length: int = DEFAULT_MAX_LENGTH,
+    version_sources: Sequence[str] = DEFAULT_SOURCES,
 ) -> dict[str, str]:
-    """The trace's value of each dimension it has (cleaned)."""
+    """The trace's value of each dimension it has (cleaned); `version` is the trace's
+    version (`versions.version_of`), the same value as its `version` group label."""
     out: dict[str, str] = {}
     for dim in dimensions:
+        if dim == VERSION_LABEL:
+            version = version_of(tags, model, version_sources, max_length)
+            if version is not None:
+                out[dim] = version
+            continue
         raw = (tags or {}).get(dim)
         if raw is None and dim == "model":
             raw = model

@@ -29,6 +29,7 @@ from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.retry import MARKER_PATTERN, RetryPolicy, Waiting, waiting_of
 from collector.jobs.seams import StoredTrace
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
+from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import group_values
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
@@ -73,9 +74,11 @@ class TraceCursor:
         group_labels: Sequence[str],
         longest_s: float,
         slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS,
+        version_sources: Sequence[str] = DEFAULT_SOURCES,
     ) -> None:
         self.job = job
         self.slice_dimensions = slice_dimensions
+        self.version_sources = version_sources
         self.columns = columns
         self.group_labels = group_labels
         self.longest_s = longest_s
@@ -203,7 +206,14 @@ class TraceCursor:
         records = []
         evaluated = []
         for i, row in enumerate(rows):
-            groups = group_values(row.tags, self.group_labels, self.columns.max_length)
+            model = getattr(row, "model", None)
+            groups = group_values(
+                row.tags,
+                self.group_labels,
+                self.columns.max_length,
+                model=model,
+                version_sources=self.version_sources,
+            )
             version = epoch(row.updated_at)
             before = self.retrying.get(row.trace_id)
             if before is not None and before.version != version:
@@ -238,10 +248,11 @@ class TraceCursor:
                     "outcomes": sorted_.stored,
                     "slices": slice_values(
                         row.tags,
-                        model=getattr(row, "model", None),
+                        model=model,
                         question=row.question,
                         dimensions=self.slice_dimensions,
                         max_length=self.columns.max_length,
+                        version_sources=self.version_sources,
                     )
                     or None,
                 }

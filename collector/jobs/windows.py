@@ -1,9 +1,10 @@
 """Time windows (`1h`, `24h`, `7d`) and the groups a trace is counted in.
 
 A trace counts in the overall group (key "") and, for each configured group label that
-its tags carry (e.g. `tenant`), in the group `label=value`. Groups are one label at a
-time, not the cross product, so the number of series stays proportional to the values,
-and values are cleaned and bounded per label (`collector.jobs.labels`).
+its tags carry (e.g. `tenant`; `version` is derived, `collector.jobs.versions`), in the
+group `label=value`. Groups are one label at a time, not the cross product, so the
+number of series stays proportional to the values, and values are cleaned and bounded
+per label (`collector.jobs.labels`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
+from collector.jobs.versions import DEFAULT_SOURCES, VERSION_LABEL, version_of
 from collector.settings import parse_duration
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
@@ -48,15 +50,20 @@ def group_values(
     tags: Mapping[str, Any] | None,
     group_labels: Sequence[str],
     max_length: int = DEFAULT_MAX_LENGTH,
+    *,
+    model: str | None = None,
+    version_sources: Sequence[str] = DEFAULT_SOURCES,
 ) -> dict[str, str]:
     """The configured labels' values in a trace's tags, cleaned for use as label values
-    (`labels.clean_value`); labels it lacks, or whose value cleans to nothing, are left out."""
-    if not tags:
-        return {}
+    (`labels.clean_value`); labels it lacks, or whose value cleans to nothing, are left out.
+    `version` is the trace's version (`versions.version_of`), not a tag of that name."""
     out = {}
     for label in group_labels:
-        raw = tags.get(label)
-        value = None if raw is None else clean_value(raw, max_length)
+        if label == VERSION_LABEL:
+            value = version_of(tags, model, version_sources, max_length)
+        else:
+            raw = None if not tags else tags.get(label)
+            value = None if raw is None else clean_value(raw, max_length)
         if value is not None:
             out[label] = value
     return out

@@ -77,6 +77,8 @@ class Panel:
     overrides: Mapping[str, Mapping[str, Any]]
     options: Mapping[str, Any]
     custom: Mapping[str, Any] = field(default_factory=dict)
+    pattern_overrides: tuple[tuple[re.Pattern[str], Mapping[str, Any]], ...] = ()
+    """`byRegexp` overrides: (pattern, properties), matched against a series' name."""
 
     def threshold_color(self, value: float) -> str | None:
         """The colour of the last step whose value is <= `value` (Grafana's rule)."""
@@ -87,8 +89,14 @@ class Panel:
         return color
 
     def series_props(self, name: str) -> Mapping[str, Any]:
-        """Override properties of a series by its display name (`byName` matchers)."""
-        return self.overrides.get(name, {})
+        """Override properties of a series by its display name (`byRegexp` matchers, then
+        `byName` ones, which win)."""
+        props: dict[str, Any] = {}
+        for pattern, matched in self.pattern_overrides:
+            if pattern.search(name):
+                props.update(matched)
+        props.update(self.overrides.get(name, {}))
+        return props
 
 
 @dataclass(frozen=True)
@@ -170,13 +178,21 @@ def _panel(item: Mapping[str, Any], row: str) -> Panel:
     custom = defaults.get("custom") or {}
     steps = (defaults.get("thresholds") or {}).get("steps") or []
     overrides: dict[str, dict[str, Any]] = {}
+    patterns: list[tuple[re.Pattern[str], Mapping[str, Any]]] = []
     for override in config.get("overrides") or []:
         matcher = override.get("matcher") or {}
+        # `custom.lineWidth` and the panel-wide `custom` block share one namespace.
+        found = {
+            str(prop.get("id")).removeprefix("custom."): prop.get("value")
+            for prop in override.get("properties") or []
+        }
         if matcher.get("id") == "byName":
-            props = overrides.setdefault(str(matcher.get("options")), {})
-            for prop in override.get("properties") or []:
-                # `custom.lineWidth` and the panel-wide `custom` block share one namespace.
-                props[str(prop.get("id")).removeprefix("custom.")] = prop.get("value")
+            overrides.setdefault(str(matcher.get("options")), {}).update(found)
+        elif matcher.get("id") == "byRegexp":
+            try:
+                patterns.append((re.compile(str(matcher.get("options"))), found))
+            except re.error:
+                continue  # Grafana ignores a matcher it cannot compile too
     targets = tuple(
         Target(
             ref_id=str(t.get("refId", chr(65 + i))),
@@ -207,6 +223,7 @@ def _panel(item: Mapping[str, Any], row: str) -> Panel:
         overrides=overrides,
         options=item.get("options") or {},
         custom=custom,
+        pattern_overrides=tuple(patterns),
     )
 
 

@@ -166,16 +166,21 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
     props = {**panel.custom, **panel.series_props(item.name)}
     fixed = (props.get("color") or {}) if isinstance(props.get("color"), dict) else {}
     owner = next((n for n in colors if item.name.startswith(n + " ")), None)
-    band = props.get("fillBelowTo") is not None or props.get("lineWidth") == 0
+    hidden = props.get("hideFrom") or {}
+    # a CI band, or a bound kept out of the legend, takes the colour of the line it belongs to
+    band = (
+        props.get("fillBelowTo") is not None
+        or props.get("lineWidth") == 0
+        or bool(hidden.get("legend"))
+    )
     if fixed.get("fixedColor"):
         color = css_color(str(fixed["fixedColor"]))
-    elif owner is not None and band:  # a CI band takes the colour of the line it surrounds
+    elif owner is not None and band:
         color = colors[owner]
     else:
         color = PALETTE[index % len(PALETTE)]
     style = props.get("lineStyle") or {}
     dash = {"dash": "6 4", "dot": "2 3"}.get(str(style.get("fill"))) if style else None
-    hidden = props.get("hideFrom") or {}
     opacity = props.get("fillOpacity")
     return Line(
         name=item.name,

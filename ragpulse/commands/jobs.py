@@ -143,7 +143,7 @@ def backfill_jobs(args: argparse.Namespace) -> int:
         from exporters.openmetrics import OpenMetricsWriter
 
         writer = OpenMetricsWriter(
-            args.output, settings.scheduler.group_labels, label_limits(settings.labels)
+            args.output, settings.scheduler.group_labels, label_limits(settings)
         )
     try:
         env = job_environment(settings, engine, judge=None)

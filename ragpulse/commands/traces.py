@@ -107,7 +107,10 @@ def list_worst(args: argparse.Namespace) -> int:
                 from collector.jobs.external_traces import worst_external
 
                 finder = worst_external
-                extra = {"max_name_length": settings.external.max_name_length}
+                extra = {
+                    "max_name_length": settings.external.max_name_length,
+                    "version_sources": tuple(settings.versions.sources),
+                }
             found = finder(
                 session,
                 metric=target.metric,

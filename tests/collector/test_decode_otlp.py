@@ -10,7 +10,7 @@ import pytest
 
 from collector.ingest.decode.errors import DecodeError
 from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
-from collector.ingest.decode.otlp_mapping import record_from_spans
+from collector.ingest.decode.otlp_mapping import record_from_spans, summarize_span
 from collector.ingest.otlp_store import merge_span_sets
 from tests.collector.otlp_traces import (
     ANSWER,
@@ -172,3 +172,14 @@ def test_oversized() -> None:
     with pytest.raises(DecodeError) as info:
         decode_otlp_message(value, max_bytes=100)
     assert info.value.reason == "oversized"
+
+
+def test_service_version_is_the_version_tag_unless_a_span_tags_one() -> None:
+    """The resource's `service.version` becomes `tags.version` (the default version
+    source), as `service.name` becomes `tags.service`; a `ragpulse.tag.version` wins."""
+    resource = {"service.name": "rag-app", "service.version": "2.4.0"}
+    span = summarize_span({}, parent="", name="rag", start_ns=0, end_ns=1, resource=resource)
+    assert span["tags"] == {"service": "rag-app", "version": "2.4.0"}
+    tagged = {"ragpulse.tag.version": "canary-7"}
+    span = summarize_span(tagged, parent="", name="rag", start_ns=0, end_ns=1, resource=resource)
+    assert span["tags"] == {"service": "rag-app", "version": "canary-7"}

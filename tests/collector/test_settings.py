@@ -117,7 +117,7 @@ def test_label_bounds_from_yaml_and_environment(
         'labels:\n  max_values: 20\n  per_label:\n    tenant: {values: [acme, " globex\\n"]}\n'
     )
     monkeypatch.setenv("RAGPULSE_LABELS__PER_LABEL__MODEL__MAX_VALUES", "3")
-    limits = label_limits(load_settings(config).labels)
+    limits = label_limits(load_settings(config))
     assert limits.policy("tenant").allow == {"acme", "globex"}  # cleaned like tag values
     assert limits.policy("model").max_values == 3 and limits.policy("model").allow is None
     assert limits.policy("lang").max_values == 20
@@ -145,3 +145,25 @@ def test_strict_threshold_mode_from_the_environment(monkeypatch: pytest.MonkeyPa
     s = load_settings()
     assert s.ux.threshold_mode == "strict"
     assert s.ux.model_dump()["threshold_mode"] == "strict"  # what the metrics' options get
+
+
+def test_versions_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ragpulse.job_setup import label_limits
+
+    defaults = load_settings()
+    assert defaults.scheduler.group_labels == ["tenant", "version"]
+    assert (defaults.versions.sources, defaults.versions.max_values) == (["version"], 10)
+    monkeypatch.setenv("RAGPULSE_VERSIONS__SOURCES", "retriever_version, prompt_version,model")
+    monkeypatch.setenv("RAGPULSE_VERSIONS__MAX_VALUES", "4")
+    s = load_settings()
+    assert s.versions.sources == ["retriever_version", "prompt_version", "model"]
+    assert label_limits(s).policy("version").max_values == 4
+    # labels.per_label.version wins over versions.max_values
+    monkeypatch.setenv("RAGPULSE_LABELS__PER_LABEL__VERSION__MAX_VALUES", "7")
+    assert label_limits(load_settings()).policy("version").max_values == 7
+    monkeypatch.setenv("RAGPULSE_VERSIONS__SOURCES", "v,v")
+    with pytest.raises(ConfigError, match="listed twice"):
+        load_settings()
+    monkeypatch.setenv("RAGPULSE_VERSIONS__SOURCES", " , ")
+    with pytest.raises(ConfigError, match="at least one version source"):
+        load_settings()

@@ -15,7 +15,7 @@ import yaml
 
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
-from dashboards import build, metrics_view, quality_rules
+from dashboards import build, metrics_view, quality_rules, versions
 from evaluators.registry import FAMILIES, MetricSpec, describe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,10 +63,13 @@ def test_every_metric_the_scheduled_jobs_produce_has_a_panel() -> None:
         "retrieval_empty_rate",
         *(f"{m}@{k}" for m in ("recall", "precision") for k in (1, 3, 5, 10)),
     } <= produced
-    timeseries = [  # one per metric (the alerting row's panels draw the detectors)
+    timeseries = [  # one per metric (the alerting row draws the detectors, the versions
+        # row the guarded metrics per version)
         p
         for p in _panels()
-        if p["type"] == "timeseries" and "ragpulse_metric_" in p["targets"][0]["expr"]
+        if p["type"] == "timeseries"
+        and "ragpulse_metric_" in p["targets"][0]["expr"]
+        and versions.SELECTOR not in p["targets"][0]["expr"]
     ]
     drawn = set().union(*(_metrics_of(p) for p in timeseries))
     assert sorted(produced - drawn) == []
@@ -238,3 +241,41 @@ def test_overview_panels_do_not_overlap() -> None:
                 assert (x, y) not in taken, (panel["title"], taken.get((x, y)))
                 taken[(x, y)] = panel["title"]
         assert grid["x"] + grid["w"] <= 24
+
+
+def test_the_versions_row_draws_the_guarded_metrics_per_version() -> None:
+    """Every metric an alert guards (computed per group) has a per-version panel with its
+    interval, the table has its 24h value, CI and n per version, and every other quality
+    panel reads the overall or a tenant's series only (version empty)."""
+    board = json.loads(OVERVIEW.read_text())
+    names = [v["name"] for v in board["templating"]["list"]]
+    assert names == ["datasource", "tenant", "version"]
+    guarded = versions.guarded()
+    assert {"hit_rate@1", "mrr", "ndcg@10", "faithfulness", "e2e_score"} <= set(guarded)
+    assert "judge_consistency" not in guarded  # computed overall only
+    per_version = [p for p in _panels() if versions.SELECTOR in p["targets"][0]["expr"]]
+    lines = {next(iter(_metrics_of(p))): p for p in per_version if p["type"] == "timeseries"}
+    assert sorted(lines) == sorted(guarded)
+    for metric, panel in lines.items():
+        families = [t["expr"].split("{")[0] for t in panel["targets"]]
+        expected = ["ragpulse_metric_value"]
+        if describe(metric).interval:
+            expected += ["ragpulse_metric_ci_lower", "ragpulse_metric_ci_upper"]
+        assert families == expected, metric
+        assert all('window="1h"' in t["expr"] for t in panel["targets"])
+    (table,) = [p for p in per_version if p["type"] == "table"]
+    assert [t["expr"].split("{")[0] for t in table["targets"]] == [
+        "ragpulse_metric_value",
+        "ragpulse_metric_ci_lower",
+        "ragpulse_metric_ci_upper",
+        "ragpulse_metric_samples",
+    ]
+    assert all(t["instant"] and 'window="24h"' in t["expr"] for t in table["targets"])
+    others = [
+        t["expr"]
+        for p in _panels()
+        if p not in per_version
+        for t in p["targets"]
+        if "ragpulse_metric_" in t["expr"]
+    ]
+    assert others and all('version=""' in e for e in others)

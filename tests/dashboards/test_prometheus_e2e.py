@@ -62,7 +62,7 @@ def _traffic(engine: Engine) -> None:
                 judge_latency_ms=100.0 + i,
                 cache_hit=bool(i % 5 == 0),
                 cache_similarity=0.9,
-                tags={"tenant": tenant},
+                tags={"tenant": tenant, "version": "v2" if i % 3 else "v1"},
             )
             # human labels (judge_agreement's agreement and corrected series)
             for metric, value in (("e2e_score", (i % 5) / 4), ("context_relevance", i % 3)):
@@ -93,8 +93,10 @@ def _panel_exprs() -> list[tuple[str, str]]:
         for panel in board["panels"]:
             for target in panel.get("targets", []):
                 expr = target["expr"]
-                expr = expr.replace('tenant=~"$tenant"', 'tenant=~""').replace(
-                    "$__rate_interval", "30s"
+                expr = (
+                    expr.replace('tenant=~"$tenant"', 'tenant=~""')
+                    .replace('version=~"$version"', 'version=~".+"')
+                    .replace("$__rate_interval", "30s")
                 )
                 assert "$" not in expr, expr
                 exprs.append((f"{path.name}: {panel['title']}", expr))
@@ -161,6 +163,12 @@ def test_dashboards_and_rules_on_a_real_prometheus(
             (where, expr) for where, expr in _panel_exprs() if not prom.wait_for(expr, timeout=5)
         ]
         assert missing == []
+        # versions are a group label: a series per version; where both group labels are
+        # empty, the overall value alone
+        query = 'ragpulse_metric_value{metric="hit_rate@1",window="24h",tenant="",version=""}'
+        assert len(prom.query(query)) == 1
+        versioned = prom.query('ragpulse_metric_value{metric="hit_rate@1",version!=""}')
+        assert {s["metric"]["version"] for s in versioned} == {"v1", "v2"}
         # Every value lies within the range its registered unit declares.
         outside = []
         for series in prom.query("ragpulse_metric_value"):

@@ -134,3 +134,13 @@ def test_fewer_than_two_clusters_is_skipped_with_a_reason() -> None:
     assert isinstance(out, Skipped) and "fewer than 2 clusters" in out.reason
     n = eq._n_clusters(samples, ctx, None)
     assert isinstance(n, DatasetValue) and n.value == 1
+
+
+def test_identical_texts_are_at_most_fully_similar() -> None:
+    """(|Σu|² - Σ|u|²) / 2 rounds above 1 for most clusters of identical vectors (seen on
+    a small version group live): the value is clipped to the cosine's range."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = np.repeat(rng.normal(size=(1, 384)).astype(np.float32), 5, axis=0)
+        value = float(eq.intra_cluster_similarity(x, [0] * 5)[0])
+        assert 1.0 - 1e-12 <= value <= 1.0

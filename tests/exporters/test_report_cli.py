@@ -94,7 +94,13 @@ def test_grafana_variables_legends_and_units() -> None:
 
 def test_thresholds_and_tenant_default_come_from_the_shipped_json() -> None:
     board = load_dashboard(SHIPPED / "overview.json")
-    assert {v.name: v.default for v in board.variables} == {"tenant": ""}  # All = overall
+    # All tenants = the overall value; All versions = every version's series
+    assert {v.name: v.default for v in board.variables} == {"tenant": "", "version": ".+"}
+    # the versions row's interval bounds are styled by a regex matcher on their names
+    per_version = next(p for p in board.panels if p.title == "mrr per version (1h, 95% CI)")
+    assert per_version.series_props("v7 CI lower")["hideFrom"]["legend"] is True
+    assert per_version.series_props("v7 CI upper")["lineStyle"]["fill"] == "dash"
+    assert per_version.series_props("v7") == {}
     raw = json.loads((SHIPPED / "overview.json").read_text())
     checked = 0
     for item in raw["panels"]:

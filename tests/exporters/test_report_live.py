@@ -238,13 +238,19 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         # The panel's own PromQL, with the dashboard variables filled in as Grafana does.
         assert len(shown["queries"]) == len(panel.targets)
         for target, query in zip(panel.targets, shown["queries"], strict=True):
-            pattern = target.expr.replace('tenant=~"$tenant"', 'tenant=~""').replace("$w", "1h")
+            pattern = (
+                target.expr.replace('tenant=~"$tenant"', 'tenant=~""')
+                .replace('version=~"$version"', 'version=~".+"')
+                .replace("$w", "1h")
+            )
             expected = re.escape(pattern).replace(re.escape("$__rate_interval"), r"\d+s")
             assert re.fullmatch(expected, query), (query, pattern)
         if panel.type in ("stat", "gauge"):
             assert shown["stats"], panel.title
             for value, color in shown["stats"]:
                 assert color == panel.threshold_color(value) or not panel.thresholds
+        elif panel.type == "table" and panel.row.startswith("Versions"):
+            assert shown["rows"] >= 8  # value, CI and n of the traffic's two versions
         elif panel.type == "table":
             assert shown["rows"] == 2  # the two tenants of the traffic
         else:

@@ -41,5 +41,8 @@ def test_jobs_run_json_reports_label_folding(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     (report,) = json.loads(done.stdout)
     assert report["status"] == "ok" and report["new_traces"] == 8
-    assert report["labels"] == {"tenant": {"seen": 5, "kept": 2, "folded": 3}}
+    assert report["labels"] == {
+        "tenant": {"seen": 5, "kept": 2, "folded": 3},
+        "version": {"seen": 0, "kept": 0, "folded": 0},  # a group label by default
+    }
     assert "fold into 'other'" in done.stderr

@@ -24,6 +24,8 @@ from collector.store.records import ContextRecord, TraceRecord
 
 _CHAIN_KINDS = frozenset({"CHAIN", "AGENT"})
 _TAG_PREFIX = "ragpulse.tag."
+RESOURCE_TAGS = (("service.name", "service"), ("service.version", "version"))
+"""Resource attributes kept as tags (a `ragpulse.tag.<name>` span attribute wins)."""
 SHOWN_URL_ATTRIBUTE = "ragpulse.shown_url"
 """Span attribute (string or string array) carrying the trace field `shown_url`."""
 
@@ -99,9 +101,12 @@ def summarize_span(
                 issues.keep(f"tags.{k[len(_TAG_PREFIX) :]}", _as_text(v))
             else:
                 tags[k[len(_TAG_PREFIX) :]] = v
-    service = resource.get("service.name")
-    if isinstance(service, str):
-        tags.setdefault("service", service)
+    # the application's own resource attributes, unless a tag says otherwise: the
+    # deployed service.version is a version (`versions.sources`, default `version`)
+    for attribute, tag in RESOURCE_TAGS:
+        value = resource.get(attribute)
+        if isinstance(value, str):
+            tags.setdefault(tag, value)
     if tags:
         out["tags"] = tags
     if issues:
