@@ -21,6 +21,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(HERE.parent))
 
 from dashboards import (  # noqa: E402
+    canary_panels,
     distributions,
     drift_rule_tests,
     metrics_view,
@@ -329,6 +330,9 @@ def versions_row(layout: Layout) -> None:
     then each metric's 1h value per version with its interval."""
     layout.row("Versions: the guarded metrics per version")
     layout.add(versions.latest_table(DS), 24, 8, 0)
+    layout.y += 8
+    layout.add(canary_panels.latest_table(DS), 12, 8, 0)
+    layout.add(canary_panels.over_time(DS), 12, 8, 12)
     layout.y += 8
     metrics = versions.guarded()
     for i, metric in enumerate(metrics):

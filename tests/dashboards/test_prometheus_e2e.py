@@ -117,6 +117,7 @@ def test_dashboards_and_rules_on_a_real_prometheus(
             "max_usd_per_day": 5.0,
         },
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40},
+        canary={"min_traces": 5},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)

@@ -138,6 +138,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             "max_usd_per_day": 5.0,
         },
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40},
+        canary={"min_traces": 5},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)

@@ -26,7 +26,9 @@ from tests.jobs.helpers import add_trace
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
-def _seed(factory: Any, *, shadow: bool, hits: dict[str, float], n: int = 80) -> dict[str, Any]:
+def _seed(
+    factory: Any, *, shadow: bool, hits: dict[str, float], n: int = 80, now: datetime = NOW
+) -> dict[str, Any]:
     """`n` traces per version (v1 from 20 h ago, v2 from 10 h ago) scored by the
     real_users_benchmark job; with `shadow` both versions answer the same questions."""
     rng = np.random.default_rng(3)
@@ -35,7 +37,7 @@ def _seed(factory: Any, *, shadow: bool, hits: dict[str, float], n: int = 80) ->
     with factory() as session:
         for version, start in (("v1", 20.0), ("v2", 10.0)):
             for i in range(n):
-                ts = NOW - timedelta(hours=start) + timedelta(minutes=5 * i)
+                ts = now - timedelta(hours=start) + timedelta(minutes=5 * i)
                 question = f"вопрос {i}" if shadow else f"{version} question {i}"
                 hit = float(rng.random() < hits[version] * (0.5 + difficulty[i]))
                 rr = hit or float(rng.random() < 0.3) * 0.5
