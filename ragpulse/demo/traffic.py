@@ -20,6 +20,7 @@ import json
 import random
 import secrets
 import time
+import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,6 +63,13 @@ def _contexts(rng: random.Random, tenant: str, question: Question) -> list[dict[
     return contexts
 
 
+def canary_version(session_id: str) -> str:
+    """A fifth of the sessions are served by the candidate `v2` (same quality as `v1`): the
+    versions row and the canary have something to compare. A hash, not the generator, so
+    every other field of the traffic stays as it was."""
+    return "v2" if zlib.crc32(session_id.encode()) % 5 == 0 else "v1"
+
+
 def _trace(
     rng: random.Random,
     *,
@@ -101,7 +109,11 @@ def _trace(
             "cost_usd": round((prompt_tokens * 0.15 + completion_tokens * 0.6) / 1e6, 8),
         },
         "latency_ms": round(generation_ms + rng.uniform(30, 180), 1),
-        "tags": {"tenant": tenant, "channel": rng.choice(["web", "web", "app"])},
+        "tags": {
+            "tenant": tenant,
+            "channel": rng.choice(["web", "web", "app"]),
+            "version": canary_version(session_id),
+        },
         "metadata": {"retrieval_ms": round(rng.uniform(20, 160), 1), "demo_round": round_no},
         "cache": {
             "hit": rephrased and rng.random() < 0.7,
