@@ -6,6 +6,7 @@ from alembic import context
 from sqlalchemy import Connection, engine_from_config, pool
 
 from collector.store.models import Base
+from migrations.objects import comparison_hooks
 
 config = context.config
 target_metadata = Base.metadata
@@ -46,6 +47,7 @@ def _run(connection: Connection) -> None:
         target_metadata=target_metadata,
         render_as_batch=True,
         compare_type=True,
+        **comparison_hooks(connection.dialect.name),
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -23,11 +23,13 @@ def test_models_match_migrations(db_url: str) -> None:
     from alembic.migration import MigrationContext
 
     from collector.store.models import Base
+    from migrations.objects import comparison_hooks
 
     engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
-            ctx = MigrationContext.configure(conn, opts={"compare_type": False})
+            opts = {"compare_type": False, **comparison_hooks(engine.dialect.name)}
+            ctx = MigrationContext.configure(conn, opts=opts)
             diff = compare_metadata(ctx, Base.metadata)
     finally:
         engine.dispose()

@@ -23,7 +23,7 @@ from collector.ingest.decode.otlp_mapping import record_from_spans
 from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.feedback_store import TraceState
 from collector.store.models import utcnow
-from collector.store.repository import TRACES, trace_row
+from collector.store.repository import TRACES, trace_conflict, trace_row
 
 # the columns recomputed from spans (all others belong to feedback or are fixed)
 _SPAN_COLUMNS = (
@@ -170,8 +170,10 @@ def _merge(
         )
     inserted: set[str] = set()
     if inserts:
-        keys = ["trace_id"]
-        inserted = {r[0] for r in insert_ignore_returning(session, t, inserts, keys, keys)}
+        conflict = trace_conflict(session)
+        inserted = {
+            r[0] for r in insert_ignore_returning(session, t, inserts, conflict, ["trace_id"])
+        }
     lost = {r["trace_id"] for r in inserts} - inserted
     for trace_id, state in states.items():
         if trace_id in lost:

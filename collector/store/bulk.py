@@ -99,16 +99,18 @@ def copy_new_rows(
 
     Much cheaper than INSERT for the server (no per-row executor, plan or conflict check
     beyond the unique indexes) and for the client (no parameter binding). Runs inside a
-    savepoint: if any row violates a unique constraint (a concurrent writer stored it
-    after the caller's check), everything this call wrote is rolled back and False is
-    returned, so the caller can fall back to `insert_ignore_returning`. Other errors
-    propagate as `DBAPIError`.
+    savepoint: if any row is not stored — it violates a unique constraint, or a trigger
+    skipped it (`traces` on PostgreSQL skips a row whose trace id is stored, rev. 0011):
+    a concurrent writer stored it after the caller's check — everything this call wrote
+    is rolled back and False is returned, so the caller can fall back to
+    `insert_ignore_returning`. Other errors propagate as `DBAPIError`.
     """
     driver = _driver(session)
     sql = _copy_statement(table, tuple(columns))
     try:
         with driver.cursor() as cur:
             cur.execute("SAVEPOINT ragpulse_copy")
+            sent = 0
             try:
                 with cur.copy(sql) as copy:
                     # stream in chunks: the server inserts one while the next is built
@@ -116,6 +118,7 @@ def copy_new_rows(
                     size = 0
                     for line in lines:
                         chunk.append(line)
+                        sent += 1
                         size += len(line)
                         if size >= COPY_CHUNK_BYTES:
                             copy.write(b"".join(chunk))
@@ -123,7 +126,10 @@ def copy_new_rows(
                             size = 0
                     if chunk:
                         copy.write(b"".join(chunk))
+                stored = cur.rowcount
             except psycopg.errors.UniqueViolation:
+                stored = -1
+            if stored != sent:
                 cur.execute("ROLLBACK TO SAVEPOINT ragpulse_copy")
                 cur.execute("RELEASE SAVEPOINT ragpulse_copy")
                 return False

@@ -61,7 +61,13 @@ class Base(DeclarativeBase):
 
 
 class Trace(Base):
-    """One answered question; a trace sent twice is stored once (unique `trace_id`)."""
+    """One answered question; a trace sent twice is stored once (unique `trace_id`).
+
+    This is the simple layout SQLite keeps. On PostgreSQL the table is range-partitioned
+    by `timestamp` (`collector/store/partitions.py`, rev. 0011): the primary key is
+    (id, timestamp), the unique index (trace_id, timestamp), and `trace_id` stays unique
+    across partitions through `trace_keys` (`TraceKey`).
+    """
 
     __tablename__ = "traces"
 
@@ -232,6 +238,9 @@ class JobOutcome(Base):
     The incremental state of the jobs: a run evaluates only traces that are new or changed
     since the job's watermark, stores their outcomes here and aggregates windows from the
     cache. `outcomes` maps metric -> number, or {"skipped": reason} / {"error": type}.
+    On PostgreSQL range-partitioned by `ts` (the trace's timestamp) like `traces`, unique
+    on (job, trace_id, ts); one job's runs are serialized by its lock, and the writer
+    removes a trace's row under an older `ts` when the trace's timestamp moved (rev. 0011).
     """
 
     __tablename__ = "job_outcomes"
@@ -250,6 +259,21 @@ class JobOutcome(Base):
     outcomes: Mapped[dict[str, Any]] = mapped_column(JSONType)
     # the trace's slice dimensions for `ragpulse explain` (rev. 0007)
     slices: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+
+
+class TraceKey(Base):
+    """PostgreSQL only: every stored trace id, once (rev. 0011).
+
+    A unique index on a partitioned table must contain the partition key, so `traces`
+    alone could hold one trace id in two daily partitions. This narrow, unpartitioned table
+    keeps the id unique: triggers on `traces` claim a row's key before it is inserted (a
+    row whose key is taken is silently not stored, as `ON CONFLICT DO NOTHING` would) and
+    release it when the row is deleted; retention deletes the keys of dropped partitions.
+    """
+
+    __tablename__ = "trace_keys"
+
+    trace_id: Mapped[str] = mapped_column(String(128), primary_key=True)
 
 
 class JobState(Base):

@@ -18,10 +18,11 @@ from sqlalchemy.orm import Session
 
 from collector.store import copy_text as ct
 from collector.store.bulk import copy_new_rows, insert_ignore_returning, is_postgresql
-from collector.store.models import DeadLetter, SampleRecord, Trace, utcnow
+from collector.store.models import DeadLetter, SampleRecord, Trace, TraceKey, utcnow
 from collector.store.records import TraceRecord
 
 TRACES: Table = Trace.__table__  # type: ignore[assignment]
+TRACE_KEYS: Table = TraceKey.__table__  # type: ignore[assignment]
 DEAD_LETTERS: Table = DeadLetter.__table__  # type: ignore[assignment]
 SAMPLES: Table = SampleRecord.__table__  # type: ignore[assignment]
 
@@ -170,17 +171,30 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
             return list(unique.values())
         # a concurrent writer stored some meanwhile: the savepoint undid the COPY
     rows = [trace_row(rec, now) for rec in unique.values()]
+    conflict = trace_conflict(session)
     inserted = {
-        r[0] for r in insert_ignore_returning(session, TRACES, rows, ["trace_id"], ["trace_id"])
+        r[0] for r in insert_ignore_returning(session, TRACES, rows, conflict, ["trace_id"])
     }
     return [rec for tid, rec in unique.items() if tid in inserted]
 
 
+def trace_conflict(session: Session) -> list[str]:
+    """The `ON CONFLICT` target of an insert into `traces`.
+
+    SQLite: the unique `trace_id`. PostgreSQL (partitioned by timestamp, rev. 0011): the
+    unique (trace_id, timestamp); a row whose id is stored under another timestamp is
+    skipped by the table's trigger instead (`trace_keys`), so either way an insert stores
+    only new trace ids and RETURNING names exactly those.
+    """
+    return ["trace_id", "timestamp"] if is_postgresql(session) else ["trace_id"]
+
+
 def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
-    """Which of `trace_ids` are stored already (one query)."""
+    """Which of `trace_ids` are stored already (one query; on PostgreSQL one probe of
+    `trace_keys` per id rather than of every partition's index)."""
     if not trace_ids:
         return []
-    column = TRACES.c.trace_id
+    column = (TRACE_KEYS if is_postgresql(session) else TRACES).c.trace_id
     if is_postgresql(session):
         ids = bindparam("ids", value=list(trace_ids), type_=postgresql.ARRAY(String))
         match = column == any_(ids)
