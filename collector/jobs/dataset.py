@@ -132,7 +132,7 @@ class DatasetMetrics:
             keys.append((row_id, trace_id, epoch(updated)))
             ts_of[trace_id] = epoch(ts)
             model_of[trace_id] = model
-        found = self.memo.samples(session, keys, version_s)
+        found = self.memo.samples(session, keys, version_s, since=longest)
         samples = [(ts_of[trace_id], sample) for trace_id, sample in found]
         labels = self.env.group_labels
         if self.definition.dataset_groups and labels:

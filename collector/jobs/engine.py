@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import cast
 
 from sqlalchemy.orm import Session
@@ -211,7 +211,8 @@ class IncrementalJob:
         self._evaluated = []
         if not pending:
             return 0
-        rows = fetch_rows(session, self._memo, [row_id for row_id, _, _ in pending])
+        since = now - timedelta(seconds=self._cursor.longest_s)
+        rows = fetch_rows(session, self._memo, [row_id for row_id, _, _ in pending], since)
         if not rows:  # deleted (retention) between finding and fetching them
             return 0
         samples = self._memo.map_rows(rows, version_s)

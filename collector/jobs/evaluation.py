@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, select
@@ -78,12 +78,17 @@ def judge_unreachable(outcomes: Mapping[str, Sequence[Outcome]]) -> bool:
     )
 
 
-def fetch_rows(session: Session, memo: SampleMemo, ids: Sequence[int]) -> list[Row[Any]]:
-    """The sample rows of `ids` (the columns `memo` maps), oldest update first."""
+def fetch_rows(
+    session: Session, memo: SampleMemo, ids: Sequence[int], since: datetime | None = None
+) -> list[Row[Any]]:
+    """The sample rows of `ids` (the columns `memo` maps), oldest update first; `since`:
+    none of them is older (lets PostgreSQL read only the partitions from then on)."""
     rows: list[Row[Any]] = []
     for start in range(0, len(ids), _CHUNK):
         part = ids[start : start + _CHUNK]
         query = sample_rows(memo.columns).where(Trace.id.in_(part))
+        if since is not None:
+            query = query.where(Trace.timestamp >= since)
         rows.extend(session.execute(query))
     rows.sort(key=lambda r: (r.updated_at, r.id))
     return rows
@@ -145,4 +150,7 @@ class PerSampleScoring:
             for row_id, trace_id, updated in session.execute(query)
             if trace_id not in fresh
         ]
-        return [sample for _, sample in self.memo.samples(session, keys, version_s)]
+        return [
+            sample
+            for _, sample in self.memo.samples(session, keys, version_s, since=first - lookback)
+        ]

@@ -5,36 +5,63 @@ CONFLICT DO UPDATE (the UX job writes a row per new trace: 10,000 rows take ~0.2
 way against ~0.5 s as pipelined INSERTs). Elsewhere (SQLite): one cached INSERT ... ON
 CONFLICT statement executed for many parameter sets. Both run inside the caller's
 transaction and leave committing to it.
+
+A job keeps one row per trace. On PostgreSQL the table is partitioned by `ts` and unique
+on (job, trace_id, ts) (rev. 0011), so a trace re-evaluated after its timestamp moved (an
+OTLP trace whose root span came late) would get a second row: the caller names such
+traces (`moved`) and their rows under another `ts` are deleted first. A job's runs are
+serialized by its lock (`lock.py`), so no other writer races this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import orjson
+from sqlalchemy import Table, bindparam, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collector.store.models import JobOutcome
 
+OUTCOMES: Table = JobOutcome.__table__  # type: ignore[assignment]
 COLUMNS = ("job", "trace_id", "trace_updated_at", "ts", "groups", "outcomes", "slices")
 _STAGE = "ragpulse_job_outcomes_in"
 _BATCH = 10_000
 
 
-def upsert_outcomes(session: Session, records: Sequence[dict[str, Any]]) -> None:
-    """Insert the records (keys: `COLUMNS`), replacing rows of the same (job, trace_id)."""
+def upsert_outcomes(
+    session: Session, records: Sequence[dict[str, Any]], moved: Collection[str] = ()
+) -> None:
+    """Insert the records (keys: `COLUMNS`), replacing rows of the same (job, trace_id);
+    `moved`: trace ids whose stored row may have another `ts` than its record."""
     if not records:
         return
     bind = session.get_bind()
+    stale = [
+        {"b_job": r["job"], "b_trace_id": r["trace_id"], "b_ts": r["ts"]}
+        for r in records
+        if r["trace_id"] in moved
+    ]
+    if stale:
+        o = OUTCOMES.c
+        session.execute(
+            delete(OUTCOMES).where(
+                o.job == bindparam("b_job"),
+                o.trace_id == bindparam("b_trace_id"),
+                o.ts != bindparam("b_ts"),
+            ),
+            stale,
+        )
     if bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg":
         _copy_upsert(session, records)
         return
-    insert = postgresql.insert if bind.dialect.name == "postgresql" else sqlite.insert
+    postgres = bind.dialect.name == "postgresql"
+    insert = postgresql.insert if postgres else sqlite.insert
     stmt = insert(JobOutcome)
     stmt = stmt.on_conflict_do_update(
-        index_elements=["job", "trace_id"],
+        index_elements=["job", "trace_id", "ts"] if postgres else ["job", "trace_id"],
         set_={c: stmt.excluded[c] for c in COLUMNS[2:]},
     )
     rows = [{"slices": None, **r} for r in records]
@@ -65,9 +92,9 @@ def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
                         None if r.get("slices") is None else orjson.dumps(r["slices"]).decode(),
                     )
                 )
-        updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:])
+        updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:] if c != "ts")
         cur.execute(
             f"INSERT INTO job_outcomes ({names}) SELECT {names} FROM {_STAGE} "
-            f"ON CONFLICT (job, trace_id) DO UPDATE SET {updates}"
+            f"ON CONFLICT (job, trace_id, ts) DO UPDATE SET {updates}"
         )
         cur.execute(f"DELETE FROM {_STAGE}")

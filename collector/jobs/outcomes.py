@@ -147,6 +147,11 @@ class OutcomeColumns:
         """True when the trace's outcomes were computed from this version of it."""
         return self._updated.get(trace_id) == updated_at
 
+    def ts_of(self, trace_id: str) -> float | None:
+        """The timestamp the trace's current contribution was put with (None: none)."""
+        row = self._pos.get(trace_id)
+        return None if row is None else float(self._ts[row])
+
     def put(
         self,
         trace_id: str,

@@ -95,14 +95,15 @@ class TraceCursor:
         `job_state`): everything in the longest window at first, then what changed."""
         # JSON read as text and parsed with orjson: after a restart this loads one row per
         # trace of the longest window (a million for the UX job at ~100 traces a minute).
-        query = select(*STORED).where(JobOutcome.job == self.job)
+        # Every query is bounded by the longest window (older rows are pruned from the
+        # columns anyway), so PostgreSQL reads only that window's partitions.
+        query = select(*STORED).where(
+            JobOutcome.job == self.job, JobOutcome.ts >= now - timedelta(seconds=self.longest_s)
+        )
         if not self._loaded:
-            query = query.where(JobOutcome.ts >= now - timedelta(seconds=self.longest_s))
             self.watermark = state.watermark
         elif self.watermark is not None:
             query = query.where(JobOutcome.trace_updated_at > self.watermark - GRACE)
-        else:
-            query = query.where(JobOutcome.ts >= now - timedelta(seconds=self.longest_s))
         columns = self.columns
         for trace_id, updated, ts, groups, outcomes in session.execute(query):
             updated_s = epoch(updated)
@@ -180,6 +181,7 @@ class TraceCursor:
             rows = select(*STORED).where(
                 JobOutcome.job == self.job,
                 JobOutcome.trace_id.in_(resolved[start : start + _CHUNK]),
+                JobOutcome.ts >= now - timedelta(seconds=self.longest_s),
             )
             for trace_id, updated, ts, groups, outcomes in session.execute(rows):
                 self.columns.put_encoded(
@@ -205,7 +207,11 @@ class TraceCursor:
         policy = self.retry or _NO_RETRY
         records = []
         evaluated = []
+        moved = set()
         for i, row in enumerate(rows):
+            before_ts = self.columns.ts_of(row.trace_id)
+            if before_ts is not None and before_ts != epoch(row.timestamp):
+                moved.add(row.trace_id)
             model = getattr(row, "model", None)
             groups = group_values(
                 row.tags,
@@ -257,7 +263,7 @@ class TraceCursor:
                     or None,
                 }
             )
-        upsert_outcomes(session, records)
+        upsert_outcomes(session, records, moved)
         latest = max(r.updated_at for r in rows)
         if self.watermark is None or latest > self.watermark:
             self.watermark = latest

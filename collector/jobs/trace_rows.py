@@ -16,6 +16,7 @@ transfers nor parses nor maps the retrieved contexts (JSON, a few KB per trace) 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Select, null, select
@@ -117,10 +118,15 @@ class SampleMemo:
         return out
 
     def samples(
-        self, session: Session, keys: Sequence[Key], updated_s: Callable[[Any], float]
+        self,
+        session: Session,
+        keys: Sequence[Key],
+        updated_s: Callable[[Any], float],
+        since: datetime | None = None,
     ) -> list[tuple[str, Sample]]:
         """(trace_id, sample) for `keys` in order (a trace deleted meanwhile is left out):
-        remembered samples reused, the others fetched by id and mapped."""
+        remembered samples reused, the others fetched by id and mapped. `since`: no key's
+        trace is older (PostgreSQL then reads only the partitions from then on)."""
         found: dict[str, Sample] = {}
         missing: list[int] = []
         for row_id, trace_id, version in keys:
@@ -133,6 +139,8 @@ class SampleMemo:
         for start in range(0, len(missing), CHUNK):
             part = missing[start : start + CHUNK]
             query = sample_rows(self.columns).where(Trace.id.in_(part))
+            if since is not None:
+                query = query.where(Trace.timestamp >= since)
             rows = list(session.execute(query))
             for row, sample in zip(rows, self.map_rows(rows, updated_s), strict=True):
                 found[row.trace_id] = sample
