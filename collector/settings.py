@@ -58,6 +58,23 @@ class DatabaseSettings(_Group):
     url: SecretStr = SecretStr("sqlite:///ragpulse.db")
     echo: bool = False
     pool_size: int = Field(5, ge=1)
+    retention: str | None = None
+    """Traces whose timestamp is older than this are removed every hour by the scheduler,
+    with their per-job outcomes and the samples, feedback, human labels, evaluation events
+    and judgments of them (`collector/store/retention.py`); unset (the default): traces
+    are kept forever. PostgreSQL drops whole daily partitions, so up to a day more is
+    kept. At least the longest scheduler window."""
+    partitions_ahead: int = Field(7, ge=1, le=366)
+    """PostgreSQL: days ahead for which the daily partitions of traces and job_outcomes are
+    made (every hour by the scheduler, and by `ragpulse migrate`); traces of a day without
+    one wait in the default partition until it is made."""
+
+    @field_validator("retention")
+    @classmethod
+    def _retention(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
 
     @field_validator("url")
     @classmethod
@@ -564,6 +581,17 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"alerting.span ({self.alerting.span}) must be shorter than the longest "
                 f"scheduler window ({longest:.0f}s): the rest of it is the drift baseline"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _retention_keeps_the_windows(self) -> Settings:
+        retention = self.database.retention
+        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        if retention is not None and parse_duration(retention) < longest:
+            raise ValueError(
+                f"database.retention ({retention}) must be at least the longest scheduler "
+                f"window ({longest:.0f}s): the jobs aggregate the traces of that window"
             )
         return self
 

@@ -23,6 +23,7 @@ from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
 from collector.jobs.scheduler import definitions, ux_options
+from collector.jobs.storage import StorageMaintenance
 from collector.jobs.versions import VERSION_LABEL
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, parse_duration
@@ -220,3 +221,15 @@ class JudgmentsFeed:
             )
             self.last_id = row_id
         return len(rows)
+
+
+def storage_maintenance(settings: Settings, engine: Engine) -> StorageMaintenance:
+    """The scheduler's hourly storage maintenance (partitions ahead, trace retention)."""
+    db = settings.database
+    retention = None if db.retention is None else timedelta(seconds=parse_duration(db.retention))
+    return StorageMaintenance(
+        engine,
+        ahead=db.partitions_ahead,
+        retention=retention,
+        initial_delay_s=settings.scheduler.initial_delay_s,
+    )

@@ -2,8 +2,9 @@
 
 `Monitoring` is a service component (`start()`/`stop()`): it loads the exporter's results
 cache once from `metric_results`, registers the quality collector and the operations
-metrics on the service's registry, starts the scheduler (roles `scheduler`/`all`) and the
-HTTP endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the
+metrics on the service's registry, starts the scheduler and the hourly storage
+maintenance (roles `scheduler`/`all`: partitions ahead, trace retention) and the HTTP
+endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the
 scheduler process writes every `scheduler.interval_s`; a `consumer` serves only its own
 counters, not quality series it could not keep current. The embedder is created once here
 and shared by every job.
@@ -18,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, text
 
 from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
+from collector.jobs.storage import StorageMaintenance
 from collector.settings import Settings
 from collector.store.session import make_session_factory
 from exporters.evaluation_events import EvaluationEvents, make_evaluation_events
@@ -28,7 +30,13 @@ from exporters.prometheus import JudgeStateCollector, OperationsMetrics, Quality
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
 from exporters.score_histograms import ScoreHistograms
-from ragpulse.job_setup import JudgmentsFeed, job_environment, label_limits, observe_scripts
+from ragpulse.job_setup import (
+    JudgmentsFeed,
+    job_environment,
+    label_limits,
+    observe_scripts,
+    storage_maintenance,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +81,7 @@ class Monitoring:
         self.server: MetricsServer | None = None
         self.refresher: ResultsRefresher | None = None
         self.events: EvaluationEvents | None = None
+        self.maintenance: StorageMaintenance | None = None
         self._embedder = embedder
         self._judge = judge
 
@@ -140,6 +149,7 @@ class Monitoring:
                     logger.exception("could not render the quality series")
 
             self.runner.on_done = after
+            self.maintenance = storage_maintenance(self.settings, self.engine).start()
             self.scheduler = Scheduler(
                 self.runner,
                 self.settings.scheduler.interval_s,
@@ -208,6 +218,8 @@ class Monitoring:
         )
 
     def stop(self) -> None:
+        if self.maintenance is not None:
+            self.maintenance.stop()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
         if self.refresher is not None:
