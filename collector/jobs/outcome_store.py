@@ -23,6 +23,7 @@ from sqlalchemy import Table, bindparam, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from collector.store import partitions
 from collector.store.models import JobOutcome
 
 OUTCOMES: Table = JobOutcome.__table__  # type: ignore[assignment]
@@ -54,22 +55,24 @@ def upsert_outcomes(
             ),
             stale,
         )
+    key = ["job", "trace_id"]
+    if partitions.partitioned_layout(session.connection()):
+        key.append("ts")
     if bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg":
-        _copy_upsert(session, records)
+        _copy_upsert(session, records, key)
         return
-    postgres = bind.dialect.name == "postgresql"
-    insert = postgresql.insert if postgres else sqlite.insert
+    insert = postgresql.insert if bind.dialect.name == "postgresql" else sqlite.insert
     stmt = insert(JobOutcome)
     stmt = stmt.on_conflict_do_update(
-        index_elements=["job", "trace_id", "ts"] if postgres else ["job", "trace_id"],
-        set_={c: stmt.excluded[c] for c in COLUMNS[2:]},
+        index_elements=key,
+        set_={c: stmt.excluded[c] for c in COLUMNS[2:] if c not in key},
     )
     rows = [{"slices": None, **r} for r in records]
     for start in range(0, len(rows), _BATCH):
         session.execute(stmt, rows[start : start + _BATCH])
 
 
-def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
+def _copy_upsert(session: Session, records: Sequence[dict[str, Any]], key: list[str]) -> None:
     raw: Any = session.connection().connection.driver_connection
     names = ", ".join(COLUMNS)
     with raw.cursor() as cur:
@@ -92,9 +95,9 @@ def _copy_upsert(session: Session, records: Sequence[dict[str, Any]]) -> None:
                         None if r.get("slices") is None else orjson.dumps(r["slices"]).decode(),
                     )
                 )
-        updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:] if c != "ts")
+        updates = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[2:] if c not in key)
         cur.execute(
             f"INSERT INTO job_outcomes ({names}) SELECT {names} FROM {_STAGE} "
-            f"ON CONFLICT (job, trace_id, ts) DO UPDATE SET {updates}"
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         )
         cur.execute(f"DELETE FROM {_STAGE}")

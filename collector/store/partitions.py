@@ -76,6 +76,22 @@ def limit_lock_wait(conn: Connection) -> None:
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
 
 
+_LAYOUT = "ragpulse.partitioned"
+
+
+def partitioned_layout(conn: Connection) -> bool:
+    """Whether the database has the partitioned layout of rev. 0011 (PostgreSQL with
+    `trace_keys`); looked up once per database connection. The writers follow it, so a
+    PostgreSQL database still at the plain layout is written as before."""
+    if conn.dialect.name != "postgresql":
+        return False
+    found = conn.info.get(_LAYOUT)
+    if found is None:
+        found = conn.execute(text("SELECT to_regclass('trace_keys') IS NOT NULL")).scalar_one()
+        conn.info[_LAYOUT] = found
+    return bool(found)
+
+
 def is_partitioned(conn: Connection, table: str) -> bool:
     """Whether `table` is a partitioned table (False on SQLite)."""
     if conn.dialect.name != "postgresql":

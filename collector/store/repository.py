@@ -17,6 +17,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 from collector.store import copy_text as ct
+from collector.store import partitions
 from collector.store.bulk import copy_new_rows, insert_ignore_returning, is_postgresql
 from collector.store.models import DeadLetter, SampleRecord, Trace, TraceKey, utcnow
 from collector.store.records import TraceRecord
@@ -181,12 +182,16 @@ def insert_traces(session: Session, records: Sequence[TraceRecord]) -> list[Trac
 def trace_conflict(session: Session) -> list[str]:
     """The `ON CONFLICT` target of an insert into `traces`.
 
-    SQLite: the unique `trace_id`. PostgreSQL (partitioned by timestamp, rev. 0011): the
-    unique (trace_id, timestamp); a row whose id is stored under another timestamp is
-    skipped by the table's trigger instead (`trace_keys`), so either way an insert stores
-    only new trace ids and RETURNING names exactly those.
+    SQLite (and the plain layout): the unique `trace_id`. PostgreSQL partitioned by
+    timestamp (rev. 0011): the unique (trace_id, timestamp); a row whose id is stored
+    under another timestamp is skipped by the table's trigger instead (`trace_keys`), so
+    either way an insert stores only new trace ids and RETURNING names exactly those.
     """
-    return ["trace_id", "timestamp"] if is_postgresql(session) else ["trace_id"]
+    return ["trace_id", "timestamp"] if _partitioned(session) else ["trace_id"]
+
+
+def _partitioned(session: Session) -> bool:
+    return partitions.partitioned_layout(session.connection())
 
 
 def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
@@ -194,7 +199,7 @@ def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
     `trace_keys` per id rather than of every partition's index)."""
     if not trace_ids:
         return []
-    column = (TRACE_KEYS if is_postgresql(session) else TRACES).c.trace_id
+    column = (TRACE_KEYS if _partitioned(session) else TRACES).c.trace_id
     if is_postgresql(session):
         ids = bindparam("ids", value=list(trace_ids), type_=postgresql.ARRAY(String))
         match = column == any_(ids)
