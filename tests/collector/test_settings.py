@@ -66,6 +66,9 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_UX__THRESHOLD_MODE": "lenient"}, "ux.threshold_mode"),
         ({"RAGPULSE_JUDGE__MIN_AGREEMENT": "1.5"}, "judge.min_agreement"),
         ({"RAGPULSE_JUDGE__MIN_AGREEMENT_PAIRS": "1"}, "judge.min_agreement_pairs"),
+        ({"RAGPULSE_DATABASE__RETENTION": "a month"}, "database.retention"),
+        ({"RAGPULSE_DATABASE__RETENTION": "3d"}, "longest scheduler window"),
+        ({"RAGPULSE_DATABASE__PARTITIONS_AHEAD": "0"}, "database.partitions_ahead"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(
@@ -167,3 +170,9 @@ def test_versions_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGPULSE_VERSIONS__SOURCES", " , ")
     with pytest.raises(ConfigError, match="at least one version source"):
         load_settings()
+
+
+def test_trace_retention_is_off_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().database.retention is None
+    monkeypatch.setenv("RAGPULSE_DATABASE__RETENTION", "30d")
+    assert load_settings().database.retention == "30d"
