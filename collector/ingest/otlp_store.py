@@ -23,7 +23,7 @@ from collector.ingest.decode.otlp_mapping import record_from_spans
 from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.feedback_store import TraceState
 from collector.store.models import utcnow
-from collector.store.repository import TRACES, trace_conflict, trace_row
+from collector.store.repository import TRACES, stored_candidates, trace_conflict, trace_row
 
 # the columns recomputed from spans (all others belong to feedback or are fixed)
 _SPAN_COLUMNS = (
@@ -119,12 +119,13 @@ def _merge(
     retry: bool,
 ) -> None:
     t = TRACES
+    stored = stored_candidates(session, incoming)
     query = select(t.c.trace_id, t.c.source, t.c.spans, t.c.relevant_ids, t.c.relevance).where(
-        t.c.trace_id.in_(sorted(incoming))
+        t.c.trace_id.in_(stored)
     )
     if is_postgresql(session):
         query = query.with_for_update()
-    existing = {row.trace_id: row for row in session.execute(query)}
+    existing = {row.trace_id: row for row in session.execute(query)} if stored else {}
     now = utcnow()
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from collector.store.bulk import insert_ignore_returning, is_postgresql, upsert_insert
 from collector.store.models import Feedback, HumanLabel, utcnow
 from collector.store.records import FeedbackEvent, TraceRecord
-from collector.store.repository import TRACES
+from collector.store.repository import TRACES, stored_candidates
 
 FEEDBACK: Table = Feedback.__table__  # type: ignore[assignment]
 HUMAN_LABELS: Table = HumanLabel.__table__  # type: ignore[assignment]
@@ -89,7 +89,7 @@ def traces_with_pending_feedback(session: Session, trace_ids: Collection[str]) -
 
 def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceState]:
     """Fold all feedback onto those of `trace_ids` that are stored; return their new state."""
-    ids = sorted(set(trace_ids))
+    ids = stored_candidates(session, trace_ids)
     if not ids:
         return []
     t = TRACES

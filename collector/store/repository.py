@@ -7,7 +7,7 @@ duplicates). Nothing here commits: the caller owns the transaction.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -192,6 +192,16 @@ def trace_conflict(session: Session) -> list[str]:
 
 def _partitioned(session: Session) -> bool:
     return partitions.partitioned_layout(session.connection())
+
+
+def stored_candidates(session: Session, trace_ids: Collection[str]) -> list[str]:
+    """`trace_ids` narrowed, on the partitioned layout, to those stored (one probe of
+    `trace_keys` each), so that a lookup of traces by id (feedback, OTLP fragments)
+    probes every daily partition's index only for traces that exist; elsewhere all of
+    them, sorted. A trace stored meanwhile by another writer is caught by the caller's
+    insert, as before (its key is taken)."""
+    ids = sorted(set(trace_ids))
+    return sorted(existing_trace_ids(session, ids)) if _partitioned(session) else ids
 
 
 def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
