@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 
 from collector.ingest.pipeline import Ingestor, RawMessage
 from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.storage import make_partitions
+from collector.jobs.storage import MaintenanceReport, StorageMaintenance, make_partitions
 from collector.settings import load_settings
 from collector.store import partitions
 from collector.store.models import JobOutcome
-from collector.store.retention import expire
+from collector.store.retention import RetentionReport, expire
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import alembic_config, upgrade
 from tests.collector.traces import make_trace
@@ -243,3 +243,22 @@ def test_partition_days_are_utc() -> None:
     late = datetime(2026, 3, 1, 23, 30, tzinfo=UTC)
     assert partitions.coming_days(late, 1) == [date(2026, 3, 1), date(2026, 3, 2)]
     assert partitions.partition_name("traces", date(2026, 3, 1)) == "traces_p20260301"
+
+
+def test_storage_maintenance_makes_days_ahead_and_applies_retention(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        _ingest(engine, _trace("old", NOW - timedelta(days=9)), _trace("new", NOW))
+        maintenance = StorageMaintenance(engine, ahead=10, retention=timedelta(days=7))
+        report = maintenance.run_once(NOW)
+        assert report is not None and report.expired is not None
+        assert report.expired.traces == 1
+        if engine.dialect.name == "postgresql":
+            assert partitions.partition_name("traces", (NOW + timedelta(days=10)).date()) in (
+                report.made
+            )
+            assert maintenance.run_once(NOW) == MaintenanceReport([], RetentionReport())
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT trace_id FROM traces")).scalars().all() == ["new"]
+    finally:
+        engine.dispose()
