@@ -53,6 +53,7 @@ bench: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.embeddings_choice
 	$(BIN)/python -m benchmarks.cardinality
 	$(BIN)/python -m benchmarks.worst_traces
+	$(BIN)/python -m benchmarks.partitions
 	$(BIN)/python -m benchmarks.score_histograms
 	$(BIN)/python -m benchmarks.alerting --baseline 938c36a
 	$(BIN)/python -m benchmarks.evaluation_events

@@ -890,6 +890,18 @@ def write_results(section: str) -> None:
     RESULTS.write_text(text.rstrip() + "\n", encoding="utf-8")
 
 
+def _partitions(url: str) -> None:
+    """The daily partitions of the generated week, as the service keeps them (rev. 0011)."""
+    from collector.store import partitions
+    from collector.store.session import make_engine
+
+    engine = make_engine(url)
+    today = datetime.now(UTC).date()
+    with engine.begin() as conn:
+        partitions.ensure_partitions(conn, [today - timedelta(days=i) for i in range(9)])
+    engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--traces", type=int, default=1_000_000, help="stored traces")
@@ -914,6 +926,7 @@ def main(argv: list[str] | None = None) -> int:
         url = create_postgres_database("ragpulse_bench_monitor")
         try:
             upgrade(url)
+            _partitions(url)
             jobs = bench_jobs(url, settings, args.traces, args.new)
         finally:
             if args.keep_db:

@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from collector.jobs.explain import explain
+from collector.store import partitions
 from collector.store.worst import worst_traces
 from migrations.runner import upgrade
 
@@ -91,6 +92,11 @@ def main() -> None:
         start = end - timedelta(days=args.days)
         started = time.perf_counter()
         with engine.begin() as conn:
+            # the daily partitions the service keeps (rev. 0011); nothing on a plain layout
+            days = int(args.days) + 2
+            partitions.ensure_partitions(
+                conn, [end.date() - timedelta(days=i) for i in range(days)]
+            )
             conn.execute(
                 text(FILL),
                 {"start": start, "span": end.timestamp() - start.timestamp(), "rows": args.rows},
