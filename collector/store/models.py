@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     Float,
     Index,
@@ -268,12 +269,16 @@ class TraceKey(Base):
     alone could hold one trace id in two daily partitions. This narrow, unpartitioned table
     keeps the id unique: triggers on `traces` claim a row's key before it is inserted (a
     row whose key is taken is silently not stored, as `ON CONFLICT DO NOTHING` would) and
-    release it when the row is deleted; retention deletes the keys of dropped partitions.
+    release it when the row is deleted (a row moving to another day's partition is
+    released and claimed again, so `day` follows it); retention deletes the keys of a
+    dropped partition by its day.
     """
 
     __tablename__ = "trace_keys"
 
     trace_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    # the UTC day of the trace's partition: retention deletes a dropped day's keys by it
+    day: Mapped[date] = mapped_column(Date, index=True)
 
 
 class JobState(Base):

@@ -10,8 +10,9 @@ Layout on PostgreSQL:
 - a partition per UTC day (`<table>_pYYYYMMDD`) from the first day holding data (at
   most `BACKFILL_DAYS` back) to `AHEAD_DAYS` after today, and a DEFAULT partition for
   everything else; the service keeps making the coming days' partitions;
-- `trace_keys` (trace_id primary key, unpartitioned): PostgreSQL cannot enforce a unique
-  index without the partition key, so this narrow table holds each stored trace id once.
+- `trace_keys` (trace_id primary key, the UTC day of the trace's partition; unpartitioned):
+  PostgreSQL cannot enforce a unique index without the partition key, so this narrow
+  table holds each stored trace id once; retention deletes a dropped day's keys by `day`.
   A BEFORE INSERT trigger on `traces` claims the row's key (`INSERT ... ON CONFLICT DO
   NOTHING`) and skips the row when the key is taken — for every writer (COPY, INSERT,
   the ORM), exactly what the unique index on `trace_id` did: a concurrent writer of the
@@ -74,7 +75,9 @@ CREATE FUNCTION ragpulse_claim_trace_key() RETURNS trigger LANGUAGE plpgsql AS $
 DECLARE
     claimed integer;
 BEGIN
-    INSERT INTO trace_keys (trace_id) VALUES (NEW.trace_id) ON CONFLICT DO NOTHING;
+    INSERT INTO trace_keys (trace_id, day)
+    VALUES (NEW.trace_id, CAST(NEW."timestamp" AT TIME ZONE 'UTC' AS date))
+    ON CONFLICT DO NOTHING;
     GET DIAGNOSTICS claimed = ROW_COUNT;
     IF claimed = 0 THEN
         RETURN NULL;  -- the id is stored already: skip the row
@@ -97,8 +100,14 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":
         return
-    op.execute("CREATE TABLE trace_keys (trace_id VARCHAR(128) NOT NULL PRIMARY KEY)")
-    op.execute("INSERT INTO trace_keys (trace_id) SELECT trace_id FROM traces")
+    op.execute(
+        "CREATE TABLE trace_keys (trace_id VARCHAR(128) NOT NULL PRIMARY KEY, day DATE NOT NULL)"
+    )
+    op.execute(
+        "INSERT INTO trace_keys (trace_id, day) "
+        "SELECT trace_id, CAST(timestamp AT TIME ZONE 'UTC' AS date) FROM traces"
+    )
+    op.execute("CREATE INDEX ix_trace_keys_day ON trace_keys (day)")
     today = datetime.now(UTC).date()
     for table, (key, unique, indexes, plain_unique) in _TABLES.items():
         old = f"{table}_unpartitioned"
