@@ -86,6 +86,9 @@ def version_scores(
         select(JobOutcome.trace_id, JobOutcome.outcomes, Trace.question, Trace.tags)
         .join(Trace, Trace.trace_id == JobOutcome.trace_id)
         .where(JobOutcome.job.in_(list(jobs)), JobOutcome.ts >= since, JobOutcome.ts < until)
+        # an outcome's ts is its trace's timestamp: the bound lets PostgreSQL read only the
+        # window's partitions of `traces`
+        .where(Trace.timestamp >= since, Trace.timestamp < until)
         .where(*slice_filters(session, {VERSION: version}))
         .order_by(JobOutcome.ts, JobOutcome.trace_id)
     )
