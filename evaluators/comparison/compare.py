@@ -14,6 +14,7 @@ bootstrap and the permutation test; the same seed gives the same numbers.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -43,16 +44,27 @@ class _Settings:
 def _settings(
     resamples: int, confidence: float, alpha: float, correction: str, power: float, seed: int
 ) -> _Settings:
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+    count, root = _integer(resamples), _integer(seed)
+    if count is None or count < 1:
         raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
     for name, value in (("confidence", confidence), ("alpha", alpha), ("power", power)):
         if not 0.0 < value < 1.0:
             raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; known: {', '.join(CORRECTIONS)}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+    if root is None or root < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return _Settings(resamples, float(confidence), float(alpha), correction, float(power), seed)
+    return _Settings(count, float(confidence), float(alpha), correction, float(power), root)
+
+
+def _integer(value: object) -> int | None:
+    """`value` as an int if it is an integer (numpy's included, bool not), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return None
 
 
 def _finish(rows: list[MetricComparison], skipped: list[Incomparable], s: _Settings) -> Comparison:

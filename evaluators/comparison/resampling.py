@@ -12,8 +12,9 @@ Resamples are made in chunks of rows (about `_CHUNK_BYTES` of float32 weights ea
 memory stays bounded whatever the number of resamples. Chunk c draws from its own
 generator, `default_rng(seed.spawn(chunks)[c])`: the result depends on the seed, n and
 the number of resamples only — not on how many threads ran the chunks. Two threads run
-the chunks where there are several (random bits, bincount and the float32 product
-release the interpreter lock for most of their time).
+the chunks where there are several: drawing bits, the index arithmetic and the product
+release the interpreter lock (bincount only partly), which measured ~15% faster than one
+thread at 100,000 questions; the product itself already uses OpenBLAS's threads.
 
 Bootstrap indices are exactly uniform on 0..n−1: Lemire's multiply-shift of 32 random
 bits, i = ⌊u·n / 2³²⌋, rejecting the u whose low product bits fall below 2³² mod n. The

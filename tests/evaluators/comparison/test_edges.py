@@ -123,6 +123,8 @@ def test_results_serialise_without_nan() -> None:
     ("kwargs", "message"),
     [
         ({"resamples": 0}, "resamples"),
+        ({"resamples": 10.0}, "resamples"),
+        ({"resamples": True}, "resamples"),
         ({"confidence": 1.0}, "confidence"),
         ({"alpha": 0.0}, "alpha"),
         ({"power": 1.5}, "power"),
@@ -164,3 +166,10 @@ def test_rounding_noise_differences_are_ties() -> None:
     assert not np.array_equal(a, b)
     m = compare_paired(a, b, ["s"], resamples=1_000).metrics[0]
     assert (m.p_value, m.ties, m.effect_size, m.diff) == (1.0, 40, None, 0.0)
+
+
+def test_numpy_integers_are_integers() -> None:
+    a = np.array([[0.0], [1.0], [1.0]])
+    c = compare_paired(a, 1 - a, ["hit"], resamples=np.int64(50), seed=np.uint32(3))
+    assert (c.resamples, c.seed) == (50, 3)
+    assert type(c.resamples) is int and type(c.seed) is int
