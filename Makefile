@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.score_histograms
 	$(BIN)/python -m benchmarks.alerting --baseline 938c36a
 	$(BIN)/python -m benchmarks.evaluation_events
+	$(BIN)/python -m benchmarks.comparison
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*
