@@ -2,10 +2,11 @@
 
 A trace's shard is `hashtextextended(trace_id, 0)` mod the shard count, computed by
 PostgreSQL where the candidates are read: no column, no index and no Python hash, and it
-costs nothing measurable (1M short ids hash in ~2 ms more than a bare scan, against
-~0.7 s for md5); the filter runs on the rows the watermark already narrowed to the new
-ones. The hash is PostgreSQL's own (the one hash partitioning uses), stable for a
-database: every worker asks the same server.
+costs nothing measurable (filtering a million 30-character ids by it takes as long as a
+bare scan of them, ~0.2 s on the 2-core test machine, against +0.8 s for md5); and it
+runs on the rows the watermark already narrowed to the new ones. The hash is PostgreSQL's
+own (the one hash partitioning uses), stable for a database: every worker asks the same
+server.
 """
 
 from __future__ import annotations
