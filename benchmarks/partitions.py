@@ -1,7 +1,7 @@
 """Partitioned vs plain storage at 10M stored traces (issue 21), PostgreSQL, same run.
 
 Two fresh databases: `ragpulse_bench_part` migrated to head (traces and job_outcomes
-partitioned by day, `trace_keys`) and `ragpulse_bench_plain` migrated to 0009 (the plain
+partitioned by day, `trace_keys`) and `ragpulse_bench_plain` migrated to 0010 (the plain
 layout before rev. 0011). Each is filled server-side (generate_series) with `--traces`
 synthetic traces spread evenly over the last `--days` days (~600 bytes each: question,
 answer, two contexts, session, tenant tag, relevant ids) and one `job_outcomes` row per
@@ -303,7 +303,7 @@ def main() -> None:
     try:
         for name, db in names.items():
             url = _create(admin, args.url, db)
-            upgrade(url, "head" if name == "partitioned" else "0009")
+            upgrade(url, "head" if name == "partitioned" else "0010")
             layouts.append(Layout(name, url, make_engine(url)))
         now = datetime.now(UTC)
         start = now - timedelta(days=args.days)

@@ -275,6 +275,15 @@ class SchedulerSettings(_Group):
     """Traces re-judged per window by the judge_consistency job."""
     results_retention: str = "30d"
     """metric_results rows older than this are deleted by the jobs that wrote them."""
+    shards: int = Field(32, ge=0, le=1024)
+    """PostgreSQL: each job's traces are cut into this many shards, leased by every process
+    running the jobs, so they share the evaluation (`collector.jobs.leases`). More than
+    the most workers you will run (a worker without a shard idles); each costs one row and
+    nothing on the candidate query. Every worker must use the same number. 0: no split,
+    one process runs each job whole under its lock (SQLite always does)."""
+    shard_lease_s: float = Field(60.0, ge=1.0)
+    """A worker's lease on its shards, renewed every third of it while it works: the
+    shards of a worker that died are taken over after at most this long."""
 
     _csv = field_validator("windows", "group_labels", "jobs", mode="before")(_split_csv)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,7 +30,9 @@ class ResultsRefresher:
         session_factory: sessionmaker[Session],
         interval_s: float,
         collector: Any = None,
+        after: Callable[[], None] | None = None,
     ) -> None:
+        """`after`: called after every pass (the series made from the results)."""
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
         self.cache = cache
@@ -37,6 +40,7 @@ class ResultsRefresher:
         self.failures = 0
         self._sessions = session_factory
         self._collector = collector
+        self._after = after
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -46,6 +50,8 @@ class ResultsRefresher:
             loaded = self.cache.load_latest(session)
         if loaded and self._collector is not None:
             self._collector.prerender()
+        if self._after is not None:
+            self._after()
         return loaded
 
     def start(self) -> ResultsRefresher:

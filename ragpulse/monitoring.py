@@ -2,17 +2,20 @@
 
 `Monitoring` is a service component (`start()`/`stop()`): it loads the exporter's results
 cache once from `metric_results`, registers the quality collector and the operations
-metrics on the service's registry, starts the scheduler and the hourly storage
-maintenance (roles `scheduler`/`all`: partitions ahead, trace retention) and the HTTP
-endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the
-scheduler process writes every `scheduler.interval_s`; a `consumer` serves only its own
-counters, not quality series it could not keep current. The embedder is created once here
-and shared by every job.
+metrics on the service's registry, starts the scheduler (roles `all`, `scheduler`, `jobs`)
+with the hourly storage maintenance (partitions ahead, trace retention) and the HTTP
+endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the job
+processes write every `scheduler.interval_s` and serves the series made of every
+process's work (judge counters from the `judgments` table, change attribution); a `jobs`
+worker, one of several sharing the jobs (`collector.jobs.sharded`), serves only its own
+counters (job runs, score histograms), as a `consumer` does, not series it could not keep
+current. The embedder is created once here and shared by every job.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -40,7 +43,7 @@ from ragpulse.job_setup import (
 
 logger = logging.getLogger(__name__)
 
-ROLES = ("all", "consumer", "scheduler", "exporter")
+ROLES = ("all", "consumer", "scheduler", "jobs", "exporter")
 
 
 class Monitoring:
@@ -87,11 +90,14 @@ class Monitoring:
 
     @property
     def schedules(self) -> bool:
-        return self.role in ("all", "scheduler")
+        return self.role in ("all", "scheduler", "jobs")
 
     @property
     def exports_quality(self) -> bool:
-        return self.role != "consumer"
+        """Serves the quality series, the judge counters and the change attribution: the
+        series made from every process's results, which a `jobs` worker (one of many)
+        leaves to an `exporter`, and a `consumer` cannot keep current."""
+        return self.role not in ("consumer", "jobs")
 
     def start(self) -> Monitoring:
         factory = make_session_factory(self.engine)
@@ -104,7 +110,11 @@ class Monitoring:
                 logger.exception("could not load the latest metric results")
         if self.role == "exporter":
             self.refresher = ResultsRefresher(
-                self.results, factory, self.settings.scheduler.interval_s, self.quality
+                self.results,
+                factory,
+                self.settings.scheduler.interval_s,
+                self.quality,
+                after=self._shared_series(factory),
             ).start()
         if self.schedules:
             # the jobs' outcomes as OTel evaluation events (off unless evaluation_events.enabled)
@@ -112,7 +122,7 @@ class Monitoring:
             env = job_environment(
                 self.settings,
                 self.engine,
-                results=self.results,
+                results=self.results if self.exports_quality else None,
                 embedder=self._embedder,
                 judge=self._judge,
                 observers=(self.events,) if self.events is not None else (),
@@ -129,26 +139,10 @@ class Monitoring:
             )
             if env.judge is not None:
                 self.registry.register(JudgeStateCollector(env.judge))
-            feed = JudgmentsFeed(self.operations, factory)
-            feed.sync()
-
-            explanations = self._explanations(factory)
-
-            def after(_report: Any) -> None:
-                try:
-                    explanations.refresh(self.results.snapshot())
-                except Exception:
-                    logger.exception("could not explain the metrics that are worse")
-                try:
-                    feed.sync()
-                except Exception:
-                    logger.exception("could not read new judgments for the judge counters")
-                try:
-                    self.quality.prerender()  # here, so no scrape pays for the formatting
-                except Exception:
-                    logger.exception("could not render the quality series")
-
-            self.runner.on_done = after
+            if self.exports_quality:
+                refresh = self._shared_series(factory)
+                self.runner.on_done = lambda _report: refresh()
+            self.runner.register()
             self.maintenance = storage_maintenance(self.settings, self.engine).start()
             self.scheduler = Scheduler(
                 self.runner,
@@ -166,6 +160,31 @@ class Monitoring:
             self.stop()  # e.g. the port is taken: the scheduler started above must not linger
             raise
         return self
+
+    def _shared_series(self, factory: Any) -> Callable[[], None]:
+        """The series made from what every worker stored, served by one process: the
+        judge counters (from the `judgments` table) and the slices behind live drops.
+        Returns what brings them and the rendered quality series up to date (after each
+        job run, or each reload of a stand-alone exporter)."""
+        feed = JudgmentsFeed(self.operations, factory)
+        feed.sync()
+        explanations = self._explanations(factory)
+
+        def refresh() -> None:
+            try:
+                explanations.refresh(self.results.snapshot())
+            except Exception:
+                logger.exception("could not explain the metrics that are worse")
+            try:
+                feed.sync()
+            except Exception:
+                logger.exception("could not read new judgments for the judge counters")
+            try:
+                self.quality.prerender()  # here, so no scrape pays for the formatting
+            except Exception:
+                logger.exception("could not render the quality series")
+
+        return refresh
 
     def _explanations(self, factory: Any) -> Explanations:
         """The slices behind live drops (`ragpulse_change_attribution`), for the alerts."""
@@ -222,6 +241,8 @@ class Monitoring:
             self.maintenance.stop()
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
+        if self.runner is not None:
+            self.runner.close()
         if self.refresher is not None:
             self.refresher.stop()
         if self.server is not None:

@@ -101,3 +101,5 @@ class JobReport:
     """Judge jobs: retries of transient judge failures this run scheduled, per metric."""
     pending_retry: int | None = None
     """Judge jobs: traces waiting for a retry after this run (None: not a judge job)."""
+    shards: int | None = None
+    """Sharded runs: the shards this worker evaluated (None: the job ran whole)."""

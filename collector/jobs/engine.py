@@ -15,15 +15,19 @@
 4. `result_store`: write one `metric_results` row per metric × window × group;
    `publish`: after the commit, hand the points to the results sink (the exporter's
    in-memory cache).
+
+Sharded (`sharded.py`, PostgreSQL), the same steps are split: every worker runs 1-2 for
+the shards it leased (`plan_shards` after tailing every worker's rows into the columns,
+then `score`), then one at a time 3-4 over all of them (`aggregate_shared`).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import cast
+from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
@@ -38,14 +42,15 @@ from collector.jobs.evaluation import (
     judge_unreachable,
     sample_fields,
 )
-from collector.jobs.labels import OTHER, Folding
+from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
-from collector.jobs.sync import GRACE, TraceCursor, epoch, version_s
+from collector.jobs.shard_scope import ShardScope
+from collector.jobs.sync import GRACE, Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
@@ -74,6 +79,26 @@ def _default_to_sample(row: StoredTrace) -> Sample:
 
     # A row of `trace_rows.SAMPLE_COLUMNS` has the attribute names of a `Trace`.
     return trace_to_sample(cast(Trace, row))
+
+
+class Batch(NamedTuple):
+    """Traces one step scored: how many, their newest version, their ids; and how many
+    outcomes other workers stored it tailed first (sharded runs)."""
+
+    new: int = 0
+    latest: datetime | None = None
+    trace_ids: tuple[str, ...] = ()
+    tailed: int = 0
+
+
+class Plan(NamedTuple):
+    """A sharded batch before scoring: its traces, and whether more were pending in its
+    shards than it takes (`max_new_per_run`)."""
+
+    pending: list[Pending]
+    capped: bool
+    tailed: int
+    now: datetime
 
 
 class IncrementalJob:
@@ -131,23 +156,22 @@ class IncrementalJob:
         with self.env.session_factory() as session:
             state = session.get(JobState, self.name) or JobState(job=self.name)
             self._cursor.load(session, state, now)
-            new = self._evaluate_new(session, now)
+            new = self._evaluate_new(session, now).new
             # Commit the per-trace outcomes (idempotent upserts) before aggregating: dataset
             # metrics may embed for minutes, and on SQLite an open write transaction would
             # block the consumer and the embedding store for all that time.
             session.commit()
-            notify(self.env.observers, self._evaluated)
-            self._evaluated = []
-            self.columns.prune(epoch(now) - self._longest)
-            points = self._aggregate(session, now, changed=bool(new))
-            written = self._write(session, now, points)
+            self.notify()
             state.watermark = self._cursor.watermark
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = f"{new} new or updated traces"
+            message = f"{new} new or updated traces"
+            written = self._store(session, now, state, changed=bool(new), message=message)
             state.last_duration_s = time.perf_counter() - started
             session.merge(state)
             session.commit()
+        return self.report(new, written, started)
+
+    def report(self, new: int, written: int, started: float, **extra: Any) -> JobReport:
+        """The report of a run that evaluated `new` traces and wrote `written` results."""
         retry = self._cursor.retry
         return JobReport(
             self.name,
@@ -158,7 +182,85 @@ class IncrementalJob:
             labels=self._labels,
             retries=retry.take_scheduled() if retry is not None else {},
             pending_retry=len(self._cursor.retrying) if retry is not None else None,
+            **extra,
         )
+
+    # -- sharded runs (`sharded.py`) --------------------------------------------------------
+
+    @property
+    def shardable(self) -> bool:
+        """True when its runs may be split across workers by shard: per-trace evaluation
+        of registry metrics. Jobs built by a `factory` (judge_consistency, judge_agreement,
+        external) compute their own way and stay whole, under the job's lock."""
+        return self.definition.factory is None
+
+    def begin(self) -> None:
+        """Start a sharded run (the per-run sample memo)."""
+        self._memo.next_run()
+
+    def plan_shards(
+        self,
+        session: Session,
+        now: datetime,
+        scope: ShardScope,
+        floor: datetime | None,
+        more: Callable[[], ShardScope | None],
+    ) -> Plan:
+        """The batch of `scope`'s shards, after bringing the columns up to date with every
+        worker's outcomes (`floor`: `TraceCursor.tail`): their pending traces, oldest
+        first, at most the job's `max_new_per_run`. While they are fewer, `more()` claims
+        more shards to fill the batch (None: no shard is left)."""
+        tailed = self._cursor.tail(session, now, floor)
+        limit = self.definition.max_new_per_run
+        candidates = self.definition.candidates
+        pending = self._cursor.pending(session, now, candidates, None, scope)
+        while limit is not None and len(pending) < limit and (extra := more()) is not None:
+            pending += self._cursor.pending(session, now, candidates, None, extra)
+            pending.sort(key=oldest_first)
+        capped = limit is not None and len(pending) > limit
+        return Plan(pending[:limit], capped, tailed, now)
+
+    def score(self, session: Session, plan: Plan) -> Batch:
+        """Score a plan's traces; their outcomes are recorded in `session`, which the
+        caller commits (or rolls back, then `forget`s the batch)."""
+        return self._score(session, plan.pending, plan.now)._replace(tailed=plan.tailed)
+
+    def forget(self, batch: Batch) -> None:
+        self._cursor.forget(batch.trace_ids)
+        self._evaluated = []
+
+    def aggregate_shared(
+        self, session: Session, now: datetime, floor: datetime | None, *, changed: bool, stores: int
+    ) -> int:
+        """Aggregate every window from the outcomes of every worker (tailed first) and
+        write them with the job's state (`stores`: the shards' counter read before the
+        tail); the caller holds the job's lock and commits. The results written."""
+        changed = self._cursor.tail(session, now, floor) > 0 or changed
+        self._cursor.refresh_retrying(session, now)
+        state = session.get(JobState, self.name) or JobState(job=self.name)
+        if floor is not None:
+            state.watermark = floor  # safe for a later unsharded run: no shard is behind it
+        state.aggregated_stores = stores
+        written = self._store(session, now, state, changed=changed, message="aggregated")
+        session.merge(state)
+        return written
+
+    def notify(self) -> None:
+        """Tell the observers of the outcomes just committed."""
+        notify(self.env.observers, self._evaluated)
+        self._evaluated = []
+
+    def _store(
+        self, session: Session, now: datetime, state: JobState, *, changed: bool, message: str
+    ) -> int:
+        """Aggregate every window from the columns and write the results and `state`."""
+        self.columns.prune(epoch(now) - self._longest)
+        points = self._aggregate(session, now, changed=changed)
+        written = self._write(session, now, points)
+        state.last_run_at = now
+        state.last_status = "ok"
+        state.last_message = message
+        return written
 
     def load_history(self, now: datetime, *, evaluate: bool) -> int:
         """Load the stored outcomes of every trace in the longest window plus the history
@@ -167,7 +269,7 @@ class IncrementalJob:
         self._memo.next_run()
         with self.env.session_factory() as session:
             self._cursor.load(session, JobState(job=self.name), now)
-            new = self._evaluate_new(session, now) if evaluate else 0
+            new = self._evaluate_new(session, now).new if evaluate else 0
             session.commit()
         return new
 
@@ -204,17 +306,22 @@ class IncrementalJob:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _evaluate_new(self, session: Session, now: datetime) -> int:
+    def _evaluate_new(self, session: Session, now: datetime) -> Batch:
         pending = self._cursor.pending(
             session, now, self.definition.candidates, self.definition.max_new_per_run
         )
+        return self._score(session, pending, now)
+
+    def _score(self, session: Session, pending: list[Pending], now: datetime) -> Batch:
+        """Score `pending` and record the outcomes (the caller commits)."""
         self._evaluated = []
         if not pending:
-            return 0
+            return Batch()
+        # bounded by the longest window, so PostgreSQL reads only its partitions
         since = now - timedelta(seconds=self._cursor.longest_s)
-        rows = fetch_rows(session, self._memo, [row_id for row_id, _, _ in pending], since)
+        rows = fetch_rows(session, self._memo, [p.row_id for p in pending], since)
         if not rows:  # deleted (retention) between finding and fetching them
-            return 0
+            return Batch()
         samples = self._memo.map_rows(rows, version_s)
         outcomes = self._scoring.outcomes(session, rows, samples)
         if self.definition.uses_judge and judge_unreachable(outcomes):
@@ -223,37 +330,18 @@ class IncrementalJob:
                 "they stay pending for the next run"
             )
         self._evaluated = self._cursor.record(session, rows, outcomes)
-        return len(rows)
+        return Batch(len(rows), max(r.updated_at for r in rows), tuple(r.trace_id for r in rows))
 
     def _aggregate(
         self, session: Session, now: datetime, *, changed: bool
     ) -> list[tuple[Window, WindowAggregate]]:
         points = self.points_at(now)
         self._labels = tuple(self._last_folds)
-        self._warn_folding(self._labels)
+        warn_folding(self.name, self._labels_logged, self._labels)
+        self._labels_logged = self._labels
         if self.dataset:
             points += self._dataset.points(session, now, changed=changed)
         return points
-
-    def _warn_folding(self, labels: tuple[Folding, ...]) -> None:
-        """One warning when a label starts folding values past its bound (not every run)."""
-        before = {f.label: f.capped for f in self._labels_logged}
-        for f in labels:
-            if f.capped and not before.get(f.label):
-                logger.warning(
-                    "job %s: label %r has %d distinct values in the longest window, more than "
-                    "its bound: the %d most frequent stay series, %d fold into %r "
-                    "(labels.max_values, or an allow-list in labels.per_label)",
-                    self.name,
-                    f.label,
-                    f.seen,
-                    len(f.kept),
-                    f.capped,
-                    OTHER,
-                )
-            elif not f.capped and before.get(f.label):
-                logger.info("job %s: label %r no longer folds values", self.name, f.label)
-        self._labels_logged = labels
 
     def _write(
         self, session: Session, now: datetime, points: list[tuple[Window, WindowAggregate]]

@@ -13,6 +13,7 @@ is computed from exactly the folded traces.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,8 @@ from types import MappingProxyType
 from typing import Any
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 OTHER = "other"
 """The label value every folded value becomes (a tag whose value is `other` counts there)."""
@@ -133,3 +136,24 @@ def choose_kept(
 def folded_value(value: str, kept: frozenset[str]) -> str:
     """`value` itself when it is kept, else `OTHER`."""
     return value if value in kept else OTHER
+
+
+def warn_folding(job: str, before: Sequence[Folding], now: Sequence[Folding]) -> None:
+    """One warning when a label of `job` starts folding values past its bound (not every
+    run), one line when it stops."""
+    was = {f.label: f.capped for f in before}
+    for f in now:
+        if f.capped and not was.get(f.label):
+            logger.warning(
+                "job %s: label %r has %d distinct values in the longest window, more than "
+                "its bound: the %d most frequent stay series, %d fold into %r "
+                "(labels.max_values, or an allow-list in labels.per_label)",
+                job,
+                f.label,
+                f.seen,
+                len(f.kept),
+                f.capped,
+                OTHER,
+            )
+        elif not f.capped and was.get(f.label):
+            logger.info("job %s: label %r no longer folds values", job, f.label)

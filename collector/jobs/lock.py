@@ -3,19 +3,26 @@
 PostgreSQL: a session-level advisory lock keyed by the job name
 (`pg_try_advisory_lock`), held on a dedicated connection for the length of the run, so
 with several replicas exactly one runs each job and the others skip. SQLite is a
-single-host database: a process-local lock is enough there.
+single-host database: a process-local lock is enough there. A sharded job
+(`sharded.py`) takes the same lock only to aggregate, and waits for it
+(`job_lock_waiting`): the worker that finishes last must write the results.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine, text
+from sqlalchemy.exc import OperationalError
+
+logger = logging.getLogger(__name__)
 
 _LOCAL: dict[str, threading.Lock] = {}
+_LOCK_TIMEOUT = "55P03"  # lock_not_available
 _LOCAL_GUARD = threading.Lock()
 
 
@@ -48,6 +55,43 @@ def job_lock(engine: Engine, name: str) -> Iterator[bool]:
             if not got:
                 yield False
                 return
+            try:
+                yield True
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                conn.commit()
+    finally:
+        local.release()
+
+
+@contextmanager
+def job_lock_waiting(engine: Engine, name: str, timeout_s: float) -> Iterator[bool]:
+    """Like `job_lock`, but wait up to `timeout_s` for the lock (PostgreSQL's
+    `lock_timeout` bounds `pg_advisory_lock`); False when it stayed held that long."""
+    local = _local_lock(name)
+    if not local.acquire(timeout=timeout_s):
+        yield False
+        return
+    try:
+        if engine.dialect.name != "postgresql":
+            yield True
+            return
+        key = advisory_key(name)
+        with engine.connect() as conn:
+            conn.execute(text(f"SET lock_timeout = '{max(1, int(timeout_s * 1000))}ms'"))
+            try:
+                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            except OperationalError as exc:
+                if getattr(exc.orig, "sqlstate", None) != _LOCK_TIMEOUT:
+                    raise
+                logger.info("job %s: its lock stayed held for %.0fs", name, timeout_s)
+                conn.rollback()
+                conn.execute(text("RESET lock_timeout"))
+                conn.commit()
+                yield False
+                return
+            conn.execute(text("RESET lock_timeout"))
+            conn.commit()
             try:
                 yield True
             finally:

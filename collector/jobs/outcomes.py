@@ -227,6 +227,13 @@ class OutcomeColumns:
         self._trace_at[row] = trace_id
         return row
 
+    def forget(self, trace_id: str) -> None:
+        """Drop a trace's contribution (its outcomes were not stored after all)."""
+        row = self._pos.pop(trace_id, None)
+        self._updated.pop(trace_id, None)
+        if row is not None:
+            self._alive[row] = False
+
     def timestamps(self) -> tuple[np.ndarray, np.ndarray]:
         """(ts, alive) of every row (views: do not write)."""
         n = self._size
@@ -386,7 +393,16 @@ def summarize(
     error_types: Mapping[str, int],
 ) -> Aggregate:
     """Value, n and 95% CI of scored values (the evaluators' intervals, with the normal
-    approximation above `BOOTSTRAP_MAX_N` values)."""
+    approximation above `BOOTSTRAP_MAX_N` values).
+
+    Up to `BOOTSTRAP_MAX_N` values are sorted first: the seeded bootstrap resamples by
+    position, so its interval would otherwise depend on the order the rows came in
+    (a worker that scored the traces and one that loaded them hold them in different
+    orders: `collector.jobs.sharded`). Above it the mean and spread are sums in row order,
+    equal across orders to the last bits (sorting a million values would cost 250x the
+    mean)."""
+    if scored.size <= BOOTSTRAP_MAX_N:
+        scored = np.sort(scored)
     return aggregate_scores(
         metric,
         scored,

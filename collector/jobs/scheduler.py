@@ -1,9 +1,12 @@
 """Which jobs exist, how one run is guarded, and the APScheduler that repeats them.
 
-`JobRunner.run(name)` takes the job's lock (advisory lock on PostgreSQL, so with several
-replicas exactly one runs it), runs it, and never lets an exception escape: a failure is
-logged with `logger.exception` and counted in `ragpulse_job_runs_total{status="error"}`,
-and the other jobs go on. `Scheduler` runs every job every `interval_s` with
+`JobRunner.run(name)` runs a job and never lets an exception escape: a failure is logged
+with `logger.exception` and counted in `ragpulse_job_runs_total{status="error"}`, and the
+other jobs go on. Given a `ShardConfig` (PostgreSQL with `scheduler.shards` > 0), a job
+that evaluates traces one by one runs sharded (`sharded.py`): every replica takes a share
+of its traces and one at a time aggregates. Otherwise (SQLite, the jobs that compute
+their own way) the run takes the job's lock (advisory lock on PostgreSQL, so with several
+replicas exactly one runs it). `Scheduler` runs every job every `interval_s` with
 `max_instances=1` and `coalesce=True`, so a slow run is never overlapped by itself.
 """
 
@@ -31,7 +34,9 @@ from collector.jobs import (
     ux,
 )
 from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
 from collector.jobs.lock import job_lock
+from collector.jobs.sharded import ShardedRun
 from collector.settings import Settings
 from evaluators.errors import UnknownMetricError
 from evaluators.judge.errors import JudgeConnectionError
@@ -105,7 +110,7 @@ def ux_options(settings: Settings) -> dict[str, Any]:
 
 
 class JobRunner:
-    """Runs jobs once each, guarded by the job lock, recording metrics and spans."""
+    """Runs jobs once each, sharded or guarded by the job lock, recording metrics and spans."""
 
     def __init__(
         self,
@@ -115,25 +120,45 @@ class JobRunner:
         operations: Any = None,
         telemetry: Any = None,
         on_done: Callable[[JobReport], None] | None = None,
+        sharding: ShardConfig | None = None,
     ) -> None:
         self.jobs = jobs
         self.engine = engine
         self.operations = operations
         self.telemetry = telemetry
         self.on_done = on_done
+        self.sharding = sharding
+        self.worker = worker_id()
+        """This process's name on the shard leases it takes."""
         self.last: dict[str, JobReport] = {}
+        self._leases: dict[str, ShardLeases] = {}
         if operations is not None:
             operations.declare_jobs(list(jobs))
+
+    def sharded(self, job: IncrementalJob) -> bool:
+        """True when `job` runs sharded: a `ShardConfig` was given, the job evaluates
+        trace by trace, and it will evaluate (a judge job without a judge only records
+        its skip)."""
+        return (
+            self.sharding is not None
+            and job.shardable
+            and not (job.definition.uses_judge and job.env.judge is None)
+        )
 
     def run(self, name: str) -> JobReport:
         job = self.jobs[name]
         started = time.perf_counter()
-        with job_lock(self.engine, name) as held:
-            if not held:
-                report = JobReport(name, "locked", message="another run holds the lock")
-                logger.info("job %s: skipped, another run holds the lock", name)
-            else:
-                report = self._run_locked(job, started)
+        if self.sharded(job):
+            report = self._run_guarded(
+                job, started, ShardedRun(job, self._leases_of(name), self.engine).run
+            )
+        else:
+            with job_lock(self.engine, name) as held:
+                if not held:
+                    report = JobReport(name, "locked", message="another run holds the lock")
+                    logger.info("job %s: skipped, another run holds the lock", name)
+                else:
+                    report = self._run_guarded(job, started, job.run)
         self.last[name] = report
         if self.operations is not None and report.status != "locked":
             self.operations.record_job(name, report.status, report.seconds)
@@ -145,13 +170,42 @@ class JobRunner:
             self.on_done(report)
         return report
 
-    def _run_locked(self, job: IncrementalJob, started: float) -> JobReport:
+    def _leases_of(self, name: str) -> ShardLeases:
+        if self.sharding is None:
+            raise ValueError("not sharded")
+        leases = self._leases.get(name)
+        if leases is None:
+            leases = self._leases[name] = ShardLeases(self.engine, name, self.worker, self.sharding)
+        return leases
+
+    def register(self) -> None:
+        """Count this process as a live worker of every sharded job now (at start-up,
+        before the first runs), so processes started together share from the first run."""
+        for name, job in self.jobs.items():
+            if self.sharded(job):
+                try:
+                    self._leases_of(name).register()
+                except Exception:
+                    logger.exception("job %s: could not register this worker", name)
+
+    def close(self) -> None:
+        """This process stops running the jobs: no longer counted as a live worker (the
+        others take bigger shares at once instead of after the presence expires)."""
+        for leases in self._leases.values():
+            try:
+                leases.forget()
+            except Exception:
+                logger.exception("job %s: could not unregister this worker", leases.job)
+
+    def _run_guarded(
+        self, job: IncrementalJob, started: float, call: Callable[[], JobReport]
+    ) -> JobReport:
         try:
             if self.telemetry is not None:
                 with self.telemetry.job_run(job.name):
-                    report = job.run()
+                    report = call()
             else:
-                report = job.run()
+                report = call()
         except Exception as exc:
             if isinstance(exc, JudgeConnectionError):
                 # an outage, not a bug: one line; the job's traces stay pending for next time
@@ -187,14 +241,34 @@ def build_runner(
     names: Sequence[str] | None = None,
     operations: Any = None,
     telemetry: Any = None,
+    once: bool = False,
 ) -> JobRunner:
+    """The runner of the chosen jobs (`once`: for one run each, `ragpulse jobs run`)."""
     defs = definitions(settings)
     chosen = list(names or settings.scheduler.jobs or JOB_NAMES)
     unknown = [n for n in chosen if n not in defs]
     if unknown:
         raise ValueError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(JOB_NAMES)}")
     jobs = {name: (defs[name].factory or IncrementalJob)(defs[name], env) for name in chosen}
-    return JobRunner(jobs, engine, operations=operations, telemetry=telemetry)
+    return JobRunner(
+        jobs,
+        engine,
+        operations=operations,
+        telemetry=telemetry,
+        sharding=shard_config(settings, engine, once=once),
+    )
+
+
+def shard_config(settings: Settings, engine: Engine, *, once: bool) -> ShardConfig | None:
+    """How the jobs are split across workers: on PostgreSQL with `scheduler.shards` > 0
+    (SQLite serves one process: its jobs run whole). Scheduled runs write a job's
+    results at most twice an interval; a run `once` (`ragpulse jobs run`) whenever it
+    has anything new."""
+    cfg = settings.scheduler
+    if engine.dialect.name != "postgresql" or cfg.shards == 0:
+        return None
+    gap = 0.0 if once else cfg.interval_s / 2
+    return ShardConfig(cfg.shards, cfg.shard_lease_s, cfg.interval_s, aggregate_gap_s=gap)
 
 
 class Scheduler:

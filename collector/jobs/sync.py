@@ -10,16 +10,20 @@ hold yet; and it records a run's new outcomes in both places and moves the water
 Traces waiting to retry a transient judge failure (`retry.py`) are older than the
 watermark, so the watermark query cannot find them: `pending` adds them from the marked
 rows of `job_outcomes`, read afresh each run (another replica may have retried them).
+
+A sharded job (`sharded.py`) has a watermark per shard: its columns `tail` every
+worker's rows from the oldest of them, and `pending` lists only the traces of the shards
+a worker leased (a `ShardScope`), each against its own shard's watermark.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Row, Text, cast, select
+from sqlalchemy import Row, Select, Text, cast, literal, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.definition import Filter
@@ -28,6 +32,7 @@ from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.retry import MARKER_PATTERN, RetryPolicy, Waiting, waiting_of
 from collector.jobs.seams import StoredTrace
+from collector.jobs.shard_scope import ShardScope, shard_of
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import group_values
@@ -50,13 +55,38 @@ STORED = (
 )
 """A stored outcome row as the columns are loaded from it (JSON as text, for orjson)."""
 
-Pending = tuple[int, str, datetime]
-"""(traces.id, trace_id, updated_at) of a trace version still to evaluate."""
+
+class Pending(NamedTuple):
+    """A trace version still to evaluate: its row, id, version and shard (0 unsharded)."""
+
+    row_id: int
+    trace_id: str
+    updated: datetime
+    shard: int = 0
 
 
 def epoch(ts: datetime) -> float:
     """Seconds since the epoch; a naive timestamp (as SQLite returns them) is UTC."""
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def oldest_first(pending: Pending) -> tuple[float, int]:
+    """Sort key of pending trace versions: oldest update first."""
+    return epoch(pending.updated), pending.row_id
+
+
+def _versions(scope: ShardScope | None) -> Select[Any]:
+    """SELECT id, trace_id, updated_at, shard FROM traces (of `scope`'s shards only)."""
+    if scope is None:
+        return select(Trace.id, Trace.trace_id, Trace.updated_at, literal(0))
+    shard = shard_of(Trace.trace_id, scope.count)
+    query = select(Trace.id, Trace.trace_id, Trace.updated_at, shard)
+    return query.where(shard.in_(sorted(scope.watermarks))) if scope.partial else query
+
+
+def _after(updated: datetime, watermark: datetime | None) -> bool:
+    """True when a trace version is newer than a shard's watermark minus `GRACE`."""
+    return watermark is None or updated > watermark - GRACE
 
 
 def version_s(row: StoredTrace) -> float:
@@ -89,10 +119,35 @@ class TraceCursor:
         job keeps no retries and does not look for waiting traces)."""
         self.retrying: dict[str, Waiting] = {}
         """The traces waiting for a retry, by trace_id."""
+        self._since: datetime | None = None
+        """Sharded jobs: where the next `tail` reads from."""
 
     def load(self, session: Session, state: JobState, now: datetime) -> None:
         """Bring the columns up to date with `job_outcomes` (and the watermark with
         `job_state`): everything in the longest window at first, then what changed."""
+        if not self._loaded:
+            self.watermark = state.watermark
+            self._read(session, now, None)
+        else:
+            self._read(session, now, self.watermark)
+        if state.watermark is not None and (
+            self.watermark is None or state.watermark > self.watermark
+        ):
+            self.watermark = state.watermark
+
+    def tail(self, session: Session, now: datetime, floor: datetime | None) -> int:
+        """A sharded job's `load` (`sharded.py`): `floor` is the oldest shard watermark,
+        read just before. Every outcome stored after it was read is of a trace version
+        newer than it minus `GRACE` (a shard's watermark only moves forward, and not while
+        a worker holds the shard), so the next tail reads from it; this one reads from
+        the floor the previous tail was given. Returns the rows put in the columns."""
+        since = self._since if self._loaded else None
+        self._since = floor
+        return self._read(session, now, since)
+
+    def _read(self, session: Session, now: datetime, since: datetime | None) -> int:
+        """Put the stored outcomes of trace versions newer than `since` minus `GRACE` in
+        the columns (None or the first time: every one in the longest window)."""
         # JSON read as text and parsed with orjson: after a restart this loads one row per
         # trace of the longest window (a million for the UX job at ~100 traces a minute).
         # Every query is bounded by the longest window (older rows are pruned from the
@@ -100,11 +155,10 @@ class TraceCursor:
         query = select(*STORED).where(
             JobOutcome.job == self.job, JobOutcome.ts >= now - timedelta(seconds=self.longest_s)
         )
-        if not self._loaded:
-            self.watermark = state.watermark
-        elif self.watermark is not None:
-            query = query.where(JobOutcome.trace_updated_at > self.watermark - GRACE)
+        if self._loaded and since is not None:
+            query = query.where(JobOutcome.trace_updated_at > since - GRACE)
         columns = self.columns
+        put = 0
         for trace_id, updated, ts, groups, outcomes in session.execute(query):
             updated_s = epoch(updated)
             if columns.is_current(trace_id, updated_s):
@@ -116,46 +170,51 @@ class TraceCursor:
                 orjson.loads(groups) if groups else None,
                 orjson.loads(outcomes) if outcomes else {},
             )
-        if state.watermark is not None and (
-            self.watermark is None or state.watermark > self.watermark
-        ):
-            self.watermark = state.watermark
+            put += 1
         self._loaded = True
+        return put
 
     def pending(
-        self, session: Session, now: datetime, candidates: Filter, limit: int | None
+        self,
+        session: Session,
+        now: datetime,
+        candidates: Filter,
+        limit: int | None,
+        scope: ShardScope | None = None,
     ) -> list[Pending]:
         """The candidates in the longest window whose version is not evaluated yet, oldest
-        update first (at most `limit`)."""
-        query = select(Trace.id, Trace.trace_id, Trace.updated_at).where(
-            Trace.timestamp >= now - timedelta(seconds=self.longest_s)
-        )
-        if self.watermark is not None:
-            query = query.where(Trace.updated_at > self.watermark - GRACE)
+        update first (at most `limit`); with `scope`, only those of its shards, each
+        newer than its own shard's watermark minus `GRACE`."""
+        longest = Trace.timestamp >= now - timedelta(seconds=self.longest_s)
+        floor = self.watermark if scope is None else scope.floor()
+        query = _versions(scope).where(longest)
+        if floor is not None:
+            query = query.where(Trace.updated_at > floor - GRACE)
         query = candidates(query).order_by(Trace.updated_at, Trace.id)
+        marks = {} if scope is None else scope.watermarks
         pending = [
-            (row_id, trace_id, updated)
-            for row_id, trace_id, updated in session.execute(query)
+            Pending(row_id, trace_id, updated, in_shard)
+            for row_id, trace_id, updated, in_shard in session.execute(query)
             if not self.columns.is_current(trace_id, epoch(updated))
+            and _after(updated, marks.get(in_shard))
         ]
-        self._refresh_retrying(session, now)
+        self.refresh_retrying(session, now)
         if self.retrying:
-            seen = {trace_id for _, trace_id, _ in pending}
+            seen = {p.trace_id for p in pending}
             waiting = sorted(self.retrying)
             for start in range(0, len(waiting), _CHUNK):
-                retry = select(Trace.id, Trace.trace_id, Trace.updated_at).where(
-                    Trace.trace_id.in_(waiting[start : start + _CHUNK]),
-                    Trace.timestamp >= now - timedelta(seconds=self.longest_s),
+                retry = _versions(scope).where(
+                    Trace.trace_id.in_(waiting[start : start + _CHUNK]), longest
                 )
                 pending.extend(
-                    (row_id, trace_id, updated)
-                    for row_id, trace_id, updated in session.execute(candidates(retry))
-                    if trace_id not in seen
+                    Pending(*row)
+                    for row in session.execute(candidates(retry))
+                    if row[1] not in seen
                 )
-            pending.sort(key=lambda p: (epoch(p[2]), p[0]))
+            pending.sort(key=oldest_first)
         return pending if limit is None else pending[:limit]
 
-    def _refresh_retrying(self, session: Session, now: datetime) -> None:
+    def refresh_retrying(self, session: Session, now: datetime) -> None:
         """Read which traces of the longest window wait for a retry, and with how many
         failed attempts, from `job_outcomes` (shared by replicas, kept over restarts). A
         trace that no longer waits because another replica retried it is reloaded into
@@ -192,6 +251,12 @@ class TraceCursor:
                     orjson.loads(outcomes) if outcomes else {},
                 )
         self.retrying = fresh
+
+    def forget(self, trace_ids: Sequence[str]) -> None:
+        """Drop traces whose outcomes were recorded but then rolled back (a shard lease
+        lost while scoring them): the tail brings back what their new owner stores."""
+        for trace_id in trace_ids:
+            self.columns.forget(trace_id)
 
     def record(
         self,

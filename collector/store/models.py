@@ -292,6 +292,35 @@ class JobState(Base):
     last_status: Mapped[str | None] = mapped_column(String(16))
     last_message: Mapped[str | None] = mapped_column(Text)
     last_duration_s: Mapped[float | None] = mapped_column(Float)
+    aggregated_stores: Mapped[int | None] = mapped_column(BigInteger)
+    """Sharded jobs: the sum of `JobShard.stores` the last aggregation read before it
+    tailed the outcomes (a larger sum now: outcomes it has not counted). Rev. 0010."""
+
+
+class JobShard(Base):
+    """One shard of a job's trace space (`collector.jobs.leases`): who leases it until
+    when, when a worker last evaluated it and the newest trace version done in it."""
+
+    __tablename__ = "job_shards"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    shard: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner: Mapped[str | None] = mapped_column(String(128))
+    lease_until: Mapped[datetime | None] = mapped_column()
+    checked_at: Mapped[datetime | None] = mapped_column()
+    watermark: Mapped[datetime | None] = mapped_column()
+    stores: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    """Batches of outcomes stored from the shard (`JobState.aggregated_stores`)."""
+
+
+class JobWorker(Base):
+    """A worker process running a job, counted as live until `alive_until` (fair shares)."""
+
+    __tablename__ = "job_workers"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    worker: Mapped[str] = mapped_column(String(128), primary_key=True)
+    alive_until: Mapped[datetime] = mapped_column()
 
 
 class EmbeddingRow(Base):

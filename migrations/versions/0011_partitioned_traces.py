@@ -28,7 +28,7 @@ copied, the old table dropped. It rewrites both tables: plan for the time of a f
 Downgrade copies the rows back into plain tables.
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 Create Date: 2026-11-26 10:00:00.000000
 """
 
@@ -43,7 +43,7 @@ from sqlalchemy import text
 from collector.store import partitions
 
 revision: str = "0011"
-down_revision: str | None = "0009"
+down_revision: str | None = "0010"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -25,7 +25,8 @@ def register(subparsers: Any) -> None:
         "run",
         help="run jobs once and print a summary",
         description="Run jobs once, now (incrementally: only traces new since the last run "
-        "are evaluated), write metric_results and print one line per job.",
+        "are evaluated), write metric_results and print one line per job. On PostgreSQL "
+        "the run takes its share of each job's shards beside any other running worker.",
     )
     run_parser.add_argument("names", nargs="*", metavar="NAME", help="jobs to run (default: all)")
     run_parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -90,13 +91,16 @@ def run(args: argparse.Namespace) -> int:
     try:
         env = job_environment(settings, engine, observers=(events,) if events else ())
         try:
-            runner = build_runner(settings, engine, env, names=args.names or None)
+            runner = build_runner(settings, engine, env, names=args.names or None, once=True)
         except ValueError as exc:
             print(f"ragpulse jobs: {exc}")
             return 2
         if env.judge is not None and set(runner.jobs) & set(JUDGE_JOBS):
             require_reachable(settings.judge)
-        reports = runner.run_many()
+        try:
+            reports = runner.run_many()
+        finally:
+            runner.close()
     finally:
         if events is not None:
             events.shutdown()  # the runs' events are sent before the command exits

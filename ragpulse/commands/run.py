@@ -27,11 +27,12 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--role",
-        choices=["all", "consumer", "scheduler", "exporter"],
+        choices=["all", "consumer", "scheduler", "jobs", "exporter"],
         default="all",
         help="which parts to run: all (default), consumer (Kafka -> SQL, serves its "
-        "counters on /metrics), scheduler (evaluation jobs + /metrics) or exporter "
-        "(/metrics from the stored results only)",
+        "counters on /metrics), scheduler (evaluation jobs + /metrics), jobs (one of "
+        "several evaluation workers sharing the jobs on PostgreSQL; /metrics serves its "
+        "own counters) or exporter (/metrics from the stored results only)",
     )
     parser.set_defaults(func=run)
 

@@ -196,7 +196,7 @@ def test_migration_partitions_existing_rows_and_downgrades() -> None:
     url = create_postgres_database()
     engine = make_engine(url)
     try:
-        upgrade(url, "0009")
+        upgrade(url, "0010")
         rows = {"a": NOW - timedelta(days=3), "b": NOW, "c": datetime(1990, 1, 1, tzinfo=UTC)}
         with engine.begin() as conn:
             for trace_id, ts in rows.items():
@@ -225,7 +225,7 @@ def test_migration_partitions_existing_rows_and_downgrades() -> None:
         assert keys == set(rows)
         _ingest(engine, _trace("a", NOW))  # a known id under another day: not stored again
         assert len(_where(engine, "a")) == 1
-        command.downgrade(alembic_config(url), "0009")
+        command.downgrade(alembic_config(url), "0010")
         with engine.connect() as conn:
             assert not partitions.is_partitioned(conn, "traces")
             stored = conn.execute(text("SELECT trace_id FROM traces ORDER BY 1")).scalars().all()

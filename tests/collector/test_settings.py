@@ -28,6 +28,7 @@ def test_defaults_match_the_spec() -> None:
     assert s.judge.transient_retries == 3
     assert s.ux.threshold_mode == "balanced" and s.ux.cache_similarity_threshold is None
     assert (s.judge.min_agreement, s.judge.min_agreement_pairs) == (0.4, 30)
+    assert (s.scheduler.shards, s.scheduler.shard_lease_s) == (32, 60.0)
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -69,6 +70,8 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_DATABASE__RETENTION": "a month"}, "database.retention"),
         ({"RAGPULSE_DATABASE__RETENTION": "3d"}, "longest scheduler window"),
         ({"RAGPULSE_DATABASE__PARTITIONS_AHEAD": "0"}, "database.partitions_ahead"),
+        ({"RAGPULSE_SCHEDULER__SHARDS": "-1"}, "scheduler.shards"),
+        ({"RAGPULSE_SCHEDULER__SHARD_LEASE_S": "0.5"}, "scheduler.shard_lease_s"),
     ],
 )
 def test_unknown_and_contradictory_settings_are_clear_errors(

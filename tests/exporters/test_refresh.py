@@ -1,5 +1,6 @@
-"""A stand-alone exporter keeps up with results another process writes; a consumer-only
-process exports no quality series (it could not keep them current)."""
+"""A stand-alone exporter keeps up with results (and judge calls) other processes write; a
+consumer-only process or a jobs worker exports no quality series (it could not keep them
+current)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.settings import load_settings
-from collector.store.models import MetricResult
+from collector.store.models import Judgment, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
 from ragpulse.monitoring import Monitoring
+from tests.jobs.helpers import add_retrieval_traces
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -153,3 +155,68 @@ def test_consumer_role_exports_no_quality_series(sqlite_url: str) -> None:
         engine.dispose()
     assert "ragpulse_metric_value" not in body
     assert monitoring.refresher is None
+
+
+def test_exporter_role_serves_the_judge_counters_of_every_worker(sqlite_url: str) -> None:
+    """With the jobs in `--role jobs` workers, the exporter counts their judge calls (from
+    the shared `judgments` table: once, not once per worker)."""
+    settings = load_settings(
+        database={"url": sqlite_url}, exporter={"port": 0}, scheduler={"interval_s": 0.1}
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    monitoring = Monitoring(settings, engine, CollectorRegistry(), role="exporter").start()
+    try:
+        with factory() as session:  # a call a worker made
+            session.add(
+                Judgment(
+                    cache_key="k",
+                    metric="faithfulness",
+                    model="openai/judge-a",
+                    prompt_version="v1",
+                    input_hash="h",
+                    temperature=0.1,
+                    status="ok",
+                )
+            )
+            session.commit()
+        _wait(
+            lambda: (
+                'ragpulse_judge_requests_total{model="openai/judge-a",status="ok"} 1.0'
+                in _metrics_body(monitoring)
+            ),
+            "the exporter to count the worker's judge call",
+        )
+    finally:
+        monitoring.stop()
+        engine.dispose()
+
+
+def test_jobs_role_runs_the_jobs_and_serves_only_its_own_counters(sqlite_url: str) -> None:
+    settings = load_settings(
+        database={"url": sqlite_url},
+        exporter={"port": 0},
+        scheduler={"interval_s": 0.2, "initial_delay_s": 0, "jobs": ["real_users_benchmark"]},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        add_retrieval_traces(session, datetime.now(UTC), 5, 0.5, seed=1)
+        session.commit()
+    monitoring = Monitoring(settings, engine, CollectorRegistry(), role="jobs").start()
+    try:
+        _wait(
+            lambda: (
+                'ragpulse_job_runs_total{job="real_users_benchmark",status="ok"}'
+                in _metrics_body(monitoring)
+            ),
+            "a run of the job",
+        )
+        body = _metrics_body(monitoring)
+    finally:
+        monitoring.stop()
+        engine.dispose()
+    assert "ragpulse_metric_value" not in body  # the exporter's, from every worker's results
+    assert "ragpulse_judge_requests_total{" not in body  # (the family is declared)
+    with factory() as session:
+        assert session.query(MetricResult).filter_by(job="real_users_benchmark").count() > 0

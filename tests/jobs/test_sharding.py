@@ -1,0 +1,288 @@
+"""Jobs sharded across real worker processes on PostgreSQL (`collector.jobs.sharded`).
+
+Workers are `tests.jobs.shard_worker` processes (the service's runner, sharded, run after
+run until nothing is left). Their results are compared with one in-process worker that
+runs the job whole (`scheduler.shards = 0`, the unsharded path) on a copy of the data.
+The drift detectors are off: they are recomputed at most every `alerting.every` from the
+outcomes in hand at that moment, so a worker that aggregated early would give its
+earlier detector points again (as one worker does between recomputations).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+
+from collector.jobs.scheduler import build_runner
+from collector.jobs.shard_scope import shard_of
+from collector.settings import load_settings
+from collector.store.models import JobOutcome, JobShard, MetricResult
+from collector.store.session import make_engine, make_session_factory
+from migrations.runner import upgrade
+from ragpulse.job_setup import job_environment
+from tests.fixtures.db import create_postgres_database, drop_postgres_database
+from tests.fixtures.llm_server import ScriptedLLM, auto_reply
+from tests.jobs.helpers import add_retrieval_traces, add_trace
+from tests.jobs.shard_worker import HashEncoder
+
+pytestmark = pytest.mark.timeout(240)
+WORKER = (sys.executable, "-m", "tests.jobs.shard_worker")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Worker:
+    process: subprocess.Popen[str]
+    log: Path
+
+    def reports(self) -> list[dict[str, Any]]:
+        assert self.process.stdout is not None
+        lines = [json.loads(line) for line in self.process.stdout.read().splitlines() if line]
+        return [r for r in lines if "status" in r]
+
+
+def _start(job: str, url: str, env: dict[str, str], count: int, tmp: Path) -> list[Worker]:
+    """`count` workers of `job` on `url`, let go together once all have started."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAGPULSE_", "OPENAI_"))}
+    clean.update(
+        {
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "RAGPULSE_DATABASE__URL": url,
+            "RAGPULSE_ALERTING__ENABLED": "false",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            **env,
+        }
+    )
+    go = tmp / "go"
+    workers = []
+    for i in range(count):
+        log = tmp / f"worker{i}.log"
+        process = subprocess.Popen(
+            [*WORKER, job, "--until-idle", "--start-file", str(go)],
+            cwd=ROOT,
+            env=clean,
+            stdout=subprocess.PIPE,
+            stderr=log.open("w"),
+            text=True,
+        )
+        workers.append(Worker(process, log))
+    for w in workers:  # each has registered as a live worker
+        assert w.process.stdout is not None
+        line = w.process.stdout.readline()
+        assert '"ready"' in line, w.log.read_text()[-3000:]
+    go.touch()
+    return workers
+
+
+def _finish(workers: list[Worker], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    for w in workers:
+        try:
+            code = w.process.wait(max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for other in workers:
+                other.process.kill()
+            raise AssertionError(f"worker did not finish: {w.log.read_text()[-3000:]}") from None
+        assert code == 0, w.log.read_text()[-3000:]
+
+
+def _latest(engine: Engine, job: str) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+    """The job's last written results: (metric, window, group) -> value, n, CI, counts."""
+    with make_session_factory(engine)() as session:
+        last = session.scalar(
+            select(func.max(MetricResult.computed_at)).where(MetricResult.job == job)
+        )
+        rows = session.scalars(
+            select(MetricResult).where(MetricResult.job == job, MetricResult.computed_at == last)
+        ).all()
+    return {
+        (r.metric, r.window, r.group_key): (
+            r.value,
+            r.n,
+            r.ci_lower,
+            r.ci_upper,
+            r.skipped,
+            r.errors,
+            r.skip_reasons,
+            r.signature,
+        )
+        for r in rows
+    }
+
+
+def _single_worker(url: str, job: str, **settings: Any) -> dict[tuple[str, str, str], Any]:
+    """The job run whole, once, by one in-process worker (the unsharded path)."""
+    cfg = load_settings(
+        database={"url": url}, scheduler={"shards": 0}, alerting={"enabled": False}, **settings
+    )
+    engine = make_engine(url)
+    try:
+        runner = build_runner(
+            cfg, engine, job_environment(cfg, engine, embedder=HashEncoder()), names=[job]
+        )
+        assert runner.sharding is None
+        (report,) = runner.run_many()
+        assert report.status == "ok" and report.shards is None
+        return _latest(engine, job)
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def two_databases() -> Iterator[tuple[str, str]]:
+    urls = [create_postgres_database(), create_postgres_database()]
+    try:
+        for url in urls:
+            upgrade(url)
+        yield urls[0], urls[1]
+    finally:
+        for url in urls:
+            drop_postgres_database(url)
+
+
+def _fill(urls: tuple[str, ...], add: Callable[[Any], object]) -> None:
+    for url in urls:
+        engine = make_engine(url)
+        with make_session_factory(engine)() as session:
+            add(session)
+            session.commit()
+        engine.dispose()
+
+
+def test_three_workers_split_a_job_and_write_what_one_worker_writes(
+    two_databases: tuple[str, str], tmp_path: Path
+) -> None:
+    sharded, whole = two_databases
+    now = datetime.now(UTC)
+    # 300 benchmark traces of the last 20 minutes (stable windows while the test runs)
+    _fill(two_databases, lambda s: add_retrieval_traces(s, now, 300, 1 / 3, seed=21))
+    expected = _single_worker(whole, "real_users_benchmark")
+
+    env = {"RAGPULSE_SCHEDULER__SHARDS": "16", "RAGPULSE_SCHEDULER__INTERVAL_S": "1"}
+    workers = _start("real_users_benchmark", sharded, env, 3, tmp_path)
+    _finish(workers)
+    reports = [w.reports() for w in workers]
+    scored = [sum(r["new"] for r in rs) for rs in reports]
+    assert sum(scored) == 300  # every trace scored once, by one worker
+    assert sum(1 for n in scored if n > 0) >= 2, scored  # and the work was split
+    engine = make_engine(sharded)
+    try:
+        got = _latest(engine, "real_users_benchmark")
+    finally:
+        engine.dispose()
+    assert len(expected) > 100
+    assert got == expected
+
+
+def _judge_env(server: ScriptedLLM) -> dict[str, Any]:
+    return {
+        "models": ["openai/judge-a"],
+        "api_base": server.base_url,
+        "api_key": "sk-x",
+        "max_concurrency": 4,
+        "max_retries": 0,
+    }
+
+
+def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
+    two_databases: tuple[str, str], tmp_path: Path, llm_server: ScriptedLLM
+) -> None:
+    sharded, whole = two_databases
+    now = datetime.now(UTC)
+    count = 24
+
+    def add(session: Any) -> None:
+        for i in range(count):
+            add_trace(
+                session,
+                f"j{i}",
+                now - timedelta(minutes=1 + i % 15),
+                purposes=("judge",),
+                question=f"What is item {i}?",
+                answer=f"Item {i} is a test answer.",
+                reference=f"Item {i} is a reference answer.",
+                contexts=[{"id": "d1", "text": f"Item {i} is described here."}, {"id": "d2"}],
+                tags={"tenant": "acme" if i % 2 else "beta"},
+            )
+
+    _fill(two_databases, add)
+    llm_server.fallback = auto_reply
+    expected = _single_worker(whole, "rag_quality", judge=_judge_env(llm_server))
+    llm_server.latency_s = 0.1  # ~3 s per worker's batch: a kill lands inside one
+
+    judge = _judge_env(llm_server)
+    env = {
+        "RAGPULSE_SCHEDULER__SHARDS": "6",
+        "RAGPULSE_SCHEDULER__SHARD_LEASE_S": "2",
+        "RAGPULSE_SCHEDULER__INTERVAL_S": "1",
+        "RAGPULSE_JUDGE__MODELS": judge["models"][0],
+        "RAGPULSE_JUDGE__API_BASE": judge["api_base"],
+        "RAGPULSE_JUDGE__API_KEY": judge["api_key"],
+        "RAGPULSE_JUDGE__MAX_CONCURRENCY": "4",
+        "RAGPULSE_JUDGE__MAX_RETRIES": "0",
+    }
+    workers = _start("rag_quality", sharded, env, 3, tmp_path)
+    victim, survivors = workers[0], workers[1:]
+    engine = make_engine(sharded)
+    factory = make_session_factory(engine)
+    try:
+        mark = f":{victim.process.pid}:"
+        held: list[int] = []
+        deadline = time.monotonic() + 60
+        while not held:
+            assert time.monotonic() < deadline, "the victim never held a shard"
+            with factory() as session:
+                held = list(
+                    session.scalars(
+                        select(JobShard.shard).where(
+                            JobShard.job == "rag_quality",
+                            JobShard.owner.contains(mark),
+                            JobShard.lease_until > func.clock_timestamp(),
+                        )
+                    )
+                )
+            time.sleep(0.02)
+        time.sleep(0.5)  # well inside its batch: judge calls in flight
+        victim.process.send_signal(signal.SIGKILL)
+        victim.process.wait(10)
+        with factory() as session:
+            in_held = select(func.count()).where(
+                JobOutcome.job == "rag_quality",
+                shard_of(JobOutcome.trace_id, 6).in_(held),
+            )
+            assert session.scalar(in_held) == 0  # it died before committing anything
+        _finish(survivors)
+        with factory() as session:
+            rows = session.execute(
+                select(JobOutcome.trace_id, JobOutcome.outcomes).where(
+                    JobOutcome.job == "rag_quality"
+                )
+            ).all()
+            owners = session.scalars(
+                select(JobShard.owner).where(
+                    JobShard.job == "rag_quality", JobShard.shard.in_(held)
+                )
+            ).all()
+        got = _latest(engine, "rag_quality")
+    finally:
+        engine.dispose()
+    assert sorted(t for t, _ in rows) == sorted(f"j{i}" for i in range(count))
+    assert not any("error" in json.dumps(o) for _, o in rows)
+    assert all(mark not in (o or "") for o in owners)  # its shards were taken over
+    logs = "".join(w.log.read_text() for w in survivors)
+    assert "took over shard(s)" in logs
+    scored = sum(r["new"] for w in survivors for r in w.reports())
+    assert scored == count  # the victim's traces once, nobody's twice
+    assert got == expected
