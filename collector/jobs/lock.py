@@ -5,7 +5,7 @@ PostgreSQL: a session-level advisory lock keyed by the job name
 with several replicas exactly one runs each job and the others skip. SQLite is a
 single-host database: a process-local lock is enough there. A sharded job
 (`sharded.py`) takes the same lock only to aggregate, and waits for it
-(`job_lock_waiting`): the worker that finishes last must write the results.
+(`job_lock` with `wait_s`): the worker that finishes last must write the results.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import OperationalError
 
 logger = logging.getLogger(__name__)
@@ -37,11 +37,35 @@ def _local_lock(name: str) -> threading.Lock:
         return _LOCAL.setdefault(name, threading.Lock())
 
 
+def _advisory(conn: Connection, name: str, key: int, wait_s: float | None) -> bool:
+    """Take the advisory lock `key` on `conn`: at once or not at all (`wait_s` None), or
+    waiting up to `wait_s` (PostgreSQL's `lock_timeout` bounds `pg_advisory_lock`)."""
+    if wait_s is None:
+        got = bool(conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar())
+        conn.commit()
+        return got
+    conn.execute(text(f"SET lock_timeout = '{max(1, int(wait_s * 1000))}ms'"))
+    try:
+        conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+        got = True
+    except OperationalError as exc:
+        if getattr(exc.orig, "sqlstate", None) != _LOCK_TIMEOUT:
+            raise
+        logger.info("job %s: its lock stayed held for %.0fs", name, wait_s)
+        conn.rollback()
+        got = False
+    conn.execute(text("RESET lock_timeout"))
+    conn.commit()
+    return got
+
+
 @contextmanager
-def job_lock(engine: Engine, name: str) -> Iterator[bool]:
-    """Yield True when this caller holds the lock for `name`, False when someone else does."""
+def job_lock(engine: Engine, name: str, wait_s: float | None = None) -> Iterator[bool]:
+    """Yield True when this caller holds the lock for `name`, False when someone else
+    does (after waiting up to `wait_s` for it; None: not waiting)."""
     local = _local_lock(name)
-    if not local.acquire(blocking=False):
+    acquired = local.acquire(blocking=False) if wait_s is None else local.acquire(timeout=wait_s)
+    if not acquired:
         yield False
         return
     try:
@@ -50,48 +74,9 @@ def job_lock(engine: Engine, name: str) -> Iterator[bool]:
             return
         key = advisory_key(name)
         with engine.connect() as conn:
-            got = bool(conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar())
-            conn.commit()
-            if not got:
+            if not _advisory(conn, name, key, wait_s):
                 yield False
                 return
-            try:
-                yield True
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
-                conn.commit()
-    finally:
-        local.release()
-
-
-@contextmanager
-def job_lock_waiting(engine: Engine, name: str, timeout_s: float) -> Iterator[bool]:
-    """Like `job_lock`, but wait up to `timeout_s` for the lock (PostgreSQL's
-    `lock_timeout` bounds `pg_advisory_lock`); False when it stayed held that long."""
-    local = _local_lock(name)
-    if not local.acquire(timeout=timeout_s):
-        yield False
-        return
-    try:
-        if engine.dialect.name != "postgresql":
-            yield True
-            return
-        key = advisory_key(name)
-        with engine.connect() as conn:
-            conn.execute(text(f"SET lock_timeout = '{max(1, int(timeout_s * 1000))}ms'"))
-            try:
-                conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
-            except OperationalError as exc:
-                if getattr(exc.orig, "sqlstate", None) != _LOCK_TIMEOUT:
-                    raise
-                logger.info("job %s: its lock stayed held for %.0fs", name, timeout_s)
-                conn.rollback()
-                conn.execute(text("RESET lock_timeout"))
-                conn.commit()
-                yield False
-                return
-            conn.execute(text("RESET lock_timeout"))
-            conn.commit()
             try:
                 yield True
             finally:

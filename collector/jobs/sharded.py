@@ -46,7 +46,7 @@ from collector.jobs.definition import JobReport
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.lease_keeper import LeaseKeeper
 from collector.jobs.leases import Claim, LeaseLost, ShardLeases
-from collector.jobs.lock import job_lock_waiting
+from collector.jobs.lock import job_lock
 from collector.jobs.shard_scope import ShardScope
 from collector.store.models import JobState
 
@@ -146,7 +146,7 @@ class ShardedRun:
         with job.env.session_factory() as session:
             if not self._due(session, session.get(JobState, job.name)):
                 return 0
-        with job_lock_waiting(self.engine, job.name, self.config.lease_s) as held:
+        with job_lock(self.engine, job.name, wait_s=self.config.lease_s) as held:
             if not held:
                 return 0
             with job.env.session_factory() as session:
