@@ -13,9 +13,9 @@ from collector.settings import load_settings
 EXIT_WORSE = 1
 
 EPILOG = """examples:
-  # two systems (or two configurations) on one dataset: paired question by question
-  ragpulse evaluate data.jsonl --metrics hit_rate@1,mrr,faithfulness --output a.json
-  ragpulse evaluate data.jsonl --metrics hit_rate@1,mrr,faithfulness --output b.json
+  # two systems' answers to one set of questions: paired question by question
+  ragpulse evaluate answers-a.jsonl --metrics hit_rate@1,mrr,faithfulness --output a.json
+  ragpulse evaluate answers-b.jsonl --metrics hit_rate@1,mrr,faithfulness --output b.json
   ragpulse compare a.json b.json --fail-on hit_rate@1,faithfulness
 
   # two versions of the live system over the last day (versions.sources)
@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
         "compare",
         help="compare two versions with statistics (A/B, canary, offline runs)",
         description="Compare version B against version A on several metrics: B - A with a "
-        "bootstrap 95%% interval, an effect size, the p-value and its correction across the "
+        "bootstrap 95% interval, an effect size, the p-value and its correction across the "
         "metrics (Holm by default, or Benjamini-Hochberg), and the smallest difference the "
         "samples can detect. Where both sides answered the same questions (two runs on one "
         "dataset, shadow or replay traffic) the test is paired: a sign-flip permutation "
