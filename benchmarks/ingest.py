@@ -145,13 +145,14 @@ def _tree_rss(process: psutil.Process) -> int:
     return total
 
 
-def drain(bootstrap: str, topic: str, url: str, workers: int) -> Drain:
-    """(b) `ragpulse ingest --until-idle 3 --workers N` as a subprocess draining the backlog."""
+def drain(bootstrap: str, topic: str, url: str, workers: int, root: Path = ROOT) -> Drain:
+    """(b) `ragpulse ingest --until-idle 3 --workers N` as a subprocess draining the backlog,
+    run from the code tree `root` (this one by default)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     env.update(
         {
             # this tree's code, whatever an installed `ragpulse` or PYTHONPATH points to
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": str(root),
             "RAGPULSE_DATABASE__URL": url,
             "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS": bootstrap,
             "RAGPULSE_KAFKA__TOPICS": topic,
@@ -173,7 +174,7 @@ def drain(bootstrap: str, topic: str, url: str, workers: int) -> Drain:
             "--workers",
             str(workers),
         ],
-        cwd=ROOT,
+        cwd=root,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
