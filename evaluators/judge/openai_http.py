@@ -12,17 +12,18 @@ statuses and network failures map to the same typed errors as litellm's exceptio
 errors, a 400 naming a content policy violation a refusal, any other status a request
 error. Prices and schema support still come from litellm's model map.
 
-The session (keep-alive connections, no limit of its own: the client's adaptive limit
-bounds the requests in flight) belongs to the running event loop and is closed when that
-loop's tasks are cancelled at its end (`asyncio.run` does so), by a task that only waits
-for that moment.
+Each running event loop gets its own session (keep-alive connections, no limit of its own:
+the client's adaptive limit bounds the requests in flight), so jobs running the same client
+on their own loops in scheduler threads never share one; it is closed, and forgotten, when
+that loop's tasks are cancelled at its end (`asyncio.run` does so), by a task that only
+waits for that moment.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -127,8 +128,7 @@ class OpenAIHttpTransport:
         self.headers = {"Content-Type": "application/json"}
         if key:
             self.headers["Authorization"] = f"Bearer {key}"
-        self._session: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sessions: dict[asyncio.AbstractEventLoop, Any] = {}
 
     async def send(
         self, model: str, messages: Sequence[Mapping[str, str]], fields: Mapping[str, Any]
@@ -156,20 +156,21 @@ class OpenAIHttpTransport:
 
     def _session_of_loop(self) -> Any:
         loop = asyncio.get_running_loop()
-        if self._session is None or self._loop is not loop:
+        session = self._sessions.get(loop)
+        if session is None:
             import aiohttp
 
             timeout = aiohttp.ClientTimeout(
                 total=None, sock_connect=self.config.timeout_s, sock_read=self.config.timeout_s
             )
-            self._session = aiohttp.ClientSession(
+            session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0),
                 timeout=timeout,
                 trust_env=True,  # HTTP(S)_PROXY, as litellm's own aiohttp transport
             )
-            self._loop = loop
-            _close_at_loop_end(loop, self._session)
-        return self._session
+            self._sessions[loop] = session
+            _close_at_loop_end(loop, session, lambda: self._sessions.pop(loop, None))
+        return session
 
     def to_error(self, exc: BaseException) -> JudgeError:
         return map_http_exception(exc)
@@ -190,13 +191,17 @@ class OpenAIHttpTransport:
 _KEEPERS: set[asyncio.Task[None]] = set()
 
 
-def _close_at_loop_end(loop: asyncio.AbstractEventLoop, session: Any) -> None:
-    """Close `session` when the loop cancels its remaining tasks (the end of `asyncio.run`)."""
+def _close_at_loop_end(
+    loop: asyncio.AbstractEventLoop, session: Any, forget: Callable[[], object]
+) -> None:
+    """Close `session` when the loop cancels its remaining tasks (the end of `asyncio.run`),
+    then call `forget`."""
 
     async def keeper() -> None:
         try:
             await loop.create_future()  # never set: only cancellation ends the wait
         finally:
+            forget()
             await session.close()
 
     task = loop.create_task(keeper())

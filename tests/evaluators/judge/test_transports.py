@@ -3,10 +3,12 @@ and makes of failures (the client's behaviour through both is tested in test_cli
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from evaluators.judge import JudgeConfig
-from evaluators.judge.api import score
+from evaluators.judge.api import ascore
 from evaluators.judge.errors import (
     JudgeConnectionError,
     JudgeRateLimited,
@@ -98,15 +100,24 @@ def test_status_error_keeps_the_server_message_for_mode_fallbacks() -> None:
     assert error.status_code == 400 and "json_schema" in str(error)
 
 
-def test_session_is_closed_when_the_run_ends(llm_server: ScriptedLLM) -> None:
+def test_each_loop_gets_a_session_closed_when_the_loop_ends(llm_server: ScriptedLLM) -> None:
     llm_server.script("ragpulse judge task: context_relevance", Reply(content=GOOD))
     judge = make_judge(llm_server)
     transport = judge._transports.of("openai/judge-a")
     assert isinstance(transport, OpenAIHttpTransport)
+
+    async def one(question: str) -> tuple[object, object]:
+        [outcome] = await ascore("context_relevance", [sample(question, ["a", "b"])], judge)
+        return outcome, transport._sessions[asyncio.get_running_loop()]
+
+    sessions = []
     for question in ("q1?", "q2?"):  # a new event loop, and a new session, for each run
-        [outcome] = score("context_relevance", [sample(question, ["a", "b"])], judge)
+        outcome, session = asyncio.run(one(question))
         assert isinstance(outcome, Score)
-        assert transport._session is not None and transport._session.closed
+        sessions.append(session)
+    assert sessions[0] is not sessions[1]
+    assert all(s.closed for s in sessions)  # type: ignore[attr-defined]
+    assert transport._sessions == {}
     assert len(llm_server.requests) == 2
 
 
