@@ -175,6 +175,12 @@ class JudgeSettings(_Group):
     """How the answer's JSON schema is enforced: auto (by litellm provider, falling back
     when a server refuses), or json_schema | json_object_schema (llama.cpp) | guided_json
     (vLLM/SGLang) | ollama_format | tools | prompt, for every model or as model=mode,..."""
+    transport: Literal["auto", "litellm", "http"] = "litellm"
+    """litellm (default): every model through litellm, the judge component the SPEC
+    names; auto: an openai/<model> at api_base (a self-hosted or proxied OpenAI-compatible
+    server) is posted to straight, skipping litellm's ~4 ms of CPU per call (the judge's
+    throughput at 32 calls in flight), every other model through litellm; http: always
+    straight to api_base (needs it)."""
     adaptive_concurrency: bool = True
     """Halve a model's concurrency on timeouts/429/5xx, grow it back on success (starts
     at and never exceeds max_concurrency); exported as ragpulse_judge_concurrency_limit."""

@@ -24,6 +24,7 @@ from collector.ingest.kafka.stats import ConsumerStats
 from collector.ingest.pipeline import BatchResult, Ingestor
 from collector.settings import ConfigError, KafkaSettings, Settings
 from collector.store.session import make_engine, make_session_factory
+from ragpulse.gc_tuning import consumer_gc
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,8 @@ class Service:
                 # Roles without the consumer (scheduler/exporter) serve until stopped.
                 self.stop_event.wait(idle_timeout_s)
                 return BatchResult()
-            return self.consumer.run(self.stop_event, idle_timeout_s=idle_timeout_s)
+            with consumer_gc():
+                return self.consumer.run(self.stop_event, idle_timeout_s=idle_timeout_s)
         finally:
             for component in reversed(started):
                 try:

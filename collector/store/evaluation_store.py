@@ -21,6 +21,7 @@ from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from collector.store.bulk import insert_ignore_returning, is_postgresql
+from collector.store.id_filter import among
 from collector.store.models import EvaluationEventRow, utcnow
 from collector.store.repository import TRACES
 
@@ -103,7 +104,7 @@ def traces_with_evaluation_events(session: Session, trace_ids: Collection[str]) 
     if not trace_ids:
         return []
     column = EVENTS.c.trace_id
-    stmt = select(column).where(column.in_(sorted(set(trace_ids)))).distinct()
+    stmt = select(column).where(among(session, column, set(trace_ids))).distinct()
     return list(session.execute(stmt).scalars())
 
 

@@ -13,11 +13,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, Table, any_, bindparam, select, update
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from collector.store.bulk import insert_ignore_returning, is_postgresql, upsert_insert
+from collector.store.id_filter import among
 from collector.store.models import Feedback, HumanLabel, utcnow
 from collector.store.records import FeedbackEvent, TraceRecord
 from collector.store.repository import TRACES, stored_candidates
@@ -77,12 +77,7 @@ def traces_with_pending_feedback(session: Session, trace_ids: Collection[str]) -
     if not trace_ids:
         return []
     column = FEEDBACK.c.trace_id
-    if is_postgresql(session):
-        # one array parameter: an IN list of thousands of ids costs more to build than to run
-        ids = bindparam("ids", value=list(trace_ids), type_=postgresql.ARRAY(String))
-        match = column == any_(ids)
-    else:
-        match = column.in_(list(trace_ids))
+    match = among(session, column, trace_ids)
     stmt = select(column).where(FEEDBACK.c.applied.is_(False), match).distinct()
     return list(session.execute(stmt).scalars())
 

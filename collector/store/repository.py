@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, Table, any_, bindparam, select
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from collector.store import copy_text as ct
 from collector.store import partitions
 from collector.store.bulk import copy_new_rows, insert_ignore_returning, is_postgresql
+from collector.store.id_filter import among
 from collector.store.models import DeadLetter, SampleRecord, Trace, TraceKey, utcnow
 from collector.store.records import TraceRecord
 
@@ -210,12 +210,7 @@ def existing_trace_ids(session: Session, trace_ids: Sequence[str]) -> list[str]:
     if not trace_ids:
         return []
     column = (TRACE_KEYS if _partitioned(session) else TRACES).c.trace_id
-    if is_postgresql(session):
-        ids = bindparam("ids", value=list(trace_ids), type_=postgresql.ARRAY(String))
-        match = column == any_(ids)
-    else:
-        match = column.in_(list(trace_ids))
-    return list(session.execute(select(column).where(match)).scalars())
+    return list(session.execute(select(column).where(among(session, column, trace_ids))).scalars())
 
 
 def insert_dead_letters(session: Session, letters: Sequence[DeadLetterRow]) -> int:

@@ -60,10 +60,10 @@ from evaluators.judge.reply import (
     token_usage,
 )
 from evaluators.judge.retry import RetryPolicy, note_attempts
+from evaluators.judge.routing import Transports
 from evaluators.judge.schemas import bounded
 from evaluators.judge.stats import JudgeStats
 from evaluators.judge.store import STATUS_ERROR, STATUS_OK, InMemoryJudgmentStore, JudgmentStore
-from evaluators.judge.transport import LiteLLMTransport, Transport
 from evaluators.signature import Signature
 
 
@@ -88,10 +88,10 @@ class JudgeClient:
         self.config = config
         self.store: JudgmentStore = store if store is not None else InMemoryJudgmentStore()
         self.stats = JudgeStats()
-        self._transport: Transport = LiteLLMTransport(config)
+        self._transports = Transports(config)
         self._retry = RetryPolicy.from_config(config)
         self._state: _LoopState | None = None
-        self._modes = StructuredModes(config.structured_output, self._transport)
+        self._modes = StructuredModes(config.structured_output, self._transports)
         self._limits = ModelLimits(config.max_concurrency, adaptive=config.adaptive_concurrency)
 
     @classmethod
@@ -276,6 +276,7 @@ class JudgeClient:
         decode: Mapping[str, Any],
     ) -> Reply:
         limit = self._limits.of(model)
+        transport = self._transports.of(model)
         token = await limit.acquire()
         outcome = "other"
         try:
@@ -287,10 +288,10 @@ class JudgeClient:
                 fields = structured.request_fields(mode, model, prompt.task, decode)
                 self.stats.calls += 1
                 try:
-                    response = await self._transport.send(model, messages, fields)
+                    response = await transport.send(model, messages, fields)
                     break
                 except Exception as exc:
-                    error = self._transport.to_error(exc)
+                    error = transport.to_error(exc)
                     status = getattr(exc, "status_code", None)
                     if not self._modes.move_on(model, mode, error, status, str(exc)):
                         if error.retriable:
@@ -315,7 +316,8 @@ class JudgeClient:
 
     def _read(self, response: object, model: str, latency_ms: float) -> Reply:
         prompt_tokens, completion_tokens = token_usage(response)
-        cost = response_cost(response, model, self._transport, self.stats.unpriced_models)
+        prices = self._transports.of(model)
+        cost = response_cost(response, model, prices, self.stats.unpriced_models)
         self.stats.prompt_tokens += int(prompt_tokens or 0)
         self.stats.completion_tokens += int(completion_tokens or 0)
         self.stats.cost_usd += cost

@@ -7,6 +7,9 @@ from typing import Any
 
 from evaluators.judge.structured import parse_setting
 
+TRANSPORTS = ("auto", "litellm", "http")
+"""How judge requests travel (`evaluators.judge.routing`)."""
+
 
 @dataclass(frozen=True)
 class JudgeConfig:
@@ -45,6 +48,8 @@ class JudgeConfig:
     """Seed 002: the question generator also sees the user's question; False shows it the
     answer alone (RAGAS)."""
     structured_output: str = "auto"
+    transport: str = "litellm"
+    """"auto", "litellm" or "http": which models skip litellm (`evaluators.judge.routing`)."""
     adaptive_concurrency: bool = True
     slow_fraction: float = 0.8
 
@@ -62,6 +67,12 @@ class JudgeConfig:
         if not 0 < self.slow_fraction <= 1:
             raise ValueError("JudgeConfig.slow_fraction must be in (0, 1]")
         parse_setting(self.structured_output)  # unknown modes fail here, not mid-run
+        if self.transport not in TRANSPORTS:
+            raise ValueError(
+                f"JudgeConfig.transport {self.transport!r} is unknown; use {', '.join(TRANSPORTS)}"
+            )
+        if self.transport == "http" and not self.api_base:
+            raise ValueError("JudgeConfig.transport http needs an api_base")
 
     @classmethod
     def from_settings(cls, settings: Any, **overrides: Any) -> JudgeConfig:
@@ -89,6 +100,7 @@ class JudgeConfig:
             "response_relevancy_with_question",
             "max_tokens",
             "structured_output",
+            "transport",
             "adaptive_concurrency",
         ):
             if hasattr(settings, name):

@@ -77,6 +77,10 @@ def test_deep_nesting_with_a_syntax_error_never_raises_recursion_error() -> None
         (b'{"metadata": {"x": 1, "y": {"z": 1, "z": 2}}}', "z"),
         (b'{"a": "\\":", "a": 2}', "a"),  # a quote-colon inside a string is not a key
         (b'{"a\\\\" : 1, "a\\\\": 2}', "a\\"),
+        # no backslash: counted by quotes (two per key and per string value)
+        (b'{"a": 1, "a" : 2}', "a"),
+        (b'{"a": "x", "b": {"c": [1, "d", {"e": "f"}]}, "a": ["y"]}', "a"),
+        (b'{"m": {"k": "v", "k": "v"}}', "k"),
     ],
 )
 def test_duplicate_keys_are_reported(text: bytes, key: str) -> None:

@@ -13,6 +13,12 @@ things to different readers; it is refused, naming the key. Detection is cheap: 
 the text are counted (a key is the only string followed by `:`, and a quote inside a string
 is always escaped) and compared with the keys of the decoded objects; only when they differ
 is the message parsed again, keeping pairs, to name the first duplicate.
+
+Counting is the hot path of ingestion (one pass per 8 KB message), so a message without any
+backslash, the usual case, takes a cheaper route: every `"` in it then delimits a string,
+so the text has exactly two per key and per string value, and comparing `raw.count(b'"')`
+(a single-byte count in C) with the decoded keys and strings says the same as counting
+keys with the regex, in about half the time.
 """
 
 from __future__ import annotations
@@ -31,37 +37,50 @@ _ESCAPED_KEY_END = re.compile(rb'\\"[ \t\r\n]*:')
 
 def check_structure(raw: bytes, obj: Any, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
     """Raise `DecodeError` when `obj` (decoded from `raw`) is too deep or repeats a key."""
-    depth, keys = walk(obj, max_depth)
+    depth, keys, strings = census(obj, max_depth)
     if depth > max_depth:
         raise DecodeError(TOO_DEEP, f"nesting depth exceeds the limit of {max_depth}")
-    if keys != _keys_in_text(raw):
+    if b"\\" not in raw:  # no escapes: each quote opens or closes a key or a string value
+        unique = raw.count(b'"') == 2 * (keys + strings)
+    else:
+        unique = keys == _keys_in_text(raw)
+    if not unique:
         raise DecodeError(DUPLICATE_KEY, _first_duplicate(raw))
 
 
 def walk(obj: Any, max_depth: int) -> tuple[int, int]:
     """(depth, number of object keys) of a decoded value; stops once past `max_depth`."""
+    depth, keys, _ = census(obj, max_depth)
+    return depth, keys
+
+
+def census(obj: Any, max_depth: int) -> tuple[int, int, int]:
+    """(depth, object keys, string values) of a decoded value, one nesting level at a time;
+    stops once past `max_depth`. String values are those in objects and arrays (keys are
+    counted apart, a bare string is depth 0)."""
     if type(obj) is not dict and type(obj) is not list:
-        return 0, 0
-    deepest = 0
-    keys = 0
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        value, depth = pop()
-        if depth > deepest:
-            deepest = depth
-            if depth > max_depth:
-                return depth, keys
-        if type(value) is dict:
-            keys += len(value)
-            for item in value.values():
-                if type(item) is dict or type(item) is list:
-                    push((item, depth + 1))
-        else:
-            for item in value:
-                if type(item) is dict or type(item) is list:
-                    push((item, depth + 1))
-    return deepest, keys
+        return 0, 0, 0
+    depth = keys = strings = 0
+    level: list[Any] = [obj]
+    while level:
+        depth += 1
+        if depth > max_depth:
+            break
+        below: list[Any] = []
+        push = below.append
+        for container in level:
+            items = container
+            if type(container) is dict:
+                keys += len(container)
+                items = container.values()
+            for item in items:
+                kind = type(item)
+                if kind is str:
+                    strings += 1
+                elif kind is dict or kind is list:
+                    push(item)
+        level = below
+    return depth, keys, strings
 
 
 def depth_within(value: Any, max_depth: int) -> bool:

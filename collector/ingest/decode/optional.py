@@ -130,6 +130,11 @@ def str_list(value: Any, path: str, issues: FieldIssues) -> tuple[str, ...] | No
     if type(value) is str:
         return (value,)
     if type(value) is list:
+        for v in value:  # hot path: strings already
+            if type(v) is not str:
+                break
+        else:
+            return tuple(value)
         items = [str(v) if type(v) is int else v for v in value]
         if all(type(v) is str for v in items):
             return tuple(items)

@@ -69,7 +69,9 @@ def decode_json_message(
     if type(obj) is not dict:
         raise f.wrong_type("top level", "object", obj)
     check_structure(value, obj, max_depth)
-    if b"\\u0000" in value and _has_nul(obj):
+    # a backslash first: a one-byte search (memchr), where the six-byte one costs ~7 µs
+    # per 8 KB message
+    if b"\\" in value and b"\\u0000" in value and _has_nul(obj):
         raise DecodeError(INVALID_VALUE, "a string contains U+0000 (NUL), which cannot be stored")
     return obj
 
@@ -277,12 +279,24 @@ def _judge(value: Any, issues: opt.FieldIssues) -> JudgeRecord | None:
         issues.keep("judge", value)
         return None
     get = value.get
-    return JudgeRecord(
-        decision=opt.boolean(get("decision"), "judge.decision", issues),
-        score=opt.number(get("score"), "judge.score", issues),
-        model=opt.text(get("model"), "judge.model", issues, 256),
-        latency_ms=opt.number(get("latency_ms"), "judge.latency_ms", issues, 0.0),
+    decision, score, model, latency = (
+        get("decision"),
+        get("score"),
+        get("model"),
+        get("latency_ms"),
     )
+    # hot path: values that already fit; the lenient readers only for a misfit
+    if not (
+        (decision is None or type(decision) is bool)
+        and (score is None or (type(score) is float and math.isfinite(score)))
+        and (model is None or (type(model) is str and len(model) <= 256))
+        and (latency is None or (type(latency) is float and 0.0 <= latency < math.inf))
+    ):
+        decision = opt.boolean(decision, "judge.decision", issues)
+        score = opt.number(score, "judge.score", issues)
+        model = opt.text(model, "judge.model", issues, 256)
+        latency = opt.number(latency, "judge.latency_ms", issues, 0.0)
+    return JudgeRecord(decision, score, model, latency)
 
 
 def _cache(value: Any, issues: opt.FieldIssues) -> tuple[bool | None, float | None]:
@@ -319,6 +333,8 @@ def _latency(value: Any, issues: opt.FieldIssues) -> tuple[float | None, dict[st
     return total, stages
 
 
+MAX_TOKENS: Final = 2**53
+"""Largest token count kept (beyond it a JSON reader may lose precision)."""
 _USAGE_ALIASES = (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens"))
 
 
@@ -333,11 +349,17 @@ def _usage(value: Any, issues: opt.FieldIssues) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for key, amount in value.items():
-        path = f"usage.{key}"
+        kind = type(amount)
         if key.endswith("_tokens"):
-            got: Any = opt.integer(amount, path, issues, 0, 2**53)
+            if kind is int and 0 <= amount <= MAX_TOKENS:  # hot path: already an int
+                out[key] = amount
+                continue
+            got: Any = opt.integer(amount, f"usage.{key}", issues, 0, MAX_TOKENS)
         elif key == "cost_usd":
-            got = opt.number(amount, path, issues, 0.0)
+            if kind is float and 0.0 <= amount < math.inf:
+                out[key] = amount
+                continue
+            got = opt.number(amount, f"usage.{key}", issues, 0.0)
         else:
             got = amount
         if got is not None:

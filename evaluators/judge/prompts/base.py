@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from evaluators.judge.prompts.fencing import fence, fence_contexts, fence_items, neutralise
@@ -58,14 +59,18 @@ OUTPUT_RULE = (
 
 @dataclass(frozen=True)
 class Prompt:
-    """One judge task: a system message and the schema of the expected JSON answer."""
+    """One judge task: a system message and the schema of the expected JSON answer.
+
+    A value: its version and system message are computed once (two JSON encodings of the
+    schema took ~0.3 ms of every judge call), so its fields are never changed in place.
+    """
 
     task: str
     instructions: str
     schema: Mapping[str, Any]
     revision: int = 1
 
-    @property
+    @cached_property
     def version(self) -> str:
         body = json.dumps(
             [
@@ -83,6 +88,10 @@ class Prompt:
         return text_hash(body)
 
     def system_message(self) -> str:
+        return self._system_message
+
+    @cached_property
+    def _system_message(self) -> str:
         schema = json.dumps(self.schema, ensure_ascii=False, sort_keys=True)
         return (
             f"ragpulse judge task: {self.task} (prompt {self.version})\n\n"

@@ -9,6 +9,8 @@ from evaluators.sample import Context, Sample
 from tests.fixtures.llm_server import ScriptedLLM
 
 MODEL = "openai/judge-a"
+TRANSPORT = "auto"
+"""The judge transport `make_judge` asks for (test modules run their cases under each)."""
 
 
 def make_judge(
@@ -26,6 +28,7 @@ def make_judge(
         "max_retries": 2,
         "backoff_base_s": 0.001,
         "backoff_max_s": 0.01,
+        "transport": TRANSPORT,
     }
     values.update(overrides)
     return JudgeClient(JudgeConfig(**values), store)

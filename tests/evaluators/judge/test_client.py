@@ -1,5 +1,6 @@
-"""The judge client over real HTTP (litellm -> scripted local server): retries, timeouts,
-malformed replies, refusals, the cache and budgets."""
+"""The judge client over real HTTP (scripted local server): retries, timeouts, malformed
+replies, refusals, the cache and budgets, each through both transports (straight HTTP,
+litellm), which must behave alike."""
 
 from __future__ import annotations
 
@@ -12,12 +13,19 @@ from evaluators.judge import InMemoryJudgmentStore, JudgeClient, JudgeConfig, Ju
 from evaluators.judge.api import ascore, score
 from evaluators.judge.metric import JudgeScore
 from evaluators.outcome import Failed, Outcome, Score, Skipped
+from tests.evaluators.judge import helpers
 from tests.evaluators.judge.helpers import make_judge, sample
 from tests.fixtures.llm_server import Reply, ScriptedLLM
 
 TASK = "ragpulse judge task: context_relevance"
 GOOD = {"ratings": [{"context": 1, "score": 2}, {"context": 2, "score": 0}]}
 SAMPLE = sample("What is machine learning?", ["ML is a subset of AI.", "Cloudy tomorrow."])
+
+
+@pytest.fixture(autouse=True, params=["http", "litellm"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(helpers, "TRANSPORT", request.param)
+    return str(request.param)
 
 
 def run(server: ScriptedLLM, *replies: Reply, **overrides: Any) -> tuple[Outcome, JudgeClient]:
