@@ -18,7 +18,8 @@ reaches it over real HTTP and the server counts the requests it receives. 200 sa
 (c) the same run again with a new client on the same table: zero HTTP calls.
 
 Run: .venv/bin/python -m benchmarks.judge [--samples 200] [--concurrency 16] [--latency 0.2]
-[--transport auto|litellm|http] (auto: straight HTTP to the local server, as the service does)
+[--transport auto|litellm|http] (auto: straight HTTP to the local server, as the service
+does with judge.transport=auto; the service's default is litellm)
 Response relevancy uses a deterministic hashing embedder here: embedding speed is measured
 by the embedding benchmarks, this one measures the judge.
 """

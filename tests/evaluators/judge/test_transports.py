@@ -34,11 +34,12 @@ BASE = "http://127.0.0.1:1/v1"
 
 
 def test_auto_sends_openai_models_at_an_api_base_straight_and_the_rest_through_litellm() -> None:
-    auto = JudgeConfig(models=("m",), api_base=BASE)
+    assert not goes_direct(JudgeConfig(models=("m",), api_base=BASE), "openai/x")  # default
+    auto = JudgeConfig(models=("m",), api_base=BASE, transport="auto")
     assert goes_direct(auto, "openai/qwen2.5-7b")
     assert not goes_direct(auto, "hosted_vllm/qwen2.5-7b")
     assert not goes_direct(auto, "ollama_chat/qwen2.5")
-    assert not goes_direct(JudgeConfig(models=("m",)), "openai/gpt-4o-mini")  # no api_base
+    assert not goes_direct(JudgeConfig(models=("m",), transport="auto"), "openai/gpt-4o-mini")
     assert not goes_direct(
         JudgeConfig(models=("m",), api_base=BASE, transport="litellm"), "openai/x"
     )
