@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
-from collector.ingest.kafka.consumer import TraceConsumer, make_kafka_consumer
+from collector.ingest.kafka.client import make_kafka_consumer
+from collector.ingest.kafka.consumer import TraceConsumer
 from collector.ingest.kafka.stats import ConsumerStats
 from collector.ingest.pipeline import BatchResult, Ingestor
 from collector.settings import ConfigError, KafkaSettings, Settings

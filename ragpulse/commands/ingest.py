@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from collector.ingest.kafka import quiet_client_logs
 
     quiet_client_logs()
-    from collector.ingest.kafka.consumer import KafkaUnavailableError
+    from collector.ingest.kafka.client import KafkaUnavailableError
     from ragpulse.service import Service, StartupError, prepare_database
 
     try:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from collector.ingest.kafka import quiet_client_logs
 
     quiet_client_logs()
-    from collector.ingest.kafka.consumer import KafkaUnavailableError
+    from collector.ingest.kafka.client import KafkaUnavailableError
     from ragpulse.service import Service, StartupError, prepare_database
 
     settings = load_settings(args.config)

@@ -36,6 +36,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.ingest.kafka.client import KafkaUnavailableError, make_kafka_consumer
 from collector.ingest.kafka.idle import IdleClock
 from collector.ingest.kafka.isolation import (
     DeadLetterWriter,
@@ -43,7 +44,7 @@ from collector.ingest.kafka.isolation import (
     is_database_unavailable,
     store_bisecting,
 )
-from collector.ingest.kafka.producer import kafka_security_options
+from collector.ingest.kafka.records import first_offsets, next_offsets, to_raw_messages
 from collector.ingest.kafka.stats import ConsumerHealth, ConsumerStats
 from collector.ingest.pipeline import BatchResult, DecodedBatch, Ingestor, RawMessage
 from collector.settings import KafkaSettings
@@ -52,68 +53,6 @@ logger = logging.getLogger(__name__)
 
 
 LAG_REFRESH_S = 5.0
-
-
-class KafkaUnavailableError(RuntimeError):
-    """The consumer could not connect to the Kafka cluster at start."""
-
-
-def make_kafka_consumer(kafka: KafkaSettings, **overrides: Any) -> Any:
-    """A `KafkaConsumer` in the configured group, subscribed to the configured topics.
-
-    No committed offset -> earliest (nothing published before the first start is missed);
-    offsets are committed by hand only after the database transaction committed.
-    """
-    from kafka import KafkaConsumer
-
-    options = kafka_security_options(kafka)
-    options.update(
-        {
-            "group_id": kafka.group_id,
-            "auto_offset_reset": "earliest",
-            "enable_auto_commit": False,
-            "max_poll_records": kafka.max_poll_records,
-            "max_poll_interval_ms": kafka.max_poll_interval_ms,
-            "session_timeout_ms": kafka.session_timeout_ms,
-            "heartbeat_interval_ms": max(100, min(3000, kafka.session_timeout_ms // 3)),
-            "enable_incremental_fetch_sessions": False,
-            "max_partition_fetch_bytes": kafka.max_partition_fetch_bytes,
-            "fetch_max_bytes": max(kafka.fetch_max_bytes, kafka.max_partition_fetch_bytes),
-            "receive_message_max_bytes": max(kafka.fetch_max_bytes, kafka.max_partition_fetch_bytes)
-            + 1024 * 1024,
-        }
-    )
-    options.update(overrides)
-    consumer = KafkaConsumer(**options)
-    consumer.subscribe(topics=list(kafka.topics))
-    return consumer
-
-
-def to_raw_messages(records: Mapping[Any, Sequence[Any]]) -> list[RawMessage]:
-    """kafka-python's `{TopicPartition: [ConsumerRecord]}` as `RawMessage`s, in offset order."""
-    messages: list[RawMessage] = []
-    for tp, batch in records.items():
-        for record in batch:
-            messages.append(
-                RawMessage(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    offset=record.offset,
-                    key=record.key,
-                    value=record.value,
-                    timestamp_ms=record.timestamp,
-                )
-            )
-    return messages
-
-
-def next_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
-    """Per partition, the offset to commit after this batch: last offset + 1."""
-    return {tp: batch[-1].offset + 1 for tp, batch in records.items() if batch}
-
-
-def first_offsets(records: Mapping[Any, Sequence[Any]]) -> dict[Any, int]:
-    return {tp: batch[0].offset for tp, batch in records.items() if batch}
 
 
 @dataclass(frozen=True)
