@@ -3,5 +3,6 @@
 
 Each family module holds a pure numpy kernel over a (queries x ranks) matrix of judged
 grades plus the registered per-sample `compute`; `judgments` builds that matrix from
-samples and `keys` normalizes document keys.
+samples, `metric` turns a family's kernel over it into per-sample outcomes, and `keys`
+normalizes document keys.
 """

@@ -14,12 +14,12 @@ Every sample with ground truth gets a row, and a sample that retrieved nothing (
 `contexts`) gets an all-zero row: it is a miss, 0 for every metric, as trec_eval -c counts
 a judged query absent from the run (seed 004 §4.4.1-4.4.2 average over ALL questions with
 ground truth, so a retrieval outage lowers the metrics instead of the sample count).
-Skipped with a reason by `outcomes`: samples without ground truth, without any relevant
-judged document, or whose retrieved contexts all lack an id and a url (retrieval
-happened but cannot be judged). Keys are compared after
-`keys.normalize_key` on both sides. Grades <= 0 never count: a document is relevant when
-its grade >= the relevance threshold (>= 1), and NDCG gains are max(grade, 0), as in
-trec_eval (whose `-l` level changes relevance but not the NDCG gains).
+Skipped with a reason (by `metric.outcomes`): samples without ground truth, without any
+relevant judged document, or whose retrieved contexts all lack an id and a url (retrieval
+happened but cannot be judged). Keys are compared after `keys.normalize_key` on both
+sides. Grades <= 0 never count: a document is relevant when its grade >= the relevance
+threshold (>= 1), and NDCG gains are max(grade, 0), as in trec_eval (whose `-l` level
+changes relevance but not the NDCG gains).
 
 The registry calls each metric (`hit_rate@1`, `ndcg@10`, ...) separately on the same
 batch, so the last batch's `Judgments` is cached, keyed on the identity of its samples
@@ -33,25 +33,21 @@ import math
 import sys
 import threading
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evaluators.outcome import Outcome, Score, Skipped
-from evaluators.registry import EvalContext
+from evaluators.outcome import Skipped
 from evaluators.retrieval.keys import normalize_key
 from evaluators.sample import Context, Sample
 
 NO_GROUND_TRUTH = Skipped("no ground truth")
 NO_RELEVANT = Skipped("no relevant documents")
 NO_KEYED_CONTEXTS = Skipped("no retrieved contexts with id or url")
-
-THRESHOLD_OPTION = "relevance_threshold"
 
 _context_id = attrgetter("id")
 
@@ -122,14 +118,6 @@ def _scan_tail(sample: Sample, start: int, threshold: int) -> float:
         if at is not None and grades[at] >= threshold:
             return float(rank)
     return math.inf
-
-
-def relevance_threshold(ctx: EvalContext) -> int:
-    """The grade from which a document is relevant (`ctx.options["relevance_threshold"]`)."""
-    value = ctx.options.get(THRESHOLD_OPTION, 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{THRESHOLD_OPTION} must be an integer >= 1, got {value!r}")
-    return value
 
 
 def _truth_index(relevance: Mapping[str, int]) -> tuple[dict[str | None, int], list[int], bool]:
@@ -306,45 +294,3 @@ def clear_cache() -> None:
     global _cache
     with _cache_lock:
         _cache = None
-
-
-Kernel = Callable[[Judgments, int], NDArray[np.float64]]
-
-
-def outcomes(
-    samples: Sequence[Sample], ctx: EvalContext, kernel: Kernel, k: int | None
-) -> list[Outcome]:
-    """One outcome per sample: `kernel(judgments, threshold)[row]` or the skip reason.
-
-    `k` is the deepest rank the kernel reads from `gains` (None: it reads none past
-    what is built, e.g. the whole-list reciprocal rank)."""
-    threshold = relevance_threshold(ctx)
-    judgments = judge(samples, k)
-    row_of = judgments.row_of
-    scored = row_of >= 0
-    if len(judgments.gains):
-        scored[scored] = judgments.n_relevant(threshold)[row_of[scored]] > 0
-        values: list[Any] = np.where(scored, kernel(judgments, threshold)[row_of], 0.0).tolist()
-    else:
-        values = [0.0] * len(samples)
-    # Equal values share one (immutable) Score: hit rates and precisions repeat a lot.
-    memo = {value: Score(value) for value in set(values)}
-    result: list[Outcome] = list(map(memo.__getitem__, values))
-    for j in np.flatnonzero(~scored).tolist():
-        skip = judgments.skip_of[j]
-        if skip is None or (skip is NO_KEYED_CONTEXTS and not _any_relevant(samples[j], threshold)):
-            skip = NO_RELEVANT
-        result[j] = skip
-    return result
-
-
-def _any_relevant(sample: Sample, threshold: int) -> bool:
-    relevance = sample.relevance
-    return relevance is not None and any(g >= threshold for g in relevance.values())
-
-
-def require_k(family: str, k: int | None) -> int:
-    """The cutoff of a family registered with `cutoff="required"`."""
-    if k is None or k < 1:
-        raise ValueError(f"{family} needs a positive cutoff, e.g. {family}@10")
-    return k

@@ -15,7 +15,8 @@ from numpy.typing import NDArray
 
 from evaluators.outcome import Outcome
 from evaluators.registry import EvalContext, MetricSpec, register
-from evaluators.retrieval.judgments import Judgments, outcomes
+from evaluators.retrieval.judgments import Judgments
+from evaluators.retrieval.metric import outcomes
 from evaluators.sample import Sample
 
 

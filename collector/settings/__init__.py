@@ -1,0 +1,68 @@
+"""All configuration of ragpulse: one pydantic-settings class with nested groups.
+
+Sources, strongest first: `RAGPULSE_*` environment variables (`__` nests:
+`RAGPULSE_DATABASE__URL`), keyword arguments, an optional YAML file (`--config`), then
+defaults.
+Unknown keys and contradictory values are errors that name the offending setting.
+Nothing here connects to anything; building a `Settings` only validates.
+
+One module per area, each holding its groups with their defaults and checks: `database`,
+`ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
+`scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
+canary, slices), `exporter` (exporter, otel, evaluation_events); `root` joins them into
+`Settings`, `loading` builds one (`load_settings`). Import everything from here.
+"""
+
+from __future__ import annotations
+
+from collector.settings.alerting import (
+    PAGE_METRICS,
+    AlertingSettings,
+    CanarySettings,
+    SliceSettings,
+)
+from collector.settings.database import DatabaseSettings
+from collector.settings.durations import parse_duration
+from collector.settings.embeddings import EmbeddingSettings, UXSettings
+from collector.settings.exporter import EvaluationEventsSettings, ExporterSettings, OtelSettings
+from collector.settings.fields import CSV
+from collector.settings.ingest import (
+    DecodeSettings,
+    GroundTruthSettings,
+    KafkaSettings,
+    SamplingSettings,
+)
+from collector.settings.judge import JudgeSettings
+from collector.settings.labels import LabelLimitSettings, LabelSettings, VersionSettings
+from collector.settings.loading import ConfigError, load_settings
+from collector.settings.root import ENV_PREFIX, Settings
+from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+
+__all__ = [
+    "CSV",
+    "ENV_PREFIX",
+    "PAGE_METRICS",
+    "AlertingSettings",
+    "CanarySettings",
+    "ConfigError",
+    "DatabaseSettings",
+    "DecodeSettings",
+    "EmbeddingSettings",
+    "EvaluationEventsSettings",
+    "ExporterSettings",
+    "ExternalScoresSettings",
+    "GroundTruthSettings",
+    "JudgeSettings",
+    "KafkaSettings",
+    "LabelLimitSettings",
+    "LabelSettings",
+    "OtelSettings",
+    "SamplingSettings",
+    "SchedulerSettings",
+    "Settings",
+    "SliceSettings",
+    "UXSettings",
+    "VersionSettings",
+    "load_settings",
+    "parse_duration",
+]

@@ -1,0 +1,105 @@
+"""`Settings`, the whole configuration: every group under its name, the checks that
+span groups, and the order of the sources (the environment over the values passed in)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from collector.settings.alerting import AlertingSettings, CanarySettings, SliceSettings
+from collector.settings.database import DatabaseSettings
+from collector.settings.durations import parse_duration
+from collector.settings.embeddings import EmbeddingSettings, UXSettings
+from collector.settings.exporter import (
+    EvaluationEventsSettings,
+    ExporterSettings,
+    OtelSettings,
+)
+from collector.settings.ingest import (
+    DecodeSettings,
+    GroundTruthSettings,
+    KafkaSettings,
+    SamplingSettings,
+)
+from collector.settings.judge import JudgeSettings
+from collector.settings.labels import LabelSettings, VersionSettings
+from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+
+ENV_PREFIX = "RAGPULSE_"
+
+
+class Settings(BaseSettings):
+    """The whole configuration; see the README for every variable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    database: DatabaseSettings = DatabaseSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    sampling: SamplingSettings = SamplingSettings()
+    judge: JudgeSettings = JudgeSettings()
+    embeddings: EmbeddingSettings = EmbeddingSettings()
+    ux: UXSettings = UXSettings()
+    exporter: ExporterSettings = ExporterSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    labels: LabelSettings = LabelSettings()
+    versions: VersionSettings = VersionSettings()
+    alerting: AlertingSettings = AlertingSettings()
+    slices: SliceSettings = SliceSettings()
+    canary: CanarySettings = CanarySettings()
+    otel: OtelSettings = OtelSettings()
+    evaluation_events: EvaluationEventsSettings = EvaluationEventsSettings()
+    external: ExternalScoresSettings = ExternalScoresSettings()
+    decode: DecodeSettings = DecodeSettings()
+    ground_truth: GroundTruthSettings = GroundTruthSettings()
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @model_validator(mode="after")
+    def _drift_span_inside_the_windows(self) -> Settings:
+        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        if self.alerting.enabled and parse_duration(self.alerting.span) >= longest:
+            raise ValueError(
+                f"alerting.span ({self.alerting.span}) must be shorter than the longest "
+                f"scheduler window ({longest:.0f}s): the rest of it is the drift baseline"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _retention_keeps_the_windows(self) -> Settings:
+        retention = self.database.retention
+        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        if retention is not None and parse_duration(retention) < longest:
+            raise ValueError(
+                f"database.retention ({retention}) must be at least the longest scheduler "
+                f"window ({longest:.0f}s): the jobs aggregate the traces of that window"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _label_bounds_name_group_labels(self) -> Settings:
+        stray = sorted(set(self.labels.per_label) - set(self.scheduler.group_labels))
+        if stray:
+            raise ValueError(
+                f"labels.per_label names {', '.join(stray)}, not among scheduler.group_labels "
+                f"({', '.join(self.scheduler.group_labels) or 'none'})"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init (which carries the YAML file's values) must lose to the environment only
+        # for keys the environment sets; pydantic-settings merges nested dicts per key.
+        return env_settings, init_settings
