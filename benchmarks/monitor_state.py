@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -19,8 +20,17 @@ from collector.jobs.scheduler import JOB_NAMES, JUDGE_JOBS
 from collector.settings import Settings
 from evaluators.registry import resolve
 
-NON_JUDGE = tuple(j for j in JOB_NAMES if j not in JUDGE_JOBS)
-"""The jobs the benchmark seeds and times: all but the LLM-judge ones."""
+_CANDIDATES: dict[str, Callable[[Facts], bool]] = {
+    "real_users_benchmark": lambda f: f.benchmark,
+    "embedding_quality": lambda f: f.benchmark,
+    "judge_pipeline": lambda f: f.labelled,
+    "text_quality": lambda f: f.reference,
+    "ux": lambda f: True,
+    "retrieval_health": lambda f: True,
+}
+NON_JUDGE = tuple(j for j in JOB_NAMES if j in _CANDIDATES and j not in JUDGE_JOBS)
+"""The jobs the benchmark seeds and times: those scoring traces without the LLM judge
+(not judge_agreement, external or canary, which read other tables)."""
 
 
 def _retrieval(metric: str, rank: int) -> float:
@@ -55,14 +65,7 @@ def seeded_outcome(metric: str, f: Facts, rng: random.Random) -> Any:
 
 
 def job_candidates(job: str, f: Facts) -> bool:
-    return {
-        "real_users_benchmark": f.benchmark,
-        "embedding_quality": f.benchmark,
-        "judge_pipeline": f.labelled,
-        "text_quality": f.reference,
-        "ux": True,
-        "retrieval_health": True,
-    }[job]
+    return bool(_CANDIDATES[job](f))
 
 
 def seed_job_state(url: str, facts: list[Facts], settings: Settings) -> dict[str, int]:
