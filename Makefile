@@ -43,7 +43,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-logo
 
 typecheck: $(STAMP)
-	$(BIN)/mypy ragpulse collector evaluators exporters migrations
+	$(BIN)/mypy ragpulse collector evaluators exporters migrations dashboards
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.metrics

@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
 
 from collector.jobs.scheduler import JOB_MODULES
 from evaluators.registry import declared, describe
@@ -164,15 +163,13 @@ def check_bands() -> None:
             raise ValueError(f"{metric}: bands need a direction, got {direction!r}")
 
 
-def thresholds(metric: str) -> dict[str, Any]:
-    """Grafana threshold steps of a metric (one neutral step when it has no bands)."""
+def steps(metric: str) -> list[tuple[float | None, str]]:
+    """Grafana threshold steps (start, colour) of a metric; one neutral step when it has
+    no bands."""
     if metric not in BANDS:
-        return {"mode": "absolute", "steps": [{"color": "blue", "value": None}]}
+        return [(None, "blue")]
     _text, bands = BANDS[metric]
-    return {
-        "mode": "absolute",
-        "steps": [{"color": LABEL_COLOURS[b.label], "value": b.start} for b in bands],
-    }
+    return [(b.start, LABEL_COLOURS[b.label]) for b in bands]
 
 
 def job_modules() -> list[ModuleType]:
@@ -229,4 +226,4 @@ def panel_text(metric: str) -> str:
     return " ".join(parts)
 
 
-__all__ = ["BANDS", "GOALS", "GOAL_METRICS", "describe", "scheduled", "thresholds"]
+__all__ = ["BANDS", "GOALS", "GOAL_METRICS", "describe", "scheduled", "steps"]

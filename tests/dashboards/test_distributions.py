@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dashboards import distributions
 from dashboards.metrics_view import describe, scheduled
+from dashboards.panels import drilldown
 from exporters.score_histograms import FAMILY, UNIT_EDGES
 
 BOARD = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
@@ -16,7 +16,7 @@ BOARD = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashbo
 def test_every_per_trace_metric_has_a_heatmap_with_exemplars() -> None:
     board = json.loads((BOARD / "distributions.json").read_text())
     panels = {p["title"]: p for p in board["panels"] if p["type"] == "heatmap"}
-    expected = {m for _, _, metrics in scheduled() for m in metrics if distributions.per_trace(m)}
+    expected = {m for _, _, metrics in scheduled() for m in metrics if drilldown.per_trace(m)}
     assert expected and {t.split(":")[0] for t in panels} == expected
     for metric in expected:
         panel = panels[f"{metric}: per-trace distribution"]
@@ -29,6 +29,6 @@ def test_every_per_trace_metric_has_a_heatmap_with_exemplars() -> None:
 
 
 def test_dataset_metrics_have_no_heatmap() -> None:
-    assert not distributions.per_trace("n_clusters")
-    assert not distributions.per_trace("judge_accuracy")
-    assert distributions.per_trace("hit_rate@1") and distributions.per_trace("faithfulness")
+    assert not drilldown.per_trace("n_clusters")
+    assert not drilldown.per_trace("judge_accuracy")
+    assert drilldown.per_trace("hit_rate@1") and drilldown.per_trace("faithfulness")

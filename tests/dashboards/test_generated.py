@@ -15,7 +15,8 @@ import yaml
 
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
-from dashboards import build, metrics_view, quality_rules, versions
+from dashboards import build, metrics_view, quality_rules
+from dashboards.panels import versions
 from evaluators.registry import FAMILIES, MetricSpec, describe
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,136 @@
+"""The three shipped dashboards, assembled from the sections in `dashboards/panels/`.
+
+- overview: a row per scheduled job (`metrics_view.scheduled` order, drawn by the section
+  that claims the job: retrieval, generation, judge, UX; a job none claims still gets
+  its row), then the versions and the alerting sections; tenant and version variables.
+- operations: ingest, the judge's calls and its agreement with humans, the scheduled
+  jobs, the group labels' values.
+- distributions: the drill-down heatmaps with exemplars; a tenant variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from grafana_foundation_sdk.builders import dashboard as builders
+from grafana_foundation_sdk.models import dashboard as model
+
+from dashboards import metrics_view
+from dashboards.panels import (
+    alerting,
+    drilldown,
+    generation,
+    judge,
+    operations,
+    quality,
+    retrieval,
+    ux,
+    versions,
+)
+from dashboards.panels.common import DS
+from dashboards.panels.layout import Section, place
+
+QUALITY_SECTIONS = (retrieval, generation, judge, ux)
+"""The sections that draw the scheduled jobs' rows on the overview, by the jobs they claim."""
+TENANT_QUERY = "label_values(ragpulse_metric_value, tenant)"
+
+
+def datasource_variable() -> builders.DatasourceVariable:
+    return (
+        builders.DatasourceVariable("datasource")
+        .label("Data source")
+        .type("prometheus")
+        .hide(model.VariableHide.DONT_HIDE)
+    )
+
+
+def tenant_variable() -> builders.QueryVariable:
+    """All (the default) is the overall value: the series whose tenant label is empty."""
+    return (
+        builders.QueryVariable("tenant")
+        .label("Tenant")
+        .datasource(DS)
+        .query({"query": TENANT_QUERY, "refId": "tenant"})
+        .include_all(True)
+        .all_value("")
+        .multi(False)
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .current(model.VariableOption(text="All", value="$__all"))
+        .description("All = the overall value over every tenant (tenant label empty).")
+    )
+
+
+def _board(
+    uid: str, title: str, description: str, sections: Iterable[Section]
+) -> builders.Dashboard:
+    board = (
+        builders.Dashboard(title)
+        .uid(uid)
+        .description(description)
+        .tags(["ragpulse"])
+        .version(1)
+        .editable()
+        .refresh("1m")
+        .time("now-24h", "now")
+        .timezone("utc")
+        .annotations([])
+        .with_variable(datasource_variable())
+    )
+    return place(board, sections)
+
+
+def quality_rows() -> list[Section]:
+    """A row per scheduled job, each drawn by the section claiming it."""
+    scheduled = metrics_view.scheduled()
+    claimed = {job: row for section in QUALITY_SECTIONS for job, row in section.rows(scheduled)}
+    return [
+        claimed.get(job) or quality.job_section(title, metrics) for job, title, metrics in scheduled
+    ]
+
+
+def overview() -> builders.Dashboard:
+    metrics_view.check_bands()
+    sections = [*quality_rows(), versions.section(), alerting.detectors()]
+    board = _board(
+        "ragpulse-overview",
+        "ragpulse — RAG quality overview",
+        "Quality of the RAG system per tier: the last hour with its 95% CI against the "
+        "7-day baseline.",
+        sections,
+    )
+    return board.with_variable(tenant_variable()).with_variable(versions.variable())
+
+
+def operations_board() -> builders.Dashboard:
+    sections = [
+        operations.ingest(),
+        judge.calls(),
+        judge.against_humans(),
+        operations.jobs(),
+        operations.label_values(),
+    ]
+    return _board(
+        "ragpulse-operations",
+        "ragpulse — operations",
+        "Ingest, consumer lag, LLM-judge calls and cost, and scheduled job health.",
+        sections,
+    )
+
+
+def distributions() -> builders.Dashboard:
+    board = _board(
+        "ragpulse-distributions",
+        "ragpulse — score distributions and exemplars",
+        "Per-trace scores of every quality metric as heatmaps; the exemplars link a bucket "
+        "to a trace in it.",
+        drilldown.sections(),
+    )
+    return board.with_variable(tenant_variable())
+
+
+BOARDS = {
+    "overview.json": overview,
+    "operations.json": operations_board,
+    "distributions.json": distributions,
+}
+"""Each shipped file and the dashboard in it."""

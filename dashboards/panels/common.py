@@ -1,0 +1,107 @@
+"""What every section's panels share, on grafana-foundation-sdk's builders: the Prometheus
+datasource variable, the quality series' selectors, a query, the legend and tooltip every
+time series shows, a metric's unit and threshold colours (from `metrics_view`), and the
+plain multi-query time series most operations panels are.
+
+The SDK fills an option it models with its own default when a panel sets none; where that
+default is not Grafana's (the legend hidden, the tooltip sorted), the helpers here set
+Grafana's explicitly, so a panel looks as it did before it was built with the SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as dashboard_builders
+from grafana_foundation_sdk.builders import prometheus, timeseries
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as model
+
+from dashboards import metrics_view
+from dashboards.metrics_view import describe
+
+DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
+"""Every panel and query reads the datasource the `datasource` variable chose."""
+SEL = 'tenant=~"$tenant"'
+"""The score histograms' selector (labelled by the first group label only)."""
+QSEL = f'{SEL},version=""'
+"""The quality series' selector: the overall value or a tenant's, never a version's
+(results are grouped one label at a time; the versions row draws those)."""
+RATE = "$__rate_interval"
+
+
+def quality(family: str, metric: str, window: str) -> str:
+    """A quality family's series of one metric and window, overall or the tenant's."""
+    return f'{family}{{metric="{metric}",window="{window}",{QSEL}}}'
+
+
+def query(ref: str, expr: str, legend: str) -> prometheus.Dataquery:
+    return prometheus.Dataquery().ref_id(ref).datasource(DS).expr(expr).legend_format(legend)
+
+
+def legend() -> common_builders.VizLegendOptions:
+    """A list under the chart (the SDK's default would hide it: `showLegend` false)."""
+    return (
+        common_builders.VizLegendOptions()
+        .display_mode(common.LegendDisplayMode.LIST)
+        .placement(common.LegendPlacement.BOTTOM)
+        .show_legend(True)
+    )
+
+
+def tooltip() -> common_builders.VizTooltipOptions:
+    """Every series at the hovered time, in query order (the SDK's default sorts)."""
+    return (
+        common_builders.VizTooltipOptions()
+        .mode(common.TooltipDisplayMode.MULTI)
+        .sort(common.SortOrder.NONE)
+    )
+
+
+def prop(name: str, value: Any) -> model.DynamicConfigValue:
+    """One property of a field override (`custom.lineWidth`, `unit`, ...)."""
+    return model.DynamicConfigValue(id_val=name, value=value)
+
+
+def hidden(legend: bool) -> common.HideSeriesConfig:
+    """A series kept off the legend (a CI bound) but in the tooltip and the chart."""
+    return common.HideSeriesConfig(legend=legend, tooltip=False, viz=False)
+
+
+def line_style(fill: Literal["dash", "dot"], dash: list[float]) -> common.LineStyle:
+    """A dashed or dotted line: `dash` is the lengths of stroke and gap, in pixels."""
+    return common.LineStyle(fill=fill, dash=dash)
+
+
+def unit(metric: str) -> tuple[str, int]:
+    """Grafana's unit and the decimals of a registered metric."""
+    registered = describe(metric).unit
+    decimals = {"count": 0, "ms": 1, "bleu": 1}.get(registered, 3)
+    return metrics_view.GRAFANA_UNITS.get(registered, "none"), decimals
+
+
+def thresholds(metric: str) -> dashboard_builders.ThresholdsConfig:
+    """The metric's seed bands as Grafana steps (one neutral step when it has none)."""
+    steps = [
+        model.Threshold(value=start, color=colour) for start, colour in metrics_view.steps(metric)
+    ]
+    return dashboard_builders.ThresholdsConfig().mode(model.ThresholdsMode.ABSOLUTE).steps(steps)
+
+
+def thresholds_style(metric: str) -> common_builders.GraphThresholdsStyleConfig:
+    """Dashed lines at the band bounds of a metric that has seed bands."""
+    banded = metric in metrics_view.BANDS
+    mode = common.GraphThresholdsStyleMode.DASHED if banded else common.GraphThresholdsStyleMode.OFF
+    return common_builders.GraphThresholdsStyleConfig().mode(mode)
+
+
+def lines(
+    title: str, description: str, targets: Sequence[tuple[str, str]], unit: str = "short"
+) -> timeseries.Panel:
+    """A time series of (PromQL, legend) queries, refIds A, B, ... in order."""
+    panel = timeseries.Panel().title(title).description(description).unit(unit)
+    for i, (expr, legend_format) in enumerate(targets):
+        panel.with_target(query(chr(65 + i), expr, legend_format))
+    return panel.legend(legend()).tooltip(tooltip())
