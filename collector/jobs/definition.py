@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.candidates import Filter
 from collector.jobs.drift import DriftConfig
 from collector.jobs.labels import Folding, LabelLimits
 from collector.jobs.observers import OutcomeObserver
@@ -29,9 +30,6 @@ from evaluators.judge.protocol import Judge
 
 if TYPE_CHECKING:
     from collector.jobs.engine import IncrementalJob
-
-Filter = Callable[[Select[Any]], Select[Any]]
-"""Narrows a `SELECT ... FROM traces` to a job's candidates."""
 
 
 def _all(query: Select[Any]) -> Select[Any]:

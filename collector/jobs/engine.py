@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import window_aggregates
 from collector.jobs.dataset import DATASET_REFRESH_S, DatasetMetrics
-from collector.jobs.definition import Filter, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.drift import MetricFacts, drift_points
 from collector.jobs.evaluation import (
     JobMetrics,
@@ -62,7 +62,6 @@ __all__ = [
     "DATASET_REFRESH_S",
     "GRACE",
     "NO_JUDGE",
-    "Filter",
     "IncrementalJob",
     "JobDefinition",
     "JobEnvironment",
