@@ -60,8 +60,8 @@ from sqlalchemy.engine import make_url
 
 from collector.ingest.sampling import Sampler
 from collector.jobs import embedding_quality, judge_pipeline, real_users_benchmark, text_quality, ux
+from collector.jobs.definition import JobReport
 from collector.jobs.embeddings import RecentEmbeddings
-from collector.jobs.engine import JobReport
 from collector.jobs.publish import QualityPoint
 from collector.jobs.scheduler import JOB_NAMES, JUDGE_JOBS, build_runner
 from collector.settings import Settings, load_settings

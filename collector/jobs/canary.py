@@ -33,7 +33,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.labels import clean_value
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import Group, Window

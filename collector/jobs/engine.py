@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import window_aggregates
-from collector.jobs.dataset import DATASET_REFRESH_S, DatasetMetrics
+from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.drift import MetricFacts, drift_points
 from collector.jobs.evaluation import (
@@ -40,7 +40,6 @@ from collector.jobs.evaluation import (
     PerSampleScoring,
     fetch_rows,
     judge_unreachable,
-    sample_fields,
 )
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
@@ -50,24 +49,13 @@ from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import GRACE, Pending, TraceCursor, epoch, oldest_first, version_s
+from collector.jobs.sync import Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.judge.errors import JudgeConnectionError
 from evaluators.sample import Sample
-
-__all__ = [
-    "DATASET_REFRESH_S",
-    "GRACE",
-    "NO_JUDGE",
-    "IncrementalJob",
-    "JobDefinition",
-    "JobEnvironment",
-    "JobReport",
-    "sample_fields",
-]
 
 logger = logging.getLogger(__name__)
 NO_JUDGE = "no judge configured"

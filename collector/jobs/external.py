@@ -33,12 +33,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import GRACE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.labels import Folding
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import quality_points
 from collector.jobs.result_store import write_results
-from collector.jobs.sync import epoch
+from collector.jobs.sync import GRACE, epoch
 from collector.jobs.windows import Window, group_values
 from collector.settings import Settings
 from collector.store.models import JobState, Trace

@@ -39,7 +39,8 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Group, Window
 from collector.settings import Settings

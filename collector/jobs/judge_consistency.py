@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import NO_JUDGE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import NO_JUDGE, IncrementalJob
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Window
 from collector.settings import Settings

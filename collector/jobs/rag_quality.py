@@ -9,7 +9,7 @@ skipped with the reason, in `metric_results` and `job_state`.
 from __future__ import annotations
 
 from collector.jobs.candidates import sampled_for
-from collector.jobs.engine import JobDefinition
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 
 NAME = "rag_quality"

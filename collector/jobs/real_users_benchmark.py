@@ -9,7 +9,7 @@ Ground truth is the trace's `relevance`/`relevant_ids`, what feedback added late
 from __future__ import annotations
 
 from collector.jobs.candidates import sampled_for
-from collector.jobs.engine import JobDefinition
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 
 NAME = "real_users_benchmark"

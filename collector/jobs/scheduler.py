@@ -33,7 +33,8 @@ from collector.jobs import (
     text_quality,
     ux,
 )
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
 from collector.jobs.lock import job_lock
 from collector.jobs.sharded import ShardedRun
