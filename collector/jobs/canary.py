@@ -35,11 +35,11 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.engine import IncrementalJob
+from collector.jobs.job_state import load_state, record_run
 from collector.jobs.labels import clean_value
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import Group, Window
 from collector.settings import Settings, parse_duration
-from collector.store.models import JobState
 from collector.store.version_scores import VersionSeen, version_scores, versions_seen
 from evaluators.aggregate import Aggregate
 from evaluators.comparison.result import MetricComparison
@@ -138,7 +138,7 @@ class CanaryJob(IncrementalJob):
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             last = state.last_run_at
             if last is not None and state.last_status == "ok":
                 last = last if last.tzinfo else last.replace(tzinfo=UTC)
@@ -150,12 +150,7 @@ class CanaryJob(IncrementalJob):
                     )
             points, message = self._points(session, now)
             written = self._write(session, now, points)
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = message
-            state.last_duration_s = time.perf_counter() - started
-            session.merge(state)
-            session.commit()
+            record_run(session, state, now, message, started=started)
         return JobReport(self.name, "ok", 0, written, time.perf_counter() - started, message)
 
     def _jobs(self) -> list[str]:

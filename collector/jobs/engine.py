@@ -41,6 +41,7 @@ from collector.jobs.evaluation import (
     fetch_rows,
     judge_unreachable,
 )
+from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
@@ -141,7 +142,7 @@ class IncrementalJob:
             )
         self._memo.next_run()
         with self.env.session_factory() as session:
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             self._cursor.load(session, state, now)
             new = self._evaluate_new(session, now).new
             # Commit the per-trace outcomes (idempotent upserts) before aggregating: dataset
@@ -224,7 +225,7 @@ class IncrementalJob:
         tail); the caller holds the job's lock and commits. The results written."""
         changed = self._cursor.tail(session, now, floor) > 0 or changed
         self._cursor.refresh_retrying(session, now)
-        state = session.get(JobState, self.name) or JobState(job=self.name)
+        state = load_state(session, self.name)
         if floor is not None:
             state.watermark = floor  # safe for a later unsharded run: no shard is behind it
         state.aggregated_stores = stores
@@ -347,7 +348,7 @@ class IncrementalJob:
         ]
         with self.env.session_factory() as session:
             written = self._write(session, now, points)
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             state.last_run_at = now
             state.last_status = "skipped"
             state.last_message = reason
