@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.definition import JobEnvironment
 from collector.jobs.drift import Detector, DriftConfig
 from collector.jobs.embeddings import RecentEmbeddings
-from collector.jobs.engine import JobEnvironment
 from collector.jobs.evaluation import JobMetrics
 from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.observers import OutcomeObserver

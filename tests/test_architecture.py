@@ -1,5 +1,6 @@
-"""The layers contract (pyproject `[tool.importlinter]`, README "Architecture") holds, and
-it is not vacuous: an upward import planted in a copy of the tree breaks it."""
+"""The layers contracts (pyproject `[tool.importlinter]`, README "Architecture") hold, and
+they are not vacuous: an upward import planted in a copy of the tree breaks them, also one
+between two modules of `collector.jobs`, and a module added there without a layer."""
 
 from __future__ import annotations
 
@@ -29,10 +30,18 @@ def _lint(cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _copy_tree(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        shutil.copytree(
+            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+
+
 def test_contracts_are_kept() -> None:
     result = _lint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 3 kept, 0 broken." in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -52,13 +61,53 @@ def test_contracts_are_kept() -> None:
 def test_an_upward_import_breaks_the_contract(
     tmp_path: Path, module: str, source: str, broken: str
 ) -> None:
-    for package in PACKAGES:
-        shutil.copytree(
-            ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    _copy_tree(tmp_path)
     (tmp_path / module).write_text(source)
     result = _lint(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"{broken} is not allowed to import" in result.stdout, result.stdout
     assert f"{broken}._planted -> " in result.stdout.replace("-   ", "- "), result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "importer", "imported"),
+    [
+        # the circle the jobs package had: what a job is, below the engine that runs it
+        (
+            "definition",
+            "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+            "    from collector.jobs.engine import IncrementalJob\n",
+            "definition",
+            "engine",
+        ),
+        # a step below the one that uses it, even when imported inside a function
+        (
+            "sync",
+            "\ndef _f() -> None:\n    from collector.jobs.evaluation import eval_context\n",
+            "sync",
+            "evaluation",
+        ),
+        # the jobs do not import each other
+        ("ux", "\nfrom collector.jobs import canary\n", "ux", "canary"),
+    ],
+)
+def test_an_import_circle_in_the_jobs_breaks_the_contract(
+    tmp_path: Path, module: str, source: str, importer: str, imported: str
+) -> None:
+    _copy_tree(tmp_path)
+    path = tmp_path / "collector" / "jobs" / f"{module}.py"
+    path.write_text(path.read_text() + source)
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    expected = f"collector.jobs.{importer} is not allowed to import collector.jobs.{imported}"
+    assert expected in result.stdout.replace("\n", " "), result.stdout
+
+
+def test_a_jobs_module_without_a_layer_breaks_the_contract(tmp_path: Path) -> None:
+    """The jobs contract is exhaustive: a new module of `collector.jobs` is given its layer."""
+    _copy_tree(tmp_path)
+    (tmp_path / "collector" / "jobs" / "_planted.py").write_text("X = 1\n")
+    result = _lint(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "not listed as layers" in result.stdout, result.stdout
+    assert "- collector.jobs._planted" in result.stdout, result.stdout

@@ -1,6 +1,8 @@
 """The canary: the candidate version against the baseline on live traffic, same window.
 
-Every run (at most every `canary.every`), over the last `canary.window`:
+Every run, over the last `canary.window` (the comparison is recomputed at most every
+`canary.every`; a run that found no pair does not count, so the next run looks again and
+on a fresh service the first comparison comes as soon as two versions qualify):
 
 1. the versions are those of the traces' `version` slice (`versions.sources`). Unless
    named (`canary.baseline` / `canary.candidate`), the candidate is the version first
@@ -20,7 +22,8 @@ Every run (at most every `canary.every`), over the last `canary.window`:
    into the `ragpulse_canary_*` families; `RagpulseCanaryWorse` fires on `worse`.
 
 When fewer than two versions qualify, the run writes empty rows (no value), so the last
-comparison leaves `/metrics` instead of lingering after the rollout ended.
+comparison leaves `/metrics` instead of lingering after the rollout ended; while none
+qualify, again at most every `canary.every` (the runs between look for a pair only).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
+from collector.jobs.job_state import load_state, record_run
 from collector.jobs.labels import clean_value
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import Group, Window
@@ -65,6 +70,10 @@ STATS = (
 """One row each per metric: `diff` carries the interval; `worse` is 1 when the candidate
 is significantly worse in the metric's direction; `detectable` is the smallest absolute
 difference this traffic detects (two-sided, at alpha, with the configured power)."""
+NO_PAIR = "no pair"
+"""The `job_state` status of a run that found no two versions to compare: unlike "ok", it
+does not stop the next runs from comparing (runs that still find none write nothing until
+`canary.every` has passed, then the empty rows again)."""
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -137,35 +146,41 @@ class CanaryJob(IncrementalJob):
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
-            state = session.get(JobState, self.name) or JobState(job=self.name)
-            last = state.last_run_at
-            if last is not None and state.last_status == "ok":
-                last = last if last.tzinfo else last.replace(tzinfo=UTC)
-                if timedelta(0) <= now - last < timedelta(seconds=self._every):
-                    return JobReport(
-                        self.name,
-                        "ok",
-                        message="recomputed at most every " + str(self.options.get("every", "5m")),
-                    )
-            points, message = self._points(session, now)
+            state = load_state(session, self.name)
+            recent = self._recent(state, now)
+            if recent and state.last_status == "ok":
+                return JobReport(
+                    self.name,
+                    "ok",
+                    message="recomputed at most every " + str(self.options.get("every", "5m")),
+                )
+            points, message, status = self._points(session, now)
+            if recent and state.last_status == NO_PAIR and status == NO_PAIR:
+                # Still no pair: the empty rows the recorded run wrote are the newest; they
+                # are written again, and the run recorded, at most every `canary.every`.
+                return JobReport(self.name, "ok", 0, 0, time.perf_counter() - started, message)
             written = self._write(session, now, points)
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = message
-            state.last_duration_s = time.perf_counter() - started
-            session.merge(state)
-            session.commit()
+            record_run(session, state, now, message, started=started, status=status)
         return JobReport(self.name, "ok", 0, written, time.perf_counter() - started, message)
+
+    def _recent(self, state: JobState, now: datetime) -> bool:
+        """True when the last recorded run is less than `canary.every` before `now`."""
+        last = state.last_run_at
+        if last is None:
+            return False
+        last = last if last.tzinfo else last.replace(tzinfo=UTC)
+        return timedelta(0) <= now - last < timedelta(seconds=self._every)
 
     def _jobs(self) -> list[str]:
         return sorted({j for m in self.metrics for j in self.metric_jobs[m]})
 
     def _points(
         self, session: Session, now: datetime
-    ) -> tuple[list[tuple[Window, WindowAggregate]], str]:
+    ) -> tuple[list[tuple[Window, WindowAggregate]], str, str]:
+        """The run's rows, its message and its `job_state` status (`NO_PAIR` or "ok")."""
         metrics = self.metrics
         if not self.options.get("enabled", True) or not metrics:
-            return [], "disabled or no guarded metric has per-trace scores"
+            return [], "disabled or no guarded metric has per-trace scores", "ok"
         jobs = self._jobs()
         since = now - timedelta(seconds=self._seconds)
         seen = versions_seen(
@@ -180,10 +195,11 @@ class CanaryJob(IncrementalJob):
             candidate=str(self.options.get("candidate", "")),
         )
         if pair is None:
-            return self._empty(metrics), (
+            message = (
                 f"no two versions with {self.options.get('min_traces', 30)} scored traces "
                 f"in the last {self.window} ({len(seen)} versions seen)"
             )
+            return self._empty(metrics), message, NO_PAIR
         a, b = pair
         rows = [
             [
@@ -210,7 +226,7 @@ class CanaryJob(IncrementalJob):
         message = f"{b} vs {a}: {found.describe()}; " + (
             "significantly worse on " + ", ".join(worse_on) if worse_on else "not worse"
         )
-        return points, message
+        return points, message, "ok"
 
     def _group(self, stat: str, a: str, b: str) -> Group:
         return Group(stat, MappingProxyType({"baseline": a, "candidate": b, "stat": stat}))

@@ -4,18 +4,22 @@
 module, `ux.py`, `rag_quality.py`, ..., builds one). `JobEnvironment` is everything a job
 needs from outside, typed by what the jobs use of it (`seams.py`, `publish.ResultsSink`,
 the evaluators' `TextEncoder`): the service builds it once and passes it in explicitly.
+
+It sits below the engine that runs the definitions (`engine.py`), so what a definition's
+`factory` builds is typed here by what a definition knows of it: a `Job`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 from sqlalchemy import Select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.candidates import Filter
 from collector.jobs.drift import DriftConfig
 from collector.jobs.labels import Folding, LabelLimits
 from collector.jobs.observers import OutcomeObserver
@@ -26,12 +30,6 @@ from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import Window
 from evaluators.embedder import TextEncoder
 from evaluators.judge.protocol import Judge
-
-if TYPE_CHECKING:
-    from collector.jobs.engine import IncrementalJob
-
-Filter = Callable[[Select[Any]], Select[Any]]
-"""Narrows a `SELECT ... FROM traces` to a job's candidates."""
 
 
 def _all(query: Select[Any]) -> Select[Any]:
@@ -54,7 +52,7 @@ class JobDefinition:
     """Which candidates dataset metrics look at (default: `candidates`)."""
     dataset_cap: int = 5000
     dataset_groups: bool = True
-    factory: Callable[[JobDefinition, JobEnvironment], IncrementalJob] | None = None
+    factory: Callable[[JobDefinition, JobEnvironment], Job] | None = None
     """Builds a job that computes its own metrics (not registry metrics) instead of the
     per-trace `IncrementalJob` (e.g. judge_consistency, over the judgments table)."""
 
@@ -85,6 +83,18 @@ class JobEnvironment:
     """Maps a stored trace (a `Trace` or a row of `trace_rows.SAMPLE_COLUMNS`) to a Sample."""
     judge_transient_retries: int = 3
     """Later runs that retry a trace whose judge calls failed transiently (`retry.py`)."""
+
+
+class Job(Protocol):
+    """A job as a definition knows it: what its `factory` builds, run by the scheduler.
+    The factories build subclasses of `engine.IncrementalJob`, which the scheduler
+    requires (`scheduler.build_job`); the engine is above this module, so it is not
+    named here."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run(self, now: datetime | None = None) -> JobReport: ...
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ Dataset metrics (silhouette is quadratic), so they run on the most recent
 
 from __future__ import annotations
 
-from collector.jobs.engine import JobDefinition
-from collector.jobs.real_users_benchmark import sampled_for
+from collector.jobs.candidates import sampled_for
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 
 NAME = "embedding_quality"

@@ -32,16 +32,16 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import window_aggregates
-from collector.jobs.dataset import DATASET_REFRESH_S, DatasetMetrics
-from collector.jobs.definition import Filter, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.dataset import DatasetMetrics
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.drift import MetricFacts, drift_points
 from collector.jobs.evaluation import (
     JobMetrics,
     PerSampleScoring,
     fetch_rows,
     judge_unreachable,
-    sample_fields,
 )
+from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
@@ -50,25 +50,13 @@ from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import GRACE, Pending, TraceCursor, epoch, oldest_first, version_s
+from collector.jobs.sync import Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.judge.errors import JudgeConnectionError
 from evaluators.sample import Sample
-
-__all__ = [
-    "DATASET_REFRESH_S",
-    "GRACE",
-    "NO_JUDGE",
-    "Filter",
-    "IncrementalJob",
-    "JobDefinition",
-    "JobEnvironment",
-    "JobReport",
-    "sample_fields",
-]
 
 logger = logging.getLogger(__name__)
 NO_JUDGE = "no judge configured"
@@ -154,7 +142,7 @@ class IncrementalJob:
             )
         self._memo.next_run()
         with self.env.session_factory() as session:
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             self._cursor.load(session, state, now)
             new = self._evaluate_new(session, now).new
             # Commit the per-trace outcomes (idempotent upserts) before aggregating: dataset
@@ -237,7 +225,7 @@ class IncrementalJob:
         tail); the caller holds the job's lock and commits. The results written."""
         changed = self._cursor.tail(session, now, floor) > 0 or changed
         self._cursor.refresh_retrying(session, now)
-        state = session.get(JobState, self.name) or JobState(job=self.name)
+        state = load_state(session, self.name)
         if floor is not None:
             state.watermark = floor  # safe for a later unsharded run: no shard is behind it
         state.aggregated_stores = stores
@@ -360,7 +348,7 @@ class IncrementalJob:
         ]
         with self.env.session_factory() as session:
             written = self._write(session, now, points)
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             state.last_run_at = now
             state.last_status = "skipped"
             state.last_message = reason

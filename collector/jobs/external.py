@@ -33,15 +33,17 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import GRACE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
+from collector.jobs.job_state import load_state, record_run
 from collector.jobs.labels import Folding
 from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import quality_points
 from collector.jobs.result_store import write_results
-from collector.jobs.sync import epoch
+from collector.jobs.sync import GRACE, epoch
 from collector.jobs.windows import Window, group_values
 from collector.settings import Settings
-from collector.store.models import JobState, Trace
+from collector.store.models import Trace
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.signature import Signature
 
@@ -129,7 +131,7 @@ class ExternalJob(IncrementalJob):
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
-            state = session.get(JobState, self.name) or JobState(job=self.name)
+            state = load_state(session, self.name)
             rows = self._changed(session, now)
             self._admit_names(rows)
             for row in rows:
@@ -142,12 +144,7 @@ class ExternalJob(IncrementalJob):
             if self.folded:
                 message += f", {len(self.folded)} folded into {PREFIX}{OTHER}"
             state.watermark = self.watermark
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = message
-            state.last_duration_s = time.perf_counter() - started
-            session.merge(state)
-            session.commit()
+            record_run(session, state, now, message, started=started)
         return JobReport(
             self.name,
             "ok",

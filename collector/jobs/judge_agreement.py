@@ -39,11 +39,13 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
+from collector.jobs.job_state import load_state, record_run
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Group, Window
 from collector.settings import Settings
-from collector.store.models import HumanLabel, JobOutcome, JobState, Judgment
+from collector.store.models import HumanLabel, JobOutcome, Judgment
 from evaluators.aggregate import Aggregate
 from evaluators.agreement import Stat, agreement
 from evaluators.correction import Corrected, ppi_mean
@@ -102,13 +104,8 @@ class JudgeAgreementJob(IncrementalJob):
         with self.env.session_factory() as session:
             points, labelled = self._points(session, now)
             written = self._write(session, now, points)
-            state = session.get(JobState, self.name) or JobState(job=self.name)
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = f"{labelled} labelled traces in the longest window"
-            state.last_duration_s = time.perf_counter() - started
-            session.merge(state)
-            session.commit()
+            message = f"{labelled} labelled traces in the longest window"
+            record_run(session, load_state(session, self.name), now, message, started=started)
         return JobReport(self.name, "ok", 0, written, time.perf_counter() - started)
 
     def _configured_model(self) -> str:

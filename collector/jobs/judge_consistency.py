@@ -30,11 +30,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.engine import NO_JUDGE, IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import NO_JUDGE, IncrementalJob
+from collector.jobs.job_state import load_state, record_run
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Window
 from collector.settings import Settings
-from collector.store.models import JobState, Judgment, Trace
+from collector.store.models import Judgment, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.judge.protocol import Judge
 from evaluators.judge.store import JudgmentRecord, JudgmentStore, Usage
@@ -153,13 +155,8 @@ class JudgeConsistencyJob(IncrementalJob):
         with self.env.session_factory() as session:
             points = self._points(session, now)
             written = self._write(session, now, points)
-            state = session.get(JobState, self.name) or JobState(job=self.name)
-            state.last_run_at = now
-            state.last_status = "ok"
-            state.last_message = f"{rejudged} traces re-judged"
-            state.last_duration_s = time.perf_counter() - started
-            session.merge(state)
-            session.commit()
+            message = f"{rejudged} traces re-judged"
+            record_run(session, load_state(session, self.name), now, message, started=started)
         return JobReport(self.name, "ok", rejudged, written, time.perf_counter() - started)
 
     # -- re-judging ---------------------------------------------------------------------

@@ -8,8 +8,8 @@ skipped with the reason, in `metric_results` and `job_state`.
 
 from __future__ import annotations
 
-from collector.jobs.engine import JobDefinition
-from collector.jobs.real_users_benchmark import sampled_for
+from collector.jobs.candidates import sampled_for
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 
 NAME = "rag_quality"

@@ -8,13 +8,9 @@ Ground truth is the trace's `relevance`/`relevant_ids`, what feedback added late
 
 from __future__ import annotations
 
-from typing import Any
-
-from sqlalchemy import Select, and_
-
-from collector.jobs.engine import JobDefinition
+from collector.jobs.candidates import sampled_for
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
-from collector.store.models import SampleRecord, Trace
 
 NAME = "real_users_benchmark"
 METRICS = (
@@ -35,16 +31,6 @@ METRICS = (
 )
 """Seed 004 §4.3 in full: hit_rate@1/5/10, mrr, recall@K and precision@K for K = 1, 3, 5,
 10, ndcg@5/10."""
-
-
-def sampled_for(purpose: str) -> Any:
-    def candidates(query: Select[Any]) -> Select[Any]:
-        return query.join(
-            SampleRecord,
-            and_(SampleRecord.trace_id == Trace.trace_id, SampleRecord.purpose == purpose),
-        )
-
-    return candidates
 
 
 def definition(settings: Settings) -> JobDefinition:

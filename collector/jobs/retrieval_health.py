@@ -9,7 +9,7 @@ UX job deliberately never loads the retrieved contexts of the traces it scores (
 
 from __future__ import annotations
 
-from collector.jobs.engine import JobDefinition
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 
 NAME = "retrieval_health"

@@ -33,7 +33,8 @@ from collector.jobs import (
     text_quality,
     ux,
 )
-from collector.jobs.engine import IncrementalJob, JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
 from collector.jobs.lock import job_lock
 from collector.jobs.sharded import ShardedRun
@@ -233,6 +234,20 @@ class JobRunner:
         return [self.run(name) for name in (names or list(self.jobs))]
 
 
+def build_job(definition: JobDefinition, env: JobEnvironment) -> IncrementalJob:
+    """The job that runs `definition`: the one its `factory` builds (a job computing its
+    own way, a subclass of `IncrementalJob`), else the per-trace `IncrementalJob`."""
+    if definition.factory is None:
+        return IncrementalJob(definition, env)
+    job = definition.factory(definition, env)
+    if not isinstance(job, IncrementalJob):
+        raise TypeError(
+            f"job {definition.name}: its factory built a {type(job).__name__}, "
+            "not an IncrementalJob"
+        )
+    return job
+
+
 def build_runner(
     settings: Settings,
     engine: Engine,
@@ -249,7 +264,7 @@ def build_runner(
     unknown = [n for n in chosen if n not in defs]
     if unknown:
         raise ValueError(f"unknown job(s) {', '.join(unknown)}; known: {', '.join(JOB_NAMES)}")
-    jobs = {name: (defs[name].factory or IncrementalJob)(defs[name], env) for name in chosen}
+    jobs = {name: build_job(defs[name], env) for name in chosen}
     return JobRunner(
         jobs,
         engine,

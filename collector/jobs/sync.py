@@ -26,7 +26,7 @@ import orjson
 from sqlalchemy import Row, Select, Text, cast, literal, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.definition import Filter
+from collector.jobs.candidates import Filter
 from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Select
 
-from collector.jobs.engine import JobDefinition
+from collector.jobs.definition import JobDefinition
 from collector.settings import Settings
 from collector.store.models import Trace
 

@@ -12,7 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, func, select
 
-from collector.jobs.engine import IncrementalJob, JobEnvironment
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.observers import Evaluated
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows

@@ -14,7 +14,8 @@ from sqlalchemy import select
 
 from collector.ingest.kafka.broker import EmbeddedBroker
 from collector.ingest.kafka.producer import OutgoingMessage, encode_record, make_producer, publish
-from collector.jobs.engine import IncrementalJob, JobEnvironment
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.external import ExternalJob
 from collector.jobs.external import definition as external_definition
 from collector.jobs.scheduler import definitions

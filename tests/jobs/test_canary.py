@@ -11,10 +11,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from collector.jobs.canary import choose_versions
+from collector.jobs.canary import NO_PAIR, choose_versions
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
-from collector.store.models import JobOutcome, MetricResult
+from collector.store.models import JobOutcome, JobState, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from collector.store.version_scores import VersionSeen
 from evaluators.comparison import compare_paired, compare_unpaired
@@ -161,6 +161,33 @@ def test_recomputed_at_most_every(sqlite_url: str) -> None:
     assert job.run(NOW).results > 0
     assert job.run(NOW + timedelta(minutes=5)).results == 0
     assert job.run(NOW + timedelta(minutes=11)).results > 0
+    engine.dispose()
+
+
+def test_a_run_that_found_no_pair_does_not_start_the_throttle(sqlite_url: str) -> None:
+    """On a fresh service the first comparison comes as soon as two versions qualify, not
+    `every` later: only a run that compared starts the throttle."""
+    settings = _settings(every="10m", min_traces=30)
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    _seed(factory, shadow=False, hits={"v1": 0.6, "v2": 0.6}, n=40)
+    job = build_runner(settings, engine, job_environment(settings, engine)).jobs["canary"]
+    # v2's traces arrive every 5 minutes from 10 h before NOW: 141 minutes in it has 29
+    # (one short of min_traces), 5 minutes later 30
+    first = NOW - timedelta(hours=10) + timedelta(minutes=141)
+    report = job.run(first)
+    assert report.status == "ok" and "no two versions" in report.message, report
+    assert report.results > 0  # the empty rows, so no earlier comparison lingers
+    with factory() as session:
+        state = session.get(JobState, "canary")
+        assert state is not None and state.last_status == NO_PAIR
+    # still no pair a minute later: looked for, but the empty rows are not written again
+    report = job.run(first + timedelta(minutes=1))
+    assert "no two versions" in report.message and report.results == 0, report
+    report = job.run(first + timedelta(minutes=5))
+    assert "v2 vs v1" in report.message and report.results > 0, report
+    throttled = job.run(first + timedelta(minutes=10))
+    assert throttled.results == 0 and "at most every" in throttled.message, throttled
     engine.dispose()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
-from collector.jobs.engine import JobEnvironment
+from collector.jobs.definition import JobEnvironment
 from collector.jobs.external import ExternalJob, definition, metric_name
 from collector.jobs.scheduler import JOB_NAMES
 from collector.jobs.windows import parse_windows

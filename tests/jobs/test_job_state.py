@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from collector.jobs.engine import IncrementalJob, JobEnvironment
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcomes import OutcomeColumns, encode_outcome
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows

@@ -13,10 +13,10 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.candidates import sampled_for
 from collector.jobs.definition import JobDefinition
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.observers import Evaluated
-from collector.jobs.real_users_benchmark import sampled_for
 from collector.jobs.scheduler import JobRunner
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, MetricResult

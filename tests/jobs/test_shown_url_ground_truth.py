@@ -21,7 +21,8 @@ import pytest
 from sqlalchemy import Engine, select
 
 from collector.ingest.pipeline import Ingestor, RawMessage
-from collector.jobs.engine import IncrementalJob, JobEnvironment
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
 from collector.settings import Settings, load_settings

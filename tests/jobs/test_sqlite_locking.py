@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from collector.jobs.engine import IncrementalJob, JobEnvironment
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.jobs.engine import IncrementalJob, JobEnvironment, sample_fields
+from collector.jobs.definition import JobEnvironment
+from collector.jobs.engine import IncrementalJob
+from collector.jobs.evaluation import sample_fields
 from collector.jobs.scheduler import definitions, ux_options
 from collector.jobs.trace_rows import ALWAYS, SAMPLE_COLUMNS, columns_for
 from collector.jobs.windows import parse_windows
