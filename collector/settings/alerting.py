@@ -87,7 +87,8 @@ class CanarySettings(Group):
     """auto: paired on the questions both versions answered (shadow or replay traffic)
     when at least half the smaller side has a partner, else unpaired."""
     every: str = "5m"
-    """The comparison is recomputed at most this often."""
+    """The comparison is recomputed at most this often (a run that found no two versions
+    to compare does not count: the next run looks again)."""
 
     _csv = field_validator("metrics", mode="before")(split_csv)
 
