@@ -28,7 +28,7 @@ from sqlalchemy import Engine, func, select
 from collector.jobs.scheduler import build_runner
 from collector.jobs.shard_scope import shard_of
 from collector.settings import load_settings
-from collector.store.models import JobOutcome, JobShard, MetricResult
+from collector.store.models import JobOutcome, JobShard, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
 from ragpulse.job_setup import job_environment
@@ -196,6 +196,24 @@ def _judge_env(server: ScriptedLLM) -> dict[str, Any]:
     }
 
 
+def _outcome_ids(factory: Any, shards: list[int]) -> set[str]:
+    with factory() as session:
+        return set(
+            session.scalars(
+                select(JobOutcome.trace_id).where(
+                    JobOutcome.job == "rag_quality", shard_of(JobOutcome.trace_id, 6).in_(shards)
+                )
+            )
+        )
+
+
+def _trace_count(factory: Any, shards: list[int]) -> int:
+    with factory() as session:
+        return int(
+            session.scalar(select(func.count()).where(shard_of(Trace.trace_id, 6).in_(shards))) or 0
+        )
+
+
 def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     two_databases: tuple[str, str], tmp_path: Path, llm_server: ScriptedLLM
 ) -> None:
@@ -240,9 +258,12 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     try:
         mark = f":{victim.process.pid}:"
         held: list[int] = []
+        before: set[str] = set()
         deadline = time.monotonic() + 60
-        while not held:
-            assert time.monotonic() < deadline, "the victim never held a shard"
+        # until the victim holds shards with work left in them (outcomes already there were
+        # committed by a worker that held them before: workers start one after another)
+        while not held or len(before := _outcome_ids(factory, held)) >= _trace_count(factory, held):
+            assert time.monotonic() < deadline, "the victim never held a shard with work"
             with factory() as session:
                 held = list(
                     session.scalars(
@@ -257,12 +278,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         time.sleep(0.5)  # well inside its batch: judge calls in flight
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait(10)
-        with factory() as session:
-            in_held = select(func.count()).where(
-                JobOutcome.job == "rag_quality",
-                shard_of(JobOutcome.trace_id, 6).in_(held),
-            )
-            assert session.scalar(in_held) == 0  # it died before committing anything
+        assert _outcome_ids(factory, held) == before  # it died before committing its batch
         _finish(survivors)
         with factory() as session:
             rows = session.execute(
