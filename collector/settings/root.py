@@ -60,9 +60,12 @@ class Settings(BaseSettings):
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    def _longest_window_s(self) -> float:
+        return max(parse_duration(w) for w in self.scheduler.windows)
+
     @model_validator(mode="after")
     def _drift_span_inside_the_windows(self) -> Settings:
-        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        longest = self._longest_window_s()
         if self.alerting.enabled and parse_duration(self.alerting.span) >= longest:
             raise ValueError(
                 f"alerting.span ({self.alerting.span}) must be shorter than the longest "
@@ -73,7 +76,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _retention_keeps_the_windows(self) -> Settings:
         retention = self.database.retention
-        longest = max(parse_duration(w) for w in self.scheduler.windows)
+        longest = self._longest_window_s()
         if retention is not None and parse_duration(retention) < longest:
             raise ValueError(
                 f"database.retention ({retention}) must be at least the longest scheduler "

@@ -97,6 +97,19 @@ def thresholds_style(metric: str) -> common_builders.GraphThresholdsStyleConfig:
     return common_builders.GraphThresholdsStyleConfig().mode(mode)
 
 
+def metric_chart(panel: timeseries.Panel, metric: str) -> timeseries.Panel:
+    """A metric's chart styled from the registry: its bands as thresholds (dashed when it
+    has seed bands), its unit and decimals, lines of width 2."""
+    grafana_unit, decimals = unit(metric)
+    return (
+        panel.thresholds(thresholds(metric))
+        .thresholds_style(thresholds_style(metric))
+        .line_width(2)
+        .unit(grafana_unit)
+        .decimals(decimals)
+    )
+
+
 def lines(
     title: str, description: str, targets: Sequence[tuple[str, str]], unit: str = "short"
 ) -> timeseries.Panel:

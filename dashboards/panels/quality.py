@@ -23,11 +23,11 @@ from dashboards.panels.common import (
     hidden,
     legend,
     line_style,
+    metric_chart,
     prop,
     quality,
     query,
     thresholds,
-    thresholds_style,
     tooltip,
     unit,
 )
@@ -70,7 +70,6 @@ def band_panel(metric: str) -> timeseries.Panel:
     if not interval:  # a single value without a confidence interval (counts, distances)
         targets = [t for t in targets if t[0] not in ("B", "C")]
     band = " with its 95% confidence band" if interval else ""
-    grafana_unit, decimals = unit(metric)
     panel = (
         timeseries.Panel()
         .title(f"{metric}: 1h{' with 95% CI' if interval else ''} against 7d")
@@ -82,11 +81,7 @@ def band_panel(metric: str) -> timeseries.Panel:
     for ref, family, window, legend_format in targets:
         panel.with_target(query(ref, quality(family, metric, window), legend_format))
     return (
-        panel.thresholds(thresholds(metric))
-        .thresholds_style(thresholds_style(metric))
-        .line_width(2)
-        .unit(grafana_unit)
-        .decimals(decimals)
+        metric_chart(panel, metric)
         .override_by_name(
             "1h CI upper",
             [

@@ -27,12 +27,10 @@ from dashboards.panels.common import (
     hidden,
     legend,
     line_style,
+    metric_chart,
     prop,
     query,
-    thresholds,
-    thresholds_style,
     tooltip,
-    unit,
 )
 from dashboards.panels.layout import Cell, Section, wrap
 from evaluators.registry import JOB_METRICS
@@ -93,7 +91,6 @@ def over_time(metric: str) -> timeseries.Panel:
             ("C", "ragpulse_metric_ci_upper", "{{version}} CI upper"),
         ]
     bounds = " between its 95% interval (dashed)" if interval else ""
-    grafana_unit, decimals = unit(metric)
     panel = (
         timeseries.Panel()
         .title(f"{metric} per version (1h{', 95% CI' if interval else ''})")
@@ -105,11 +102,7 @@ def over_time(metric: str) -> timeseries.Panel:
     for ref, family, legend_format in targets:
         panel.with_target(query(ref, _expr(family, selector, LINE_WINDOW), legend_format))
     return (
-        panel.thresholds(thresholds(metric))
-        .thresholds_style(thresholds_style(metric))
-        .line_width(2)
-        .unit(grafana_unit)
-        .decimals(decimals)
+        metric_chart(panel, metric)
         .override_by_regexp(
             CI,
             [
