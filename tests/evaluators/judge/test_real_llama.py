@@ -6,7 +6,9 @@ client falls back once to llama.cpp's json_object + schema (grammar-constrained 
 and every sample ends as a value in range or a typed error, most as values. The metrics are
 listed from the registry, so a new judge metric is covered without editing this file.
 
-Duration: ~3-6 min on the 2-core CI machine (see README, "Judge"); pytest-timeout bounds it.
+One English and one Russian sample: on the 2-core CI machine the model answers slowly
+(~8 min for four samples, ~5 for these two; see README, "Judge");
+pytest-timeout bounds it.
 """
 
 from __future__ import annotations
@@ -63,28 +65,12 @@ SAMPLES = [
         "Berlin is the capital of Germany.",
     ),
     _sample(
-        "en-water",
-        "At what temperature does water boil at sea level?",
-        "Water boils at 100 degrees Celsius at sea level.",
-        "At sea level water boils at 100 °C.",
-        "At sea level, pure water boils at 100 degrees Celsius.",
-        "Mount Everest is the highest mountain on Earth.",
-    ),
-    _sample(
         "ru-volga",
         "Какая река самая длинная в Европе?",
         "Самая длинная река Европы — Волга.",
         "Волга — самая длинная река в Европе.",
         "Волга — самая длинная река Европы, её длина 3530 километров.",
         "Москва — столица России.",
-    ),
-    _sample(
-        "ru-pushkin",
-        "Кто написал роман «Евгений Онегин»?",
-        "Роман «Евгений Онегин» написал Александр Пушкин.",
-        "«Евгений Онегин» — роман в стихах Александра Пушкина.",
-        "«Евгений Онегин» — роман в стихах Александра Сергеевича Пушкина.",
-        "Лев Толстой написал роман «Война и мир».",
     ),
 ]
 
