@@ -151,6 +151,7 @@ def fragments_from_request(
                 parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
                 issues = FieldIssues()
                 span_attrs = attributes(span.attributes)
+                events = [(e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events]
                 summary = summarize_span(
                     span_attrs,
                     parent=parent_hex,
@@ -158,14 +159,12 @@ def fragments_from_request(
                     start_ns=span.start_time_unix_nano,
                     end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
                     resource=resource,
+                    scope=ss.scope.name,
+                    events=[(name, attrs) for name, _, attrs in events],
                     issues=issues,
                     max_depth=max_depth,
                 )
-                evals = span_evaluations(
-                    span_attrs,
-                    ((e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events),
-                    summary["end"],
-                )
+                evals = span_evaluations(span_attrs, events, summary["end"])
                 if evals:
                     summary["evals"] = evals  # gen_ai.evaluation.result events/attributes
                 warned.setdefault(trace_id, []).extend(issues.fields)
