@@ -3,17 +3,21 @@
 Detected on any `gen_ai.*` attribute but the evaluation ones (`gen_ai.evaluation.*` only is
 an evaluator's span, no LLM call). The stage comes from `gen_ai.operation.name`; a span
 with GenAI attributes and no operation name is an LLM call (the conventions' older form).
+An LLM call's question is the last user message of `gen_ai.input.messages`, its answer the
+first reply in `gen_ai.output.messages` (JSON, "parts" form: `messages`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from collector.ingest.decode.conventions import base
+from collector.ingest.decode.conventions import base, messages
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
 OPERATION: Final = "gen_ai.operation.name"
+INPUT: Final = "gen_ai.input.messages"
+OUTPUT: Final = "gen_ai.output.messages"
 STAGES: Final = {
     "chat": base.LLM,
     "text_completion": base.LLM,
@@ -43,6 +47,12 @@ class GenAI:
         operation = attrs.get(OPERATION)
         kind = STAGES.get(operation, "") if isinstance(operation, str) else base.LLM
         out: Fields = {"kind": kind} if kind else {}
+        asked = messages.last_user(messages.parse(attrs.get(INPUT), span.max_depth))
+        if asked is not None:
+            out["input"] = asked
+        replied = messages.first_reply(messages.parse(attrs.get(OUTPUT), span.max_depth))
+        if replied is not None:
+            out["output"] = replied
         for key, names in (
             ("session_id", ("gen_ai.conversation.id",)),
             ("model", ("gen_ai.response.model", "gen_ai.request.model")),
