@@ -15,18 +15,19 @@ FIND_LINKS := $(if $(wildcard $(WHEELS)),--find-links $(WHEELS),)
 TORCH_SOURCE := $(if $(wildcard $(WHEELS)/torch-*.whl),--find-links $(WHEELS),--index-url $(TORCH_INDEX))
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint typecheck bench clean help
+.PHONY: venv demo test test-instrumentation lint typecheck bench clean help
 
 help:
 	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics)"
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
+	@echo "make test-instrumentation [UPGRADE=1]  the real instrumentation libraries' tests (on their newest releases)"
 	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_SOURCE) $(TORCH)
-	$(BIN)/pip install --quiet $(FIND_LINKS) -e '.[dev,embedded]'
+	$(BIN)/pip install --quiet $(FIND_LINKS) -e '.[dev,embedded,instrumentation]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -36,6 +37,16 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The real instrumentation libraries' tests; UPGRADE=1 first installs each library's newest
+# release (the pins in pyproject.toml's `instrumentation` extra are what CI tests).
+INSTRUMENTATION = $(shell $(PYTHON) -c "import tomllib; print(' '.join(p.split('==')[0] for p in tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['instrumentation']))")
+test-instrumentation: $(STAMP)
+ifdef UPGRADE
+	$(BIN)/pip install --quiet --upgrade $(INSTRUMENTATION)
+endif
+	@$(BIN)/pip list 2>/dev/null | grep -i -E "$(shell echo $(INSTRUMENTATION) | tr ' ' '|')"
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest tests/instrumentation $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
