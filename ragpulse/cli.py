@@ -8,10 +8,13 @@ imported only when the CLI starts, so `--help` stays fast and nothing connects a
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from collector.errors import EXIT_USER_ERROR, UserError
 from collector.settings import ConfigError
@@ -33,8 +36,21 @@ COMMANDS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for a mistyped command or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if found:
+            choices = re.findall(r"'([^']*)'", found.group(2)) or found.group(2).split(", ")
+            close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ragpulse",
         description=(
             "Watch the quality of a production RAG system: consume traces from Kafka, "
@@ -52,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="logging level (default: the log_level setting, INFO)",
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=Parser
+    )
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"ragpulse.commands.{name}")

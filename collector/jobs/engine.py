@@ -60,6 +60,7 @@ from evaluators.sample import Sample
 
 logger = logging.getLogger(__name__)
 NO_JUDGE = "no judge configured"
+"""A judge job's skip reason (the log line adds how to configure one)."""
 
 
 def _default_to_sample(row: StoredTrace) -> Sample:

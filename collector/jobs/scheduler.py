@@ -34,7 +34,7 @@ from collector.jobs import (
     ux,
 )
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.engine import NO_JUDGE, IncrementalJob
 from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
 from collector.jobs.lock import job_lock
 from collector.jobs.sharded import ShardedRun
@@ -221,9 +221,10 @@ class JobRunner:
             )
         job.publish()
         logger.info(
-            "job %s: %s, %d new traces, %d results in %.2fs",
+            "job %s: %s%s, %d new traces, %d results in %.2fs",
             job.name,
             report.status,
+            _why(report),
             report.new_traces,
             report.results,
             report.seconds,
@@ -232,6 +233,21 @@ class JobRunner:
 
     def run_many(self, names: Sequence[str] | None = None) -> list[JobReport]:
         return [self.run(name) for name in (names or list(self.jobs))]
+
+
+JUDGE_HINT = (
+    "set RAGPULSE_JUDGE__MODELS, e.g. openai/gpt-4o-mini, and RAGPULSE_JUDGE__API_BASE for "
+    "an OpenAI-compatible server of your own"
+)
+
+
+def _why(report: JobReport) -> str:
+    """A skipped run's reason, for the log line (' (no judge configured: set ...)')."""
+    if report.status != "skipped":
+        return ""
+    if report.message == NO_JUDGE:
+        return f" ({NO_JUDGE}: {JUDGE_HINT})"
+    return f" ({report.message or 'nothing to do'})"
 
 
 def build_job(definition: JobDefinition, env: JobEnvironment) -> IncrementalJob:

@@ -5,37 +5,18 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
+from collector.settings.errors import describe, unknown_env
 from collector.settings.root import ENV_PREFIX, Settings
 
 
 class ConfigError(ValueError):
     """The configuration is invalid; the message names each bad setting."""
-
-
-def _unknown_env_keys(environ: dict[str, str]) -> list[str]:
-    """Environment variables with our prefix that name no setting (typos)."""
-    unknown = []
-    for name in environ:
-        if not name.startswith(ENV_PREFIX) or name.startswith("RAGPULSE_TEST_"):
-            continue
-        path = name[len(ENV_PREFIX) :].lower().split("__")
-        model: Any = Settings
-        for part in path:
-            if get_origin(model) is dict:  # a key of a dict setting, e.g. labels.per_label
-                model = get_args(model)[1]
-                continue
-            fields = getattr(model, "model_fields", None)
-            if fields is None or part not in fields:
-                unknown.append(name)
-                break
-            model = fields[part].annotation
-    return unknown
 
 
 def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Settings:
@@ -53,7 +34,8 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
             raise ConfigError(f"config file {path} must hold a mapping at the top level")
         data.update(loaded or {})
     _deep_update(data, overrides)
-    unknown = _unknown_env_keys(dict(os.environ))
+    environ = dict(os.environ)
+    unknown = unknown_env(environ, Settings, ENV_PREFIX)
     if unknown:
         raise ConfigError("unknown setting(s) in the environment: " + ", ".join(sorted(unknown)))
     try:
@@ -61,10 +43,17 @@ def load_settings(config_file: str | Path | None = None, **overrides: Any) -> Se
     except SettingsError as exc:
         raise ConfigError(f"invalid configuration: {exc}") from None
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "settings"
-            lines.append(f"  {where}: {err['msg']}")
+        lines = [
+            describe(
+                err,
+                model=Settings,
+                prefix=ENV_PREFIX,
+                environ=environ,
+                config_file=str(config_file) if config_file is not None else None,
+                from_file=data,
+            )
+            for err in exc.errors()
+        ]
         raise ConfigError("invalid configuration:\n" + "\n".join(lines)) from None
 
 

@@ -7,6 +7,7 @@ import logging
 import sys
 from typing import Any
 
+from collector.errors import UserError
 from collector.settings import load_settings
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,14 @@ def register(subparsers: Any) -> None:
         "several evaluation workers sharing the jobs on PostgreSQL; /metrics serves its "
         "own counters) or exporter (/metrics from the stored results only)",
     )
+    parser.add_argument(
+        "--wait-for-kafka",
+        metavar="DURATION",
+        default="5s",
+        help="how long to wait for a Kafka broker to listen before giving up with one line "
+        "(default 5s; e.g. 2m for containers that start together); nothing, not even the "
+        "database, is set up before Kafka answers",
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,6 +54,19 @@ def run(args: argparse.Namespace) -> int:
     from ragpulse.service import Service, StartupError, prepare_database
 
     settings = load_settings(args.config)
+    role = getattr(args, "role", "all")
+    if role in ("all", "consumer"):
+        from collector.ingest.kafka.reachable import wait_for_kafka
+        from collector.settings.durations import parse_duration
+
+        try:
+            wait_s = parse_duration(getattr(args, "wait_for_kafka", "5s"))
+        except ValueError as exc:
+            raise UserError(f"--wait-for-kafka: {exc}") from None
+        try:
+            wait_for_kafka(settings.kafka.bootstrap_servers, wait_s)
+        except KafkaUnavailableError as exc:
+            raise UserError(str(exc)) from None
     try:
         prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
     except StartupError as exc:
@@ -53,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
     service = Service(settings)
     from ragpulse.monitoring import Monitoring
 
-    role = getattr(args, "role", "all")
     service.consume = role in ("all", "consumer")
     service.add(
         Monitoring(settings, service.engine, service.registry, role=role, consumer=service.consumer)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -209,10 +210,16 @@ def test_failing_job_is_counted_and_others_run(engine: Engine, settings: Setting
     assert value("ragpulse_job_last_success_timestamp_seconds", {"job": "judge_pipeline"}) > 0
 
 
-def test_no_judge_is_a_visible_skip(engine: Engine, settings: Settings) -> None:
+def test_no_judge_is_a_visible_skip(
+    engine: Engine, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
     runner = build_runner(settings, engine, _env(engine, settings), names=["rag_quality"])
-    (report,) = runner.run_many()
+    with caplog.at_level(logging.INFO, logger="collector.jobs.scheduler"):
+        (report,) = runner.run_many()
     assert report.status == "skipped" and "no judge" in report.message
+    # the log line says why, and what to set
+    (line,) = [r.getMessage() for r in caplog.records if "job rag_quality" in r.getMessage()]
+    assert "skipped (no judge configured: set RAGPULSE_JUDGE__MODELS" in line
     with make_session_factory(engine)() as session:
         state = session.get(JobState, "rag_quality")
         assert state is not None and state.last_status == "skipped"

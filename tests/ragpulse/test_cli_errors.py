@@ -301,3 +301,40 @@ def test_run_with_a_missing_tls_certificate(tmp_path: Path) -> None:
         },
     )
     assert_one_line_error(done, str(tmp_path / "cert.pem"), "does not exist")
+
+
+# --- Kafka is not there ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wait", [None, "2s"])
+def test_run_where_no_kafka_listens_fails_fast_with_one_line(
+    tmp_path: Path, wait: str | None
+) -> None:
+    port = _closed_port()
+    argv = ["run"] + (["--wait-for-kafka", wait] if wait else [])
+    done = ragpulse(
+        *argv,
+        cwd=tmp_path,
+        env={
+            "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS": f"127.0.0.1:{port}",
+            "RAGPULSE_EXPORTER__PORT": "0",
+        },
+    )
+    line = assert_one_line_error(done, f"127.0.0.1:{port}", "RAGPULSE_KAFKA__BOOTSTRAP_SERVERS")
+    assert f"waited {wait[:-1] if wait else '5'}s" in line
+    assert not (tmp_path / "ragpulse.db").exists()  # nothing set up for a service that can't run
+
+
+def test_run_waits_for_a_kafka_that_starts_late(tmp_path: Path) -> None:
+    from collector.ingest.kafka.reachable import wait_for_kafka
+
+    with socket.socket() as late:
+        late.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{late.getsockname()[1]}"
+        ticks = iter(range(100))
+
+        def sleep(_: float) -> None:
+            if next(ticks) == 2:
+                late.listen()  # the broker comes up on the third try
+
+        assert wait_for_kafka([address], 30, sleep=sleep) == address
