@@ -18,7 +18,8 @@ PYTEST_ARGS ?=
 .PHONY: venv demo test test-instrumentation lint typecheck bench clean help
 
 help:
-	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics)"
+	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics);"
+	@echo "            make demo JUDGE=local adds a small local LLM judge (built once)"
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
 	@echo "make test-instrumentation [UPGRADE=1]  the real instrumentation libraries' tests (on their newest releases)"
 	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
@@ -32,8 +33,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# JUDGE=local: also a small LLM judge on this machine (llama.cpp + SmolLM2-135M, built once
+# by .ci/install_llama, ~10-20 min the first time), so the judge metrics show in the demo.
 demo: $(STAMP)
+ifeq ($(JUDGE),local)
+	bash .ci/install_llama
+	$(BIN)/ragpulse demo --judge local
+else
 	$(BIN)/ragpulse demo
+endif
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -25,7 +25,7 @@ from evaluators.judge import JudgeClient, JudgeConfig
 from evaluators.judge.api import ascore
 from evaluators.judge.metric import JudgeScore
 from evaluators.sample import Context, Sample
-from tests.fixtures.llama_server import missing_reason, start_llama_server
+from ragpulse.demo.local_judge import missing_reason, start
 
 METRICS = ("answer_relevance", "context_relevance")
 TOPICS = [
@@ -105,7 +105,8 @@ def main() -> None:
     if reason:
         raise SystemExit(reason)
     with tempfile.TemporaryDirectory() as tmp:
-        base, process = start_llama_server(Path(tmp) / "server.log")
+        judge = start(Path(tmp) / "server.log")
+        base = judge.base
         try:
             # Warm-up (the json_schema refusal and first load are not measured).
             asyncio.run(run(base, 1, False, 1, args.timeout))
@@ -114,8 +115,7 @@ def main() -> None:
                 for c, a in ((1, False), (2, False), (4, False), (8, False), (8, True))
             ]
         finally:
-            process.terminate()
-            process.wait(20)
+            judge.stop()
     print("| setting | samples/min | error rate | final limit | HTTP calls | wall s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:

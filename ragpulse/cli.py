@@ -14,6 +14,7 @@ import logging
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from collector.errors import EXIT_USER_ERROR, UserError
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Their INFO lines (plugin set-up, every job start/finish) drown our own summaries.
         for noisy in ("alembic", "apscheduler", "LiteLLM", "httpx"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
+    _use_running_demo(args)
     try:
         code: int = args.func(args)
     except (UserError, ConfigError) as exc:
@@ -103,6 +105,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return code
+
+
+NOT_FROM_DEMO = frozenset({"demo", "broker", "run"})
+"""Commands that never take a running demo's settings: the demo itself, and the service and
+broker, which a user starts for their own configuration."""
+
+
+def _use_running_demo(args: argparse.Namespace) -> None:
+    """Without --config, a command started where `ragpulse demo` runs uses its settings."""
+    if args.config is not None or args.command in NOT_FROM_DEMO:
+        return
+    from ragpulse.demo.handoff import running_demo
+
+    demo = running_demo(Path.cwd())
+    if demo is not None:
+        args.config = str(demo.settings)
+        args.demo = demo
+        print(
+            f"ragpulse: using the running demo's settings ({demo.settings}); "
+            "--config or RAGPULSE_* variables choose others",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

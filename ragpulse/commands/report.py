@@ -22,9 +22,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--prometheus",
-        required=True,
         metavar="URL",
-        help="Prometheus base URL, e.g. http://127.0.0.1:9090 (`ragpulse demo` prints it)",
+        help="Prometheus base URL, e.g. http://127.0.0.1:9090 (default: the Prometheus of "
+        "the `ragpulse demo` running from this folder)",
     )
     parser.add_argument(
         "--output", required=True, type=Path, metavar="FILE.html", help="HTML file to write"
@@ -65,6 +65,12 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
+def _demo_prometheus(args: argparse.Namespace) -> str | None:
+    """The running demo's Prometheus (set by the CLI when it took the demo's settings)."""
+    demo = getattr(args, "demo", None)
+    return getattr(demo, "prometheus", None)
+
+
 def run(args: argparse.Namespace) -> int:
     from exporters.report.dashboards import SHIPPED, DashboardError, load_dashboards
     from exporters.report.live import render_report
@@ -84,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
         dashboards = load_dashboards(args.dashboards or [SHIPPED])
     except DashboardError as exc:
         return _fail(str(exc))
-    client = PromClient(args.prometheus)
+    prometheus = args.prometheus or _demo_prometheus(args)
+    if prometheus is None:
+        return _fail(
+            "--prometheus URL is needed (no `ragpulse demo` with a Prometheus runs from this "
+            "folder)"
+        )
+    client = PromClient(prometheus)
     engine = None
     try:
         client.check()
@@ -113,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if summary.panels and not summary.with_data:
         print(
-            f"  no panel has data: does {args.prometheus} scrape ragpulse's /metrics "
+            f"  no panel has data: does {prometheus} scrape ragpulse's /metrics "
             "(and have the evaluation jobs run yet)?",
             file=sys.stderr,
         )

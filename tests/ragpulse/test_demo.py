@@ -106,10 +106,21 @@ def test_write_jsonl_for_produce_and_evaluate(tmp_path: Path) -> None:
         assert "question" in json.loads(line)
 
 
+def _ragpulse(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ragpulse.cli", *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def _header(process: subprocess.Popen[str]) -> Iterator[str]:
     """The lines the demo prints at start, up to "Ctrl-C to stop"."""
     assert process.stdout is not None
-    for _ in range(20):
+    for _ in range(40):
         line = process.stdout.readline()
         yield line
         if "Ctrl-C" in line or not line:
@@ -124,7 +135,8 @@ def _check_prometheus(header: str, metrics_url: str) -> str | None:
         return None
     line = next(x for x in header.splitlines() if x.strip().startswith("prometheus"))
     url = line.split()[1]
-    assert f"ragpulse report --prometheus {url} --output report.html" in header
+    assert "ragpulse report --output report.html" in header
+    assert f"elsewhere add --prometheus {url}" in header
     target = metrics_url.split("/")[2]
     deadline = time.monotonic() + 30
     while True:
@@ -154,19 +166,18 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
             "-m",
             "ragpulse.cli",
             "demo",
-            "--dir",
-            str(tmp_path),
             "--port",
             "0",
             "--rate",
             "200",
         ],
         env=env,
+        cwd=tmp_path,  # the default --dir, .demo, under it
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    database = tmp_path / "ragpulse.db"
+    database = tmp_path / ".demo" / "ragpulse.db"
     try:
         deadline = time.monotonic() + 45
         stored = 0
@@ -185,6 +196,8 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         with urllib.request.urlopen(metrics_url, timeout=10) as response:
             exposition = response.read().decode()
         prometheus_url = _check_prometheus(header, metrics_url)
+        # a second terminal in the same folder finds the demo's store without settings
+        while_running = _ragpulse(["traces", "--metric", "hit_rate@1"], env, tmp_path)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
@@ -192,10 +205,20 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
             process.kill()
     assert process.returncode == 0, err
     assert "broker     127.0.0.1:" in header and "stopped: consumed" in out
+    # the judge metrics are off in this demo, and the start-up text says how to turn them on
+    assert "judge      OFF" in header and "make demo JUDGE=local" in header
+    settings = tmp_path / ".demo" / "settings.yaml"
+    assert f"elsewhere: ragpulse --config {settings} COMMAND" in header
+    assert while_running.returncode == 0, while_running.stderr
+    assert f"using the running demo's settings ({settings})" in while_running.stderr
+    # once it stopped, a missing store points at the demo's settings, not at `migrate`
+    after = _ragpulse(["traces", "--metric", "hit_rate@1"], env, tmp_path)
+    assert after.returncode == 2
+    assert f"--config {settings}" in after.stderr and "migrate" not in after.stderr
     if prometheus_url is not None:  # stopped with the demo
         with pytest.raises(OSError):
             urllib.request.urlopen(f"{prometheus_url}/-/ready", timeout=2)
-        assert (tmp_path / "prometheus" / "data").is_dir()
+        assert (tmp_path / ".demo" / "prometheus" / "data").is_dir()
     with sqlite3.connect(database) as conn:
         sources = dict(conn.execute("SELECT source, count(*) FROM traces GROUP BY source"))
         reasons = {r for (r,) in conn.execute("SELECT DISTINCT reason FROM dead_letters")}
