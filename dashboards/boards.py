@@ -1,6 +1,7 @@
 """The three shipped dashboards, assembled from the sections in `dashboards/panels/`.
 
-- overview: a row per scheduled job (`metrics_view.scheduled` order, drawn by the section
+- overview: the status row (what pages, what drifts, where the change is), a row per
+  scheduled job (`metrics_view.scheduled` order, drawn by the section
   that claims the job: retrieval, generation, judge, UX; a job none claims still gets
   its row), then the versions and the alerting sections; tenant and version variables.
 - operations: ingest, the judge's calls and its agreement with humans, the scheduled
@@ -24,6 +25,7 @@ from dashboards.panels import (
     operations,
     quality,
     retrieval,
+    status,
     ux,
     versions,
 )
@@ -90,7 +92,7 @@ def quality_rows() -> list[Section]:
 
 def overview() -> builders.Dashboard:
     metrics_view.check_bands()
-    sections = [*quality_rows(), versions.section(), alerting.detectors()]
+    sections = [status.section(), *quality_rows(), versions.section(), alerting.detectors()]
     board = _board(
         "ragpulse-overview",
         "ragpulse — RAG quality overview",

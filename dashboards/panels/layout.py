@@ -15,6 +15,7 @@ from grafana_foundation_sdk.builders import dashboard as builders
 from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import dashboard as model
 
+from dashboards.conditions import annotate
 from dashboards.panels.common import DS
 
 WIDTH = 24
@@ -58,7 +59,8 @@ class _Placed(Builder[model.Panel]):
 
 def place(board: builders.Dashboard, sections: Iterable[Section]) -> builders.Dashboard:
     """Add every section to `board`: a row, then its panels line by line, with ids in
-    order from 1 and the datasource variable on every panel."""
+    order from 1, the datasource variable on every panel, and the text of an empty panel
+    (`conditions`)."""
     y, next_id = 0, 1
     for section in sections:
         grid = model.GridPos(h=1, w=WIDTH, x=0, y=y)
@@ -71,6 +73,7 @@ def place(board: builders.Dashboard, sections: Iterable[Section]) -> builders.Da
                 panel.id_val = next_id
                 panel.datasource = DS
                 panel.grid_pos = model.GridPos(h=cell.h, w=cell.w, x=x, y=y)
+                annotate(panel)
                 board.with_panel(_Placed(panel))
                 next_id, x = next_id + 1, x + cell.w
             if x > WIDTH:

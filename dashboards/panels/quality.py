@@ -79,7 +79,10 @@ def band_panel(metric: str) -> timeseries.Panel:
         )
     )
     for ref, family, window, legend_format in targets:
-        panel.with_target(query(ref, quality(family, metric, window), legend_format))
+        expr = quality(family, metric, window)
+        if family == "ragpulse_metric_samples":
+            expr += " > 0"  # n = 0 (everything skipped) leaves the panel to say why
+        panel.with_target(query(ref, expr, legend_format))
     return (
         metric_chart(panel, metric)
         .override_by_name(

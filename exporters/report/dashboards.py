@@ -79,6 +79,8 @@ class Panel:
     custom: Mapping[str, Any] = field(default_factory=dict)
     pattern_overrides: tuple[tuple[re.Pattern[str], Mapping[str, Any]], ...] = ()
     """`byRegexp` overrides: (pattern, properties), matched against a series' name."""
+    no_value: str | None = None
+    """Grafana's `noValue`: what the panel says when it has no data (why it can be empty)."""
 
     def threshold_color(self, value: float) -> str | None:
         """The colour of the last step whose value is <= `value` (Grafana's rule)."""
@@ -210,6 +212,7 @@ def _panel(item: Mapping[str, Any], row: str) -> Panel:
         targets=targets,
         width=int(grid.get("w", 8)),
         row=row,
+        no_value=str(defaults["noValue"]) if defaults.get("noValue") else None,
         unit=defaults.get("unit"),
         decimals=defaults.get("decimals"),
         min=_number(defaults.get("min")),

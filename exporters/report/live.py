@@ -272,7 +272,8 @@ def render_panel(
     except QueryError as exc:
         return done(f'<div class="status">query failed: {escape(str(exc))}</div>', "error")
     if not named:
-        return done('<div class="status">no data</div>', "nodata")
+        why = escape(panel.no_value or "no data")
+        return done(f'<div class="status nodata">{why}</div>', "nodata")
     if panel.type in STAT_TYPES:
         return done(stat_body(panel, named), "ok")
     if panel.type == "table":
@@ -299,7 +300,7 @@ def render_report(
         values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
         shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
         panels = [render_panel(client, p, values, span, drill) for p in dashboard.panels]
-        for p in panels:
+        for source, p in zip(dashboard.panels, panels, strict=True):
             summary.panels += 1
             where = f"{dashboard.title}: {p.title}"
             if p.state == "ok":
@@ -307,7 +308,8 @@ def render_report(
             elif p.state == "error":
                 summary.errors.append(where)
             else:
-                summary.empty.append(where)
+                reason = source.no_value
+                summary.empty.append(f"{where} ({reason})" if reason else where)
         when = " – ".join(
             datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
             for t in (span.start, span.end)

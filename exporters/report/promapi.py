@@ -114,3 +114,14 @@ class PromClient:
             return None
         times = [s.times[0] for s in series if s.times]
         return min(times) if times else None
+
+    def has_series(self, pattern: str, start: float, end: float) -> bool:
+        """Whether any series whose name matches `pattern` (a PromQL regex) has a sample in
+        [start, end]: the report's "is ragpulse scraped at all?" (a panel with a constant
+        fallback, `or vector(0)`, has data either way)."""
+        step = max(1.0, (end - start) / 500)
+        try:
+            found = self.query_range(f'count({{__name__=~"{pattern}"}})', start, end, step)
+        except QueryError:
+            return False
+        return any(s.times for s in found)

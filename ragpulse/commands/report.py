@@ -107,9 +107,11 @@ def run(args: argparse.Namespace) -> int:
             from ragpulse.report_drill import store_drill
 
             drill = store_drill(load_settings(args.config), engine)
+        now = time.time()
         html, summary = render_report(
-            client, dashboards, now=time.time(), since=since, chosen=chosen, drill=drill
+            client, dashboards, now=now, since=since, chosen=chosen, drill=drill
         )
+        scraped = client.has_series("ragpulse_.+", now - (since or 86400.0), now)
     except PrometheusUnreachable as exc:
         return _fail(str(exc))
     finally:
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}: {summary.panels} panels from {len(dashboards)} dashboards, "
         f"{summary.with_data} with data"
     )
-    if summary.panels and not summary.with_data:
+    if summary.panels and not scraped:
         print(
             f"  no panel has data: does {prometheus} scrape ragpulse's /metrics "
             "(and have the evaluation jobs run yet)?",

@@ -206,7 +206,13 @@ def test_a_renamed_series_is_reported() -> None:
     reads = dashboard_reads("overview.json", board)
     known = set().union(*(names for _, names in reads))
     assert unknown(reads, known) == []
-    target = next(p for p in board["panels"] if p["type"] == "stat")["targets"][0]
+    target = next(
+        t
+        for p in board["panels"]
+        if p["type"] == "stat"
+        for t in p["targets"]
+        if "ragpulse_metric_value" in t["expr"]
+    )
     target["expr"] = target["expr"].replace("ragpulse_metric_value", "ragpulse_metric_val")
     stale = unknown(dashboard_reads("overview.json", board), known)
     assert [name for _, name in stale] == ["ragpulse_metric_val"]

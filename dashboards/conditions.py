@@ -1,0 +1,137 @@
+"""Why a panel can be empty, said on the panel: Grafana's `noValue` text and a line of its
+description, derived from what the panel queries, so every panel (a new one too) says it.
+
+An empty panel on a fresh install is normal, but "No data" does not tell a person whether
+to wait, to configure something, or to worry. The condition of a panel is the first of
+`RULES` whose series its queries read; a quality panel's is that of the job computing its
+metric (`JOB_CONDITIONS`): the judge jobs need a judge, the retrieval benchmark ground
+truth, and so on. The report (`ragpulse report`) shows the same text for an empty panel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from grafana_foundation_sdk.models import dashboard as model
+
+from dashboards import metrics_view
+
+
+@dataclass(frozen=True)
+class Condition:
+    """What an empty panel lacks, and how to change it (one line)."""
+
+    name: str
+    text: str
+
+
+JUDGE = Condition(
+    "judge",
+    "No LLM judge configured: set RAGPULSE_JUDGE__MODELS (and RAGPULSE_JUDGE__API_BASE for a "
+    "server of your own; in the demo: make demo JUDGE=local)",
+)
+GROUND_TRUTH = Condition(
+    "ground_truth",
+    "No ground truth yet: needs traces with relevant_ids, relevance or shown_url (in the trace "
+    "or by feedback)",
+)
+JUDGE_LABELS = Condition(
+    "judge_labels",
+    "No labelled production-judge decisions yet: needs traces with judge and judge_label "
+    "(the label often arrives by feedback)",
+)
+REFERENCES = Condition(
+    "references", "No references yet: needs traces with a reference answer (reference)"
+)
+SESSIONS = Condition(
+    "sessions",
+    "No dialogs or cache data yet: needs traces with session_id (dialog metrics) or cache "
+    "(cache hit rate)",
+)
+HUMAN_LABELS = Condition(
+    "human_labels",
+    "No human labels yet: send feedback events with labels (README: Human labels)",
+)
+CANARY = Condition(
+    "canary",
+    "No canary comparison: needs a candidate and a baseline version, each with "
+    "canary.min_traces scored traces in the window",
+)
+VERSIONS = Condition(
+    "versions",
+    "No versions: traces carry no version (tags.version, OTLP service.version, or "
+    "versions.sources)",
+)
+HISTORY = Condition(
+    "history",
+    "Needs history: the detectors compare the last 24h with the 7 days before and start "
+    "after 1h of results",
+)
+NOT_WORSE = Condition(
+    "not_worse", "Nothing to explain: no metric is worse than its 7-day baseline now"
+)
+NOTHING_FIRING = Condition("nothing_firing", "Nothing firing")
+NOT_YET = Condition(
+    "not_yet",
+    "No data yet: appears once traces arrive and the jobs have run over them "
+    "(first run after scheduler.initial_delay_s)",
+)
+
+JOB_CONDITIONS: dict[str, Condition] = {
+    "rag_quality": JUDGE,
+    "judge_consistency": JUDGE,
+    "real_users_benchmark": GROUND_TRUTH,
+    "embedding_quality": GROUND_TRUTH,
+    "judge_pipeline": JUDGE_LABELS,
+    "text_quality": REFERENCES,
+    "ux": SESSIONS,
+}
+"""A quality panel's condition by the job that computes its metric (others: `NOT_YET`)."""
+
+RULES: tuple[tuple[re.Pattern[str], Condition], ...] = (
+    (re.compile(r"\bALERTS\b"), NOTHING_FIRING),
+    (re.compile(r"\bragpulse_canary_"), CANARY),
+    (re.compile(r"\bragpulse_change_"), NOT_WORSE),
+    (re.compile(r"\bragpulse_(drift_score|detectable_drop)\b"), HISTORY),
+    (re.compile(r"\bragpulse_(metric_corrected|judge_agreement)"), HUMAN_LABELS),
+    (re.compile(r"\bragpulse_judge_(requests|latency|cost|tokens)"), JUDGE),
+    (re.compile(r'version=~"\$version"'), VERSIONS),
+)
+"""Series (or selectors) -> condition, first match wins; before the per-metric jobs."""
+
+_METRIC = re.compile(r'metric="([^"$]+)"')
+
+
+def _job_of() -> dict[str, str]:
+    return {m: job for job, _title, metrics in metrics_view.scheduled() for m in metrics}
+
+
+def condition(exprs: Iterable[str]) -> Condition:
+    """The condition of a panel reading these PromQL expressions."""
+    exprs = list(exprs)
+    for pattern, found in RULES:
+        if any(pattern.search(e) for e in exprs):
+            return found
+    jobs = _job_of()
+    for expr in exprs:
+        for metric in _METRIC.findall(expr):
+            job = jobs.get(metric)
+            if job in JOB_CONDITIONS:
+                return JOB_CONDITIONS[job]
+    return NOT_YET
+
+
+def annotate(panel: model.Panel) -> None:
+    """Give a built panel its no-data text and a description line naming its condition."""
+    exprs = [str(getattr(t, "expr", "") or "") for t in panel.targets or []]
+    if not exprs:
+        return
+    found = condition(exprs)
+    if panel.field_config is None:
+        panel.field_config = model.FieldConfigSource(defaults=model.FieldConfig())
+    panel.field_config.defaults.no_value = found.text
+    line = f"Empty when: {found.text}."
+    if line not in (panel.description or ""):
+        panel.description = f"{panel.description} {line}".strip() if panel.description else line
