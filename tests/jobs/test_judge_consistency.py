@@ -212,3 +212,44 @@ def test_an_unreachable_judge_leaves_the_traces_pending(
     assert llm_server.requests
     assert _latest(factory, "faithfulness_rating", "1h").n == 1
     engine.dispose()
+
+
+def test_rag_quality_counts_an_empty_retrieval_as_recall_zero(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    """A retrieval outage shows in both recalls as it does in HitRate: a trace with a
+    reference that retrieved nothing is a score of 0 in `n`, not a skip; a trace without a
+    reference is still skipped with its reason."""
+    llm_server.fallback = auto_reply
+    settings = load_settings(
+        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
+        scheduler={"jobs": ["rag_quality"]},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    ts = datetime.now(UTC) - timedelta(minutes=3)
+    with factory() as session:
+        common = {"purposes": ("judge",), "answer": "An answer."}
+        add_trace(
+            session,
+            "retrieved",
+            ts,
+            reference="The reference.",
+            **common,
+            contexts=[{"id": "d1", "text": "The reference, retrieved."}],
+        )
+        add_trace(session, "outage", ts, reference="The reference.", contexts=[], **common)
+        add_trace(session, "no-reference", ts, contexts=None, **common)
+        session.commit()
+    env = job_environment(
+        settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings.judge, factory)
+    )
+    (report,) = build_runner(settings, engine, env).run_many()
+    assert report.status == "ok", report.message
+    # auto_reply: context_recall attributes its one statement (1.0); entity recall finds
+    # entities 1 and 3 of 3 (2/3).
+    for metric, retrieved in (("context_recall", 1.0), ("context_entity_recall", 2 / 3)):
+        row = _latest(factory, metric, "1h")
+        assert (row.n, row.skipped, row.skip_reasons) == (2, 1, {"no reference": 1}), metric
+        assert row.value == pytest.approx((retrieved + 0.0) / 2), metric
+    engine.dispose()
