@@ -23,7 +23,7 @@ from evaluators.judge.metric import NO_CONTEXT_TEXT, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
 from evaluators.judge.protocol import Judge
-from evaluators.judge.schemas import non_empty
+from evaluators.judge.schemas import claim_list
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -45,7 +45,7 @@ async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext)
         model=model,
         metric=FAMILY,
         trace_id=sample.trace_id,
-        schema=non_empty(ENTITIES.schema, "entities", reference),
+        schema=claim_list(ENTITIES.schema, "entities", reference),
     )
     entities = clean_items(list(data["entities"]))
     if not entities:

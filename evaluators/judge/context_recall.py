@@ -18,7 +18,7 @@ from evaluators.judge.metric import NO_CONTEXT_TEXT, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence, fence_contexts
 from evaluators.judge.prompts.context_recall import CONTEXT_RECALL
 from evaluators.judge.protocol import Judge
-from evaluators.judge.schemas import non_empty
+from evaluators.judge.schemas import claim_list
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -45,7 +45,7 @@ async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext)
         model=model,
         metric=FAMILY,
         trace_id=sample.trace_id,
-        schema=non_empty(CONTEXT_RECALL.schema, "statements", sample.reference or ""),
+        schema=claim_list(CONTEXT_RECALL.schema, "statements", sample.reference or ""),
     )
     rows = [r for r in data["statements"] if str(r["statement"]).strip()]
     if not rows:
