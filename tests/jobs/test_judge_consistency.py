@@ -246,18 +246,22 @@ def test_rag_quality_counts_an_empty_retrieval_as_recall_zero(
     engine = make_engine(sqlite_url)
     factory = make_session_factory(engine)
     ts = datetime.now(UTC) - timedelta(minutes=3)
+    found = [{"id": "d1", "text": "The reference, retrieved."}]
     with factory() as session:
-        common = {"purposes": ("judge",), "answer": "An answer."}
-        add_trace(
-            session,
-            "retrieved",
-            ts,
-            reference="The reference.",
-            **common,
-            contexts=[{"id": "d1", "text": "The reference, retrieved."}],
-        )
-        add_trace(session, "outage", ts, reference="The reference.", contexts=[], **common)
-        add_trace(session, "no-reference", ts, contexts=None, **common)
+        for trace, reference, contexts in (
+            ("retrieved", "The reference.", found),
+            ("outage", "The reference.", []),
+            ("no-reference", None, None),
+        ):
+            add_trace(
+                session,
+                trace,
+                ts,
+                purposes=("judge",),
+                answer="An answer.",
+                reference=reference,
+                contexts=contexts,
+            )
         session.commit()
     env = job_environment(
         settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings.judge, factory)
