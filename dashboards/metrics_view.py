@@ -3,9 +3,10 @@
 - `scheduled()`: every metric name a scheduled job produces, row by row (one row per job):
   a metric added to a job's `METRICS` gets a panel and (with a direction) drift rules.
 - `describe(name)`: direction, unit, range and interval from `evaluators.registry`.
-- `BANDS`: the seeds' interpretation bands (seed 004 §11.2, seed 000 for context
-  relevance, seed 002 for its metrics) as Grafana threshold steps, ordered by the
-  metric's direction.
+- `BANDS`: the seeds' interpretation bands (seed 004 §11.2, §4.4.4 for the other NDCG
+  cutoff, §3.4.3 for silhouette, seed 000 for context relevance, seed 002 for its
+  metrics) as Grafana threshold steps, ordered by the metric's direction
+  (`tests/dashboards/test_seed_bands.py` lists where each comes from).
 - `GOALS`: seed 004 §11.1, which metrics answer which question (README and stat panels).
 
 Seed 002's bands share their bounds (0.7–0.9, 0.9–1.0): a bound belongs to the band it
@@ -81,9 +82,9 @@ LABEL_COLOURS = {
 }
 
 
-def _seed_004(attention: float, excellent: float) -> tuple[str, list[Band]]:
+def _seed_004(attention: float, excellent: float, section: str = "§11.2") -> tuple[str, list[Band]]:
     text = (
-        f"seed 004 §11.2: excellent > {excellent} ({excellent} itself is good), "
+        f"seed 004 {section}: excellent > {excellent} ({excellent} itself is good), "
         f"good {attention}–{excellent}, needs attention < {attention}"
     )
     return text, [
@@ -93,17 +94,22 @@ def _seed_004(attention: float, excellent: float) -> tuple[str, list[Band]]:
     ]
 
 
-def _seed_002(higher: bool) -> tuple[str, list[Band]]:
+def _seed_002(
+    higher: bool, bounds: tuple[float, float, float, float] = (0.3, 0.5, 0.7, 0.9)
+) -> tuple[str, list[Band]]:
+    """Seed 002's five bands; `bounds` are context precision's own (0.2 … 0.8) where it
+    differs from the other metrics' (0.3 … 0.9)."""
     if higher:
+        poor, fair, good, excellent = bounds
         return (
-            "seed 002: excellent >= 0.9, good 0.7–0.9, moderate 0.5–0.7, poor 0.3–0.5, "
-            "very poor < 0.3",
+            f"seed 002: excellent >= {excellent}, good {good}–{excellent}, "
+            f"moderate {fair}–{good}, poor {poor}–{fair}, very poor < {poor}",
             [
                 Band(None, "very poor"),
-                Band(0.3, "poor"),
-                Band(0.5, "fair"),
-                Band(0.7, "good"),
-                Band(0.9, "excellent"),
+                Band(poor, "poor"),
+                Band(fair, "fair"),
+                Band(good, "good"),
+                Band(excellent, "excellent"),
             ],
         )
     return (
@@ -124,8 +130,10 @@ BANDS: dict[str, tuple[str, list[Band]]] = {
     "mrr": _seed_004(0.5, 0.8),
     "ndcg@10": _seed_004(0.5, 0.8),
     "faithfulness_rating": _seed_004(0.7, 0.9),
+    "ndcg@5": _seed_004(0.5, 0.9, section="§4.4.4 (NDCG@K)"),
     "faithfulness": _seed_002(higher=True),
     "context_entity_recall": _seed_002(higher=True),
+    "context_precision": _seed_002(higher=True, bounds=(0.2, 0.4, 0.6, 0.8)),
     "context_recall": _seed_002(higher=True),
     "response_relevancy": _seed_002(higher=True),
     "noise_sensitivity_relevant": _seed_002(higher=False),
@@ -136,6 +144,15 @@ BANDS: dict[str, tuple[str, list[Band]]] = {
     "context_relevance": (
         "seed 000: excellent >= 0.9, good 0.7–0.9, fair 0.5–0.7, poor < 0.5",
         [Band(None, "poor"), Band(0.5, "fair"), Band(0.7, "good"), Band(0.9, "excellent")],
+    ),
+    "silhouette": (
+        "seed 004 §3.4.3: strong structure > 0.7, reasonable 0.5–0.7, weak 0.25–0.5, none < 0.25",
+        [
+            Band(None, "poor"),
+            Band(0.25, "fair"),
+            Band(0.5, "good"),
+            Band(strictly_above(0.7), "excellent"),
+        ],
     ),
     "retrieval_empty_rate": (
         "alert above 0.05 (RagpulseRetrievalEmptyRateHigh): more than 1 trace in 20 "

@@ -15,8 +15,11 @@ Every run
    (the newest `JUDGMENTS_CAP`);
 3. writes `metric_results` rows and publishes them like the other jobs.
 
-A judgment's score is the direct score of the 0-1 prompts (answer relevance, E2E), or the
-mean verdict of the per-context / per-statement prompts scaled to 0-1 (`judgment_score`).
+A judgment's score is the direct score of the 0-1 prompts (answer relevance, E2E,
+faithfulness rating), or the mean verdict of the per-context / per-statement prompts scaled
+to 0-1 (`judgment_score`); for response relevancy's generated questions, the share flagged
+noncommittal (its only verdict: a repeat that flips it moves the metric between 0 and the
+cosine mean).
 """
 
 from __future__ import annotations
@@ -62,13 +65,23 @@ METRICS = ("judge_consistency", "judge_error_rate", "judge_latency_ms_avg")
 REJUDGED = (
     "answer_relevance",
     "e2e_score",
+    "faithfulness_rating",
     "context_relevance",
     "context_precision",
     "context_recall",
+    "response_relevancy",
 )
-"""Judge metrics made of one request per model, so a repeat asks the very same input."""
+"""Every judge metric made of one request per model (one prompt in the registry, see
+`tests/jobs/test_judge_consistency.py`), so a repeat asks the very same input."""
 JUDGMENTS_CAP = 20_000
-_VERDICTS = {"useful": 1.0, "supported": 1.0, "found": 1.0, "attributed": 1.0, "score": 2.0}
+_VERDICTS = {
+    "useful": 1.0,
+    "supported": 1.0,
+    "found": 1.0,
+    "attributed": 1.0,
+    "score": 2.0,
+    "noncommittal": 1.0,
+}
 """Per-item verdict fields of the list prompts and their largest value."""
 
 

@@ -10,7 +10,7 @@ from evaluators.judge.metric import by_item, texts_of
 from evaluators.judge.prompts.base import Prompt, fence, fence_contexts, fence_items
 from evaluators.judge.prompts.statements import STATEMENTS
 from evaluators.judge.protocol import Judge
-from evaluators.judge.schemas import non_empty, numbered_rows
+from evaluators.judge.schemas import claim_list, numbered_rows
 from evaluators.sample import Sample
 
 
@@ -36,7 +36,7 @@ async def extract_statements(
         model=model,
         metric=metric,
         trace_id=trace_id,
-        schema=non_empty(STATEMENTS.schema, "statements", text),
+        schema=claim_list(STATEMENTS.schema, "statements", text),
     )
     return clean_items(list(data["statements"]))
 

@@ -8,17 +8,22 @@ Two requests per sample and judge model: list the reference's entities (independ
 contexts, so comparing retrievers re-uses it from the cache), then check them all against
 all contexts at once. The judge decides presence, so inflected Russian forms ("в Париже"
 for "Париж") count as found, which exact string matching would miss.
-Skipped without a reference, without contexts, or when the reference names no entity.
+A sample that retrieved nothing scores 0 (seed 003: 0 found of the reference's entities), so a
+retrieval outage lowers this metric as it lowers HitRate instead of shrinking `n`; the
+entities are still listed (the same request as with contexts, cached), so a reference that
+names none is skipped alike with or without contexts. Skipped without a reference, when the
+retrieved contexts all lack text (retrieval happened but cannot be judged), or when the
+reference names no entity.
 """
 
 from __future__ import annotations
 
 from evaluators.judge.claims import clean_items, share_in_contexts
-from evaluators.judge.metric import judge_metric, texts_of
+from evaluators.judge.metric import NO_CONTEXT_TEXT, judge_metric, texts_of
 from evaluators.judge.prompts.base import fence
 from evaluators.judge.prompts.entities import ENTITIES, ENTITY_PRESENCE
 from evaluators.judge.protocol import Judge
-from evaluators.judge.schemas import non_empty
+from evaluators.judge.schemas import claim_list
 from evaluators.outcome import Skipped
 from evaluators.registry import EvalContext
 from evaluators.sample import Sample
@@ -29,7 +34,7 @@ FAMILY = "context_entity_recall"
 def _precheck(sample: Sample, ctx: EvalContext) -> str | None:
     if not (sample.reference and sample.reference.strip()):
         return "no reference"
-    return None if texts_of(sample) else "no contexts"
+    return None if texts_of(sample) or not sample.contexts else NO_CONTEXT_TEXT
 
 
 async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext) -> float | Skipped:
@@ -40,11 +45,13 @@ async def _per_model(judge: Judge, model: str, sample: Sample, ctx: EvalContext)
         model=model,
         metric=FAMILY,
         trace_id=sample.trace_id,
-        schema=non_empty(ENTITIES.schema, "entities", reference),
+        schema=claim_list(ENTITIES.schema, "entities", reference),
     )
     entities = clean_items(list(data["entities"]))
     if not entities:
         return Skipped("no entities")
+    if not sample.contexts:
+        return 0.0
     return await share_in_contexts(
         judge,
         ENTITY_PRESENCE,

@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 NO_JUDGE = "no judge configured"
 BUDGET = "budget"
+NO_CONTEXT_TEXT = "no context text"
+"""Contexts were retrieved but none has a text to judge (an empty retrieval is not this)."""
 
 Precheck = Callable[[Sample, EvalContext], str | None]
 PerModel = Callable[[Any, str, Sample, EvalContext], Awaitable[float | Skipped]]

@@ -1,7 +1,11 @@
 """A prompt's answer schema narrowed to one input, so a server that enforces schemas while
 decoding (llama.cpp grammars, vLLM guided JSON, OpenAI json_schema) cannot produce the
 mistakes small models make most: a verdict list with too few or too many rows, item numbers
-outside 1..N, or an empty list of claims for a text that states something.
+outside 1..N, or a list of claims repeated until the token limit.
+
+A list of claims or entities may be empty: a refusal ("Я не знаю") states nothing, and a
+decoder forced to write at least one claim makes the judge invent it and then score it
+(issue 29), where the metric's "no statements" / "no entities" outcome is the true one.
 
 Each function returns a new schema (the prompt's own is never changed); the narrowed schema
 is derived from the request's input, so the judge client's cache key stays what it was.
@@ -37,18 +41,19 @@ def context_numbers(schema: Mapping[str, Any], path: tuple[str, ...], n: int) ->
     return out
 
 
-def non_empty(schema: Mapping[str, Any], array_key: str, text: str) -> dict[str, Any]:
-    """At least one entry under `array_key` (a text given for decomposition is never
-    empty) and at most about one per 25 characters of `text` (30 at most): the cap stops a
-    small model repeating itself until its token limit."""
+def claim_list(schema: Mapping[str, Any], array_key: str, text: str) -> dict[str, Any]:
+    """At most about one entry under `array_key` per 25 characters of `text` (30 at most,
+    2 at least): the cap stops a small model repeating itself until its token limit. No
+    lower bound: a text that claims nothing decomposes into an empty list. An entry itself
+    is never empty (it would be dropped unscored)."""
     out = copy.deepcopy(dict(schema))
     array = out["properties"][array_key]
-    array["minItems"] = 1
+    array.pop("minItems", None)
     array["maxItems"] = max(2, min(30, len(text) // 25 + 1))
     entry = array["items"]
     for node in (entry, *entry.get("properties", {}).values()):
         if node.get("type") == "string":
-            node["minLength"] = 2  # an empty claim would be dropped, leaving none
+            node["minLength"] = 2
     return out
 
 

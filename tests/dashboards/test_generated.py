@@ -136,6 +136,10 @@ def test_seed_002_bands() -> None:
     steps = _steps("faithfulness", "timeseries")
     expected = {0.1: "dark-red", 0.3: "red", 0.5: "orange", 0.7: "yellow", 0.95: "green"}
     assert {v: _colour(steps, v) for v in expected} == expected
+    # context precision's own bounds (seed 002: 0.8–1.0 excellent … 0.0–0.2 very poor)
+    precision = _steps("context_precision", "timeseries")
+    expected = {0.1: "dark-red", 0.2: "red", 0.4: "orange", 0.6: "yellow", 0.8: "green"}
+    assert {v: _colour(precision, v) for v in expected} == expected
     noise = _steps("noise_sensitivity_irrelevant", "timeseries")
     expected = {0.05: "green", 0.2: "yellow", 0.4: "orange", 0.6: "red", 0.9: "dark-red"}
     assert {v: _colour(noise, v) for v in expected} == expected

@@ -9,16 +9,23 @@ import pytest
 from sqlalchemy import func, select
 
 from collector.ingest.kafka.broker import free_port
-from collector.jobs.judge_consistency import judgment_score
+from collector.jobs.judge_consistency import REJUDGED, judgment_score
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
 from collector.store.models import Judgment, MetricResult, Trace
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
-from evaluators.registry import EvalContext
+from evaluators.judge import JudgeConfig
+from evaluators.judge.api import score
+from evaluators.judge.metric import PROMPT_CHOICE, PROMPTS_BY_METRIC
+from evaluators.outcome import Skipped
+from evaluators.registry import FAMILIES, EvalContext, known_names
 from evaluators.runner import evaluate
 from ragpulse.job_setup import job_environment
 from ragpulse.judge import make_judge
+from tests.evaluators.judge.helpers import make_judge as judge_for
+from tests.evaluators.judge.helpers import sample
+from tests.fixtures.embedder import VectorEmbedder
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
 from tests.jobs.helpers import add_trace
 
@@ -130,6 +137,17 @@ def test_without_a_judge_the_job_is_a_visible_skip(sqlite_url: str) -> None:
         ({"verdicts": [{"context": 1, "useful": 1}, {"context": 2, "useful": 1}]}, 1.0),
         ({"statements": [{"statement": "a", "attributed": 0}]}, 0.0),
         ({"statements": ["a", "b"]}, None),
+        # response relevancy's only verdict: whether the answer is noncommittal (a flip
+        # turns the metric to 0)
+        (
+            {
+                "questions": [
+                    {"question": "a", "noncommittal": 1},
+                    {"question": "b", "noncommittal": 0},
+                ]
+            },
+            0.5,
+        ),
         (None, None),
     ],
 )
@@ -212,3 +230,99 @@ def test_an_unreachable_judge_leaves_the_traces_pending(
     assert llm_server.requests
     assert _latest(factory, "faithfulness_rating", "1h").n == 1
     engine.dispose()
+
+
+def test_rag_quality_counts_an_empty_retrieval_as_recall_zero(
+    sqlite_url: str, llm_server: ScriptedLLM
+) -> None:
+    """A retrieval outage shows in both recalls as it does in HitRate: a trace with a
+    reference that retrieved nothing is a score of 0 in `n`, not a skip; a trace without a
+    reference is still skipped with its reason."""
+    llm_server.fallback = auto_reply
+    settings = load_settings(
+        judge={"models": ["openai/judge-a"], "api_base": llm_server.base_url, "api_key": "sk-x"},
+        scheduler={"jobs": ["rag_quality"]},
+    )
+    engine = make_engine(sqlite_url)
+    factory = make_session_factory(engine)
+    ts = datetime.now(UTC) - timedelta(minutes=3)
+    found = [{"id": "d1", "text": "The reference, retrieved."}]
+    with factory() as session:
+        for trace, reference, contexts in (
+            ("retrieved", "The reference.", found),
+            ("outage", "The reference.", []),
+            ("no-reference", None, None),
+        ):
+            add_trace(
+                session,
+                trace,
+                ts,
+                purposes=("judge",),
+                answer="An answer.",
+                reference=reference,
+                contexts=contexts,
+            )
+        session.commit()
+    env = job_environment(
+        settings, engine, embedder=_NoEmbedder(), judge=make_judge(settings.judge, factory)
+    )
+    (report,) = build_runner(settings, engine, env).run_many()
+    assert report.status == "ok", report.message
+    # auto_reply: context_recall attributes its one statement (1.0); entity recall finds
+    # entities 1 and 3 of 3 (2/3).
+    for metric, retrieved in (("context_recall", 1.0), ("context_entity_recall", 2 / 3)):
+        row = _latest(factory, metric, "1h")
+        assert (row.n, row.skipped, row.skip_reasons) == (2, 1, {"no reference": 1}), metric
+        assert row.value == pytest.approx((retrieved + 0.0) / 2), metric
+    engine.dispose()
+
+
+CONFIGS = [JudgeConfig(models=("m",), response_relevancy_with_question=w) for w in (True, False)]
+
+
+def single_request_judge_metrics(config: JudgeConfig) -> set[str]:
+    """From the registry: the judge metrics that use one prompt under `config` (the prompts
+    `judge_metric` registered, or those its `prompts_for` picks for the configuration)."""
+    known_names()  # loads every metric module
+    out = set()
+    for family, spec in FAMILIES.items():
+        if not spec.uses_judge:
+            continue
+        choose = PROMPT_CHOICE.get(family)
+        prompts = choose(config) if choose is not None else PROMPTS_BY_METRIC[family]
+        if len(prompts) == 1:
+            out.add(family)
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["with_question", "answer_only"])
+def test_every_single_request_judge_metric_is_rejudged(config: JudgeConfig) -> None:
+    """Seed 004 §8 measures consistency by judging the same example again; a metric of one
+    request per model repeats the very same input, so each one must be in REJUDGED (a new
+    one is missed otherwise, as faithfulness_rating, whose §11.2 bands read its
+    consistency, once was)."""
+    single = single_request_judge_metrics(config)
+    assert {"faithfulness_rating", "e2e_score", "context_recall"} <= single
+    assert sorted(single - set(REJUDGED)) == []
+    assert len(REJUDGED) == len(set(REJUDGED)) and set(REJUDGED) <= set(FAMILIES)
+
+
+def test_the_registry_tells_single_request_metrics_apart(llm_server: ScriptedLLM) -> None:
+    """What the registry says is what happens over HTTP: each judge metric on a full sample
+    (fresh cache) sends exactly one request per model iff it registered one prompt."""
+    llm_server.fallback = auto_reply
+    full = sample(
+        "What is alpha?",
+        ["alpha is described here.", "beta is something else."],
+        answer="alpha is a test answer.",
+        reference="alpha is the reference answer.",
+    )
+    embedder = VectorEmbedder({"What is alpha?": [1.0, 0.0], "what is it?": [0.6, 0.8]})
+    measured = set()
+    for family in sorted(f for f, spec in FAMILIES.items() if spec.uses_judge):
+        before = len(llm_server.requests)
+        [outcome] = score(family, [full], judge_for(llm_server), embedder=embedder)
+        assert not isinstance(outcome, Skipped), (family, outcome)
+        if len(llm_server.requests) - before == 1:
+            measured.add(family)
+    assert measured == single_request_judge_metrics(CONFIGS[0])

@@ -13,7 +13,8 @@ fact (pronouns replaced by names, numbers kept exactly). Then, for each claim, d
 whether the passages contain it:
 - attributed = 1: the claim is stated in the passages or follows directly from them;
 - attributed = 0: the passages do not contain it.
-List the claims in the order they appear in the reference answer.
+List the claims in the order they appear in the reference answer. If the reference answer
+makes no factual claim, return an empty list.
 """,
     schema={
         "type": "object",

@@ -20,6 +20,9 @@ general concepts. If there are none, return an empty list.
         "properties": {"entities": {"type": "array", "items": {"type": "string"}}},
         "required": ["entities"],
     },
+    # 2: replies decoded under a schema that demanded at least one entity may hold one
+    # invented for a text that names none; a new version keeps them out of the cache.
+    revision=2,
 )
 
 ENTITY_PRESENCE = Prompt(

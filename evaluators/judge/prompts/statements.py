@@ -21,6 +21,9 @@ return an empty list.
         "properties": {"statements": {"type": "array", "items": {"type": "string"}}},
         "required": ["statements"],
     },
+    # 2: replies decoded under a schema that demanded at least one claim may hold a claim
+    # invented for a text that states nothing; a new version keeps them out of the cache.
+    revision=2,
 )
 
 STATEMENT_SUPPORT = Prompt(

@@ -11,6 +11,7 @@ from evaluators.judge.api import score
 from evaluators.judge.metric import JudgeScore
 from evaluators.judge.prompts.base import LANGUAGE_RULE, SAFETY_RULES
 from evaluators.outcome import Failed, Score, Skipped
+from evaluators.sample import Context, Sample
 from tests.evaluators.judge.helpers import make_judge, sample
 from tests.fixtures.embedder import VectorEmbedder
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply
@@ -205,6 +206,43 @@ def test_context_recall_without_statements_is_skipped(llm_server: ScriptedLLM) -
     llm_server.script(task("context_recall"), Reply(content={"statements": []}))
     s = sample("q?", ["c"], reference="Hello!")
     assert score("context_recall", [s], make_judge(llm_server)) == [Skipped("no statements")]
+
+
+# --- both recalls: an empty retrieval is 0, not a skip (issue 29) -----------------------
+
+PARIS = "Эйфелева башня стоит в Париже."
+
+
+def test_context_recall_of_an_empty_retrieval_is_zero(llm_server: ScriptedLLM) -> None:
+    """Seed 002: the share of the reference's claims attributable to the contexts; nothing
+    retrieved supports none of them. Known without asking the judge; a textless retrieval
+    cannot be judged and a sample without a reference stays undefined."""
+    judge = make_judge(llm_server)
+    empty = sample("Где стоит башня?", [], reference=PARIS)
+    [outcome] = score("context_recall", [empty], judge)
+    assert isinstance(outcome, JudgeScore) and outcome.value == 0.0
+    assert dict(outcome.by_model) == {"openai/judge-a": 0.0}
+    assert llm_server.requests == []
+    textless = Sample(trace_id="t2", question="q?", reference=PARIS, contexts=(Context(id="d"),))
+    assert score("context_recall", [sample("q?", []), textless], judge) == [
+        Skipped("no reference"),
+        Skipped("no context text"),
+    ]
+
+
+def test_context_entity_recall_of_an_empty_retrieval_is_zero(llm_server: ScriptedLLM) -> None:
+    """Seed 003: entities_found / total_entities = 0 / n when nothing was retrieved. The
+    entities are still listed (the same cached request as with contexts, independent of
+    them), so a reference that names none stays skipped as it would be otherwise."""
+    llm_server.script(task("entities"), Reply(content={"entities": ["Эйфелева башня", "Париж"]}))
+    llm_server.script("It is nice.", Reply(content={"entities": []}))
+    judge = make_judge(llm_server)
+    empty = sample("Где стоит башня?", [], reference=PARIS)
+    no_entities = sample("q?", [], reference="It is nice.", trace_id="t2")
+    outcomes = score("context_entity_recall", [empty, no_entities, sample("q?", [])], judge)
+    assert outcomes[0] == JudgeScore(0.0, by_model={"openai/judge-a": 0.0})
+    assert outcomes[1:] == [Skipped("no entities"), Skipped("no reference")]
+    assert [task("entity_presence") in p for p in llm_server.prompts()] == [False, False]
 
 
 # --- faithfulness (seed 002) --------------------------------------------------------------
