@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from collector.ingest.decode import requests
 from collector.ingest.decode.conventions import registry
 from collector.ingest.decode.conventions.base import (
     AGENT,
@@ -137,12 +138,13 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         metadata[INVALID_KEY] = invalid
     shown = pick("shown_url")
     start = min(s["start"] for _, s in ordered)
+    not_request = requests.not_request(s for _, s in ordered)
     return TraceRecord(
         trace_id=trace_id,
         timestamp=datetime.fromtimestamp(start // 10**9, UTC)
         + timedelta(microseconds=start % 10**9 // 1000),
-        question=pick("input") or "",
-        answer=answer,
+        question="" if not_request else pick("input") or "",
+        answer=None if not_request else answer,
         contexts=tuple(ContextRecord(**d) for d in docs),
         session_id=pick("session_id"),
         user_id=pick("user_id"),
@@ -154,6 +156,7 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         metadata=metadata or None,
         source="otlp",
         shown_urls=tuple(shown) if shown else None,
+        not_request=not_request,
     )
 
 
