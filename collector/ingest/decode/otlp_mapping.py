@@ -8,6 +8,9 @@ summaries of every span seen so far (`traces.spans`), and its fields are recompu
 `record_from_spans` from that set alone — so fragments arriving in any order, or twice,
 give the same trace. Choices are deterministic: the root span (no parent) wins, then
 CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and span id.
+Token usage is the sum over the spans reporting it, less those with usage reported below
+them (a wrapper's span repeats its inner calls' tokens). A trace that is no user request
+(`requests.py`) keeps no question nor answer.
 """
 
 from __future__ import annotations
@@ -122,7 +125,10 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     else:
         docs = [d for _, s in ordered for d in s.get("docs", ())]
     usage: dict[str, int | float] = {}
-    for _, s in ordered:
+    aggregates = _usage_aggregates(spans)
+    for span_id, s in ordered:
+        if span_id in aggregates:
+            continue
         for key, value in s.get("usage", {}).items():
             usage[key] = usage.get(key, 0) + value
     tags: dict[str, Any] = {}
@@ -158,6 +164,21 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         shown_urls=tuple(shown) if shown else None,
         not_request=not_request,
     )
+
+
+def _usage_aggregates(spans: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The spans whose token usage is already counted below them: an ancestor of a span
+    reporting usage (LlamaIndex's `chat` span over the `complete` it wraps reports the same
+    tokens again; so does a framework's LLM span over an instrumented client's call)."""
+    out: set[str] = set()
+    for span in spans.values():
+        if "usage" not in span:
+            continue
+        parent = span["parent"]
+        while parent and parent in spans and parent not in out:
+            out.add(parent)
+            parent = spans[parent]["parent"]
+    return out
 
 
 _STAGES = {
