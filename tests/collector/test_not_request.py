@@ -53,8 +53,7 @@ def test_a_trace_is_a_request_when_it_asks_a_model_or_retrieves(
     kinds: list[str | None], reason: str | None
 ) -> None:
     spans = [
-        _summary({"openinference.span.kind": k} if k else {"http.route": "/health"})
-        for k in kinds
+        _summary({"openinference.span.kind": k} if k else {"http.route": "/health"}) for k in kinds
     ]
     assert not_request(spans) == reason
 
@@ -158,9 +157,7 @@ def test_an_index_build_is_stored_flagged_never_sampled_and_counted_once(db_url:
     stats = ConsumerStats(registry)
     stats.record(first)
     stats.record(replay)
-    value = registry.get_sample_value(
-        "ragpulse_traces_not_request_total", {"reason": "embedding"}
-    )
+    value = registry.get_sample_value("ragpulse_traces_not_request_total", {"reason": "embedding"})
     assert value == 1.0
 
 
@@ -215,9 +212,7 @@ def test_both_orders_store_the_same_trace(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_revision_0012_adds_not_request_to_stored_traces(tmp_path: Any, backend: str) -> None:
-    url = (
-        f"sqlite:///{tmp_path / 'old.db'}" if backend == "sqlite" else create_postgres_database()
-    )
+    url = f"sqlite:///{tmp_path / 'old.db'}" if backend == "sqlite" else create_postgres_database()
     try:
         upgrade(url, "0011")
         engine = make_engine(url)
