@@ -1,14 +1,24 @@
 """OpenInference (Arize Phoenix's instrumentors: LangChain, LlamaIndex, OpenAI, ...).
 
 Every OpenInference span carries `openinference.span.kind` (CHAIN, AGENT, LLM, RETRIEVER,
-RERANKER, EMBEDDING, TOOL, ...). Question and answer: `input.value` / `output.value` (a
-JSON value under `question`/`query`/`input` and `answer`/`output`/`response` is unwrapped),
-on LLM spans the last user message of `llm.input_messages` and the first reply of
-`llm.output_messages`. Documents: `retrieval.documents.{i}.document.{id,content,score,metadata}`
-(a reranker's output under `reranker.output_documents.`); an id or score missing there is
-read from the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
-instrumentor puts them. `session.id`, `user.id`, `llm.model_name`, `llm.token_count.*`,
-`metadata` (a JSON object).
+RERANKER, EMBEDDING, TOOL, PROMPT, ...). Attributes read:
+
+- question / answer: `input.value` / `output.value` (with `input.mime_type` /
+  `output.mime_type`); a JSON value is unwrapped to its text (`io_values`: a chain's
+  `{"question": ...}`, a serialized LangChain message, a list of messages, content blocks).
+  On LLM spans first the last user message of `llm.input_messages.{i}.message.{role,
+  content}` (else the last of `llm.prompts`, a completion model's prompts) and the first
+  reply of `llm.output_messages.{i}.message.{role,content}`.
+- documents: `retrieval.documents.{i}.document.{id,content,score,metadata}` (a reranker's
+  output under `reranker.output_documents.`); an id or score missing there is read from
+  the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
+  instrumentor puts them; the url is the metadata's `url`, else its `source` when that is
+  an http(s) URL (LangChain's web loaders).
+- `session.id`, `user.id`, `llm.model_name`, `llm.token_count.{prompt,completion,total}`.
+- `metadata` (a JSON object: the app's `using_metadata`, LangChain's run metadata).
+- `tag.tags` (a list of strings, the app's `using_tags`): each tag `t` becomes the trace
+  tag `t` with the value `"true"`, so a tag can be a sampling filter
+  (`sampling.tag_filters: {"beta": ["true"]}`) or a group label like any other tag.
 """
 
 from __future__ import annotations
@@ -16,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from collector.ingest.decode.conventions import base
+from collector.ingest.decode.conventions import base, io_values
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
 KIND: Final = "openinference.span.kind"
+_WEB: Final = ("http://", "https://")
 
 
 class OpenInference:
@@ -35,10 +46,10 @@ class OpenInference:
         attrs = span.attrs
         kind = str(attrs.get(KIND) or "").upper()
         out: Fields = {"kind": kind} if kind else {}
-        question = _input_text(attrs, kind)
+        question = _input_text(attrs, kind, span.max_depth)
         if question is not None:
             out["input"] = question
-        answer = _output_text(attrs, kind)
+        answer = _output_text(attrs, kind, span.max_depth)
         if answer is not None:
             out["output"] = answer
         docs = _documents(span, "retrieval.documents.", issues)
@@ -71,18 +82,18 @@ class OpenInference:
                 out["metadata"] = parsed
             else:
                 issues.keep("metadata", base.as_text(metadata))
+        tags = _tags(attrs.get("tag.tags"))
+        if tags:
+            out["tags"] = tags
         return out
 
 
-def _unwrap(text: str, mime: Any, keys: tuple[str, ...]) -> str:
-    """A JSON `input.value`/`output.value` holding the text under a well-known key."""
-    if mime == "application/json":
-        obj = base.json_object(text)
-        if obj is not None:
-            for key in keys:
-                if isinstance(obj.get(key), str):
-                    return str(obj[key])
-    return text
+def _tags(value: Any) -> dict[str, str]:
+    """`tag.tags` (a string list; a single string is one tag) as flag tags."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list | tuple):
+        return {}
+    return {name: "true" for name in names if isinstance(name, str) and name}
 
 
 def _messages(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, str]]:
@@ -97,25 +108,28 @@ def _messages(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, str]]:
     return out
 
 
-def _input_text(attrs: Mapping[str, Any], kind: str) -> str | None:
+def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
         users = [c for role, c in _messages(attrs, "llm.input_messages.") if role == "user"]
         if users:
             return users[-1]
+        prompts = attrs.get("llm.prompts")
+        if isinstance(prompts, list | tuple) and prompts and isinstance(prompts[-1], str):
+            return prompts[-1]
     value = attrs.get("input.value")
     if isinstance(value, str):
-        return _unwrap(value, attrs.get("input.mime_type"), ("question", "query", "input"))
+        return io_values.question(value, attrs.get("input.mime_type"), depth)
     return None
 
 
-def _output_text(attrs: Mapping[str, Any], kind: str) -> str | None:
+def _output_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
         replies = [c for role, c in _messages(attrs, "llm.output_messages.") if role != "user"]
         if replies:
             return replies[0]
     value = attrs.get("output.value")
     if isinstance(value, str):
-        return _unwrap(value, attrs.get("output.mime_type"), ("answer", "output", "response"))
+        return io_values.answer(value, attrs.get("output.mime_type"), depth)
     return None
 
 
@@ -144,7 +158,10 @@ def _documents(span: Span, prefix: str, issues: FieldIssues) -> list[dict[str, A
         if value is not None:
             doc["score"] = value
         url = meta_obj.get("url")
-        if isinstance(url, str):
+        if not isinstance(url, str):
+            source = meta_obj.get("source")
+            url = source if isinstance(source, str) and source.startswith(_WEB) else None
+        if url is not None:
             doc["url"] = url
         docs.append(doc)
     return docs
