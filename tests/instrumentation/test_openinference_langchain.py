@@ -29,9 +29,15 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
 from openinference.instrumentation import using_metadata, using_session, using_tags, using_user
 from openinference.instrumentation.langchain import LangChainInstrumentor
+from pydantic import Field
 
-from tests.instrumentation.harness import Capture, collector_messages, ingest, instrumented
-from tests.instrumentation.harness import stored_traces
+from tests.instrumentation.harness import (
+    Capture,
+    collector_messages,
+    ingest,
+    instrumented,
+    stored_traces,
+)
 from tests.instrumentation.oi_checks import AppRun, Asked, check_stored, stored_by_request
 
 MODEL = "gpt-4o-mini"
@@ -62,7 +68,7 @@ class ScoredRetriever(BaseRetriever):
 
     store: InMemoryVectorStore
     k: int = 2
-    found: list[list[tuple[Document, float]]] = []
+    found: list[list[tuple[Document, float]]] = Field(default_factory=list)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
@@ -95,7 +101,7 @@ def _run_app() -> AppRun:
         [Document(page_content=text, metadata={"url": url}) for text, url in CORPUS.values()],
         ids=list(CORPUS),
     )
-    retriever = ScoredRetriever(store=store, found=[])
+    retriever = ScoredRetriever(store=store)
     answers = [
         f"Ответ {i}: см. документы." if lang == "ru" else f"Answer {i}: see the documents."
         for i, (lang, _) in enumerate(QUESTIONS)
