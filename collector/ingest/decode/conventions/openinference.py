@@ -14,8 +14,12 @@ RERANKER, EMBEDDING, TOOL, PROMPT, ...). Attributes read:
   the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
   instrumentor puts them; the url is the metadata's `url`, else its `source` when that is
   an http(s) URL (LangChain's web loaders).
-- `session.id`, `user.id`, `llm.model_name`, `llm.token_count.{prompt,completion,total}`.
-- `metadata` (a JSON object: the app's `using_metadata`, LangChain's run metadata).
+- `session.id`, `user.id`, `llm.model_name`, `llm.token_count.{prompt,completion,total}`
+  (on an EMBEDDING span the usage's `embedding_tokens`: an embedding call's input is no
+  part of the answer's prompt).
+- `metadata` (a JSON object: the app's `using_metadata`, LangChain's run metadata), and
+  `embedding.model_name` as the metadata's `embedding_model` (a changed embedding model is
+  a classic cause of a retrieval regression).
 - `tag.tags` (a list of strings, the app's `using_tags`): each tag `t` becomes the trace
   tag `t` with the value `"true"`, so a tag can be a sampling filter
   (`sampling.tag_filters: {"beta": ["true"]}`) or a group label like any other tag.
@@ -66,11 +70,7 @@ class OpenInference:
             value = base.first_str(attrs, (name,))
             if value is not None:
                 out[key] = value
-        usage = base.usage(
-            base.count(attrs, "llm.token_count.prompt"),
-            base.count(attrs, "llm.token_count.completion"),
-            base.count(attrs, "llm.token_count.total"),
-        )
+        usage = _usage(attrs, kind)
         if usage:
             out["usage"] = usage
         metadata = attrs.get("metadata")
@@ -82,10 +82,24 @@ class OpenInference:
                 out["metadata"] = parsed
             else:
                 issues.keep("metadata", base.as_text(metadata))
+        embedding_model = base.first_str(attrs, ("embedding.model_name",))
+        if embedding_model is not None:
+            out["metadata"] = {"embedding_model": embedding_model, **out.get("metadata", {})}
         tags = _tags(attrs.get("tag.tags"))
         if tags:
             out["tags"] = tags
         return out
+
+
+def _usage(attrs: Mapping[str, Any], kind: str) -> dict[str, int]:
+    """`llm.token_count.*`; an EMBEDDING span's tokens (the OpenAI instrumentor counts an
+    embedding call's input as `prompt`) are `embedding_tokens`, not the answer's prompt."""
+    prompt = base.count(attrs, "llm.token_count.prompt")
+    total = base.count(attrs, "llm.token_count.total")
+    if kind == base.EMBEDDING:
+        tokens = total if total is not None else prompt
+        return {"embedding_tokens": tokens} if tokens is not None else {}
+    return base.usage(prompt, base.count(attrs, "llm.token_count.completion"), total)
 
 
 def _tags(value: Any) -> dict[str, str]:
