@@ -116,7 +116,7 @@ def check_stored(row: Trace, asked: Asked) -> None:
     assert row.not_request is None
     assert row.question == asked.question
     assert row.answer == asked.answer
-    assert row.contexts == asked.contexts
+    assert (row.contexts or []) == asked.contexts
     assert (row.session_id, row.user_id) == (asked.session_id, asked.user_id)
     assert row.model == asked.model
     assert row.usage == asked.usage
@@ -129,13 +129,13 @@ def check_stored(row: Trace, asked: Asked) -> None:
         for k in STAGES
         if any(_kind(s) == k for s in asked.spans if s.parent is not None)
     }
-    assert row.latency_stages == pytest.approx(stages, rel=1e-9)
+    assert (row.latency_stages or {}) == pytest.approx(stages, rel=1e-9)
     check_nothing_left_behind(row, asked.spans)
 
 
 def check_nothing_left_behind(row: Trace, spans: Sequence[ReadableSpan]) -> None:
-    """Every document, id, session, user, model, tag and metadata key on any span is in the
-    row."""
+    """Every document, id, session, user, model (LLM and embedding), tag and metadata key on
+    any span is in the row."""
     texts = {c.get("text") for c in row.contexts or ()}
     ids = {c.get("id") for c in row.contexts or ()}
     scored = [c for c in row.contexts or () if "score" in c]
@@ -159,6 +159,8 @@ def check_nothing_left_behind(row: Trace, spans: Sequence[ReadableSpan]) -> None
             assert row.user_id == value
         elif key == "llm.model_name":
             assert row.model == value
+        elif key == "embedding.model_name":
+            assert (row.meta or {}).get("embedding_model") == value
         elif key == "tag.tags":
             assert all((row.tags or {}).get(t) == "true" for t in value)
         elif key == "metadata":
