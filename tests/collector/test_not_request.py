@@ -70,6 +70,28 @@ def test_a_question_on_a_span_without_a_stage_makes_a_request() -> None:
     assert not_request([{"parent": "", "kind": "", "input": "Как продлить паспорт?"}]) is None
 
 
+def test_a_handler_instrumented_alone_answering_a_question_is_a_request() -> None:
+    oi = "openinference.span.kind"
+    handler = {oi: "CHAIN", "input.value": "Как продлить паспорт?", "output.value": "Через МФЦ."}
+    assert not_request([_summary(handler, parent="")]) is None
+    # ... but not below the root, nor without an answer
+    assert not_request([_summary(handler)]) == "no_model_call"
+    unanswered = {k: v for k, v in handler.items() if k != "output.value"}
+    assert not_request([_summary(unanswered, parent="")]) == "no_model_call"
+    # LlamaIndex's node parser: call arguments as its input, not a question
+    parser = {
+        oi: "CHAIN",
+        "input.value": json.dumps({"nodes": ["<Document(id_=d0)>"], "show_progress": False}),
+        "input.mime_type": "application/json",
+        "output.value": json.dumps(["<TextNode(id_=n0)>"]),
+        "output.mime_type": "application/json",
+    }
+    assert not_request([_summary(parser, parent="")]) == "no_model_call"
+    assert (
+        not_request([_summary(handler | {"input.value": "[черновик] вопрос"}, parent="")]) is None
+    )
+
+
 def test_only_a_trace_with_its_root_is_settled() -> None:
     child = _summary({"openinference.span.kind": "EMBEDDING"})
     root = _summary({"openinference.span.kind": "CHAIN"}, parent="")

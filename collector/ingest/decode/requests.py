@@ -8,7 +8,11 @@ convention. A trace is a request when any of its spans is
 
 - an LLM call, a retrieval, a reranking or an agent run (stage kinds LLM, RETRIEVER,
   RERANKER, AGENT): someone asked a model or looked documents up, or
-- a span with a question and no stage kind: the app's own attributes say it is one.
+- a span with a question and no stage kind: the app's own attributes say it is one, or
+- a root CHAIN span (or one without a stage kind) with a text question and an answer: an
+  app that instruments its handler alone (OpenInference's `@tracer.chain`). A question
+  that is a JSON object or array is a framework's call arguments, not a user's question
+  (LlamaIndex's node parser is a root CHAIN with `{"nodes": [...]}`).
 
 Otherwise it is not a request, for one of these reasons:
 
@@ -18,11 +22,11 @@ Otherwise it is not a request, for one of these reasons:
 - `unknown_spans`: no span of any known convention (an HTTP health check, a framework's
   own spans).
 
-More spans can only add request stages, so a trace once a request stays one, and one that
-is not may become one when the rest of its spans arrive (a query's embedding span comes
-before its retriever's when a trace is split over messages). `settled` is the verdict to
-count: the reason once the trace's root span is stored (the root ends last, so the rest of
-a trace has normally arrived with or before it).
+More spans can only add evidence of a request, so a trace once a request stays one, and one
+that is not may become one when the rest of its spans arrive (a query's embedding span
+comes before its retriever's when a trace is split over messages). `settled` is the verdict
+to count: the reason once the trace's root span is stored (the root ends last, so the rest
+of a trace has normally arrived with or before it).
 """
 
 from __future__ import annotations
@@ -30,7 +34,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from collector.ingest.decode.conventions.base import AGENT, EMBEDDING, LLM, RERANKER, RETRIEVER
+from collector.ingest.decode.conventions.base import (
+    AGENT,
+    CHAIN,
+    EMBEDDING,
+    LLM,
+    RERANKER,
+    RETRIEVER,
+    json_value,
+)
 
 REQUEST_KINDS: Final = frozenset({LLM, RETRIEVER, RERANKER, AGENT})
 """Stage kinds that make a trace a user request."""
@@ -47,13 +59,31 @@ def not_request(spans: Iterable[Mapping[str, Any]]) -> str | None:
     embedding = known = False
     for span in spans:
         kind = span.get("kind", "")
-        if kind in REQUEST_KINDS or (not kind and "input" in span):
+        if kind in REQUEST_KINDS or (not kind and "input" in span) or _answered_root(span):
             return None
         embedding = embedding or kind == EMBEDDING
         known = known or bool(kind) or bool(span.get("conv"))
     if embedding:
         return EMBEDDING_ONLY
     return NO_MODEL_CALL if known else UNKNOWN_SPANS
+
+
+def _answered_root(span: Mapping[str, Any]) -> bool:
+    """A root CHAIN (or kind-less) span with a text question and an answer."""
+    if span.get("parent") or span.get("kind", "") not in ("", CHAIN):
+        return False
+    question = span.get("input")
+    return (
+        isinstance(question, str)
+        and bool(question)
+        and "output" in span
+        and not _structured(question)
+    )
+
+
+def _structured(text: str) -> bool:
+    """A JSON object or array (call arguments), not a sentence that starts with a bracket."""
+    return text.lstrip().startswith(("{", "[")) and isinstance(json_value(text), dict | list)
 
 
 def settled(spans: Mapping[str, Mapping[str, Any]]) -> str | None:
