@@ -151,3 +151,20 @@ def test_usage_repeated_by_a_wrapping_llm_span_is_counted_once() -> None:
     # before the inner span arrives, the wrapper's tokens stand for it
     partial = {k: v for k, v in spans.items() if k != "complete"}
     assert record_from_spans("t" * 32, partial).usage == usage
+
+
+def test_a_message_sent_as_content_parts_is_read_from_its_text_parts() -> None:
+    at = "llm.input_messages.0.message."
+    span = _summary(
+        {
+            "openinference.span.kind": "LLM",
+            f"{at}role": "user",
+            f"{at}contents.0.message_content.type": "text",
+            f"{at}contents.0.message_content.text": "Что на фото? ",
+            f"{at}contents.1.message_content.type": "image",
+            f"{at}contents.1.message_content.image.image.url": "https://img.example.org/1",
+            f"{at}contents.2.message_content.type": "text",
+            f"{at}contents.2.message_content.text": "Коротко.",
+        }
+    )
+    assert span["input"] == "Что на фото? Коротко."

@@ -6,12 +6,14 @@ server (`tests/fixtures/llm_server.py`): at start it embeds its knowledge base (
 is no request), then per question it embeds the question, ranks the documents by cosine in
 its own OpenInference RETRIEVER span (`get_retriever_attributes`: ids, contents, scores,
 urls) and asks the chat model, all under its own CHAIN span. Every fifth question is small
-talk: a bare chat call, whose trace is that one LLM span.
+talk: a bare chat call, whose trace is that one LLM span (the last one's message sent as
+content parts).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import openai
 import pytest
@@ -98,9 +100,10 @@ def _run_app() -> AppRun:
                     using_metadata(asked.metadata),
                     using_tags(["prod", lang]),
                 ):
-                    if i % 5 == 4:
+                    if i % 5 == 4:  # small talk; the last one sent as content parts
+                        content: Any = question if i < 9 else [{"type": "text", "text": question}]
                         reply = client.chat.completions.create(
-                            model=CHAT, messages=[{"role": "user", "content": question}]
+                            model=CHAT, messages=[{"role": "user", "content": content}]
                         )
                         embedding_tokens = None
                     else:

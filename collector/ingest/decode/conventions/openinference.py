@@ -7,8 +7,9 @@ RERANKER, EMBEDDING, TOOL, PROMPT, ...). Attributes read:
   `output.mime_type`); a JSON value is unwrapped to its text (`io_values`: a chain's
   `{"question": ...}`, a serialized LangChain message, a list of messages, content blocks).
   On LLM spans first the last user message of `llm.input_messages.{i}.message.{role,
-  content}` (else the last of `llm.prompts`, a completion model's prompts) and the first
-  reply of `llm.output_messages.{i}.message.{role,content}`.
+  content}` (or its text parts, `message.contents.{j}.message_content.{type,text}`; else
+  the last of `llm.prompts`, a completion model's prompts) and the first reply of
+  `llm.output_messages.{i}.message.*`.
 - documents: `retrieval.documents.{i}.document.{id,content,score,metadata}` (a reranker's
   output under `reranker.output_documents.`); an id or score missing there is read from
   the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
@@ -111,14 +112,23 @@ def _tags(value: Any) -> dict[str, str]:
 
 
 def _messages(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, str]]:
+    """(role, text) of `{prefix}{i}.message.*` in order; the text is `message.content`, else
+    the joined text parts `message.contents.{j}.message_content.{type,text}` (a message
+    sent as content parts)."""
     out = []
-    i = 0
-    while f"{prefix}{i}.message.role" in attrs or f"{prefix}{i}.message.content" in attrs:
-        role = attrs.get(f"{prefix}{i}.message.role")
-        content = attrs.get(f"{prefix}{i}.message.content")
-        if isinstance(content, str):
-            out.append((str(role or ""), content))
-        i += 1
+    for i in base.indexes(attrs, prefix):
+        at = f"{prefix}{i}.message."
+        content = attrs.get(at + "content")
+        if not isinstance(content, str):
+            parts = f"{at}contents."
+            texts = [
+                attrs.get(f"{parts}{j}.message_content.text")
+                for j in base.indexes(attrs, parts)
+                if attrs.get(f"{parts}{j}.message_content.type", "text") == "text"
+            ]
+            content = "".join(t for t in texts if isinstance(t, str)) or None
+        if content is not None:
+            out.append((str(attrs.get(at + "role") or ""), content))
     return out
 
 
