@@ -12,6 +12,7 @@ OpenInference's context managers.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from operator import itemgetter
 from typing import Any
@@ -27,10 +28,17 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import InMemoryVectorStore
-from openinference.instrumentation import using_metadata, using_session, using_tags, using_user
+from openinference.instrumentation import (
+    TraceConfig,
+    using_metadata,
+    using_session,
+    using_tags,
+    using_user,
+)
 from openinference.instrumentation.langchain import LangChainInstrumentor
 from pydantic import Field
 
+from collector.store.models import Trace
 from tests.instrumentation.harness import (
     Capture,
     collector_messages,
@@ -95,7 +103,7 @@ def _usage(i: int) -> dict[str, int]:
     return {"input_tokens": 40 + i, "output_tokens": 7 + i, "total_tokens": 47 + 2 * i}
 
 
-def _run_app() -> AppRun:
+def _run_app(config: TraceConfig | None = None) -> AppRun:
     store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
     store.add_documents(
         [Document(page_content=text, metadata={"url": url}) for text, url in CORPUS.values()],
@@ -131,7 +139,7 @@ def _run_app() -> AppRun:
         | llm
     )
     run = AppRun(Capture())
-    with instrumented(LangChainInstrumentor(), run.capture):
+    with instrumented(LangChainInstrumentor(), run.capture, config=config or TraceConfig()):
         for i, (lang, question) in enumerate(QUESTIONS):
             asked = Asked(
                 question=question,
@@ -196,3 +204,24 @@ def test_stored_alike_on_postgresql(postgres_url: str, app: AppRun) -> None:
     ingest(postgres_url, collector_messages(app.spans, split=True))
     for row, asked in stored_by_request(stored_traces(postgres_url), app):
         check_stored(row, asked)
+
+
+def test_content_the_app_hides_is_stored_as_missing_not_as_a_marker(sqlite_url: str) -> None:
+    """`OPENINFERENCE_HIDE_INPUTS` / `..._OUTPUTS` (here through `TraceConfig`): the
+    instrumentor writes `__REDACTED__`; the traces are stored without question, answer and
+    document texts (what the missing-content counters see), the rest intact."""
+    run = _run_app(TraceConfig(hide_inputs=True, hide_outputs=True))
+    ingest(sqlite_url, collector_messages(run.spans))
+    for row, asked in stored_by_request(stored_traces(sqlite_url), run):
+        assert row.not_request is None
+        assert (row.question, row.answer) == ("", None)
+        # a LangChain document's id, score and url ride in its metadata, hidden with its
+        # content: each retrieved document is still there, in its rank
+        assert row.contexts == [{} for _ in asked.contexts]
+        assert (row.model, row.usage, row.session_id) == (
+            asked.model,
+            asked.usage,
+            asked.session_id,
+        )
+        values = [getattr(row, a.key) for a in Trace.__mapper__.column_attrs]
+        assert "__REDACTED__" not in json.dumps(values, default=str, ensure_ascii=False)

@@ -21,6 +21,9 @@ RERANKER, EMBEDDING, TOOL, PROMPT, ...). Attributes read:
 - `metadata` (a JSON object: the app's `using_metadata`, LangChain's run metadata), and
   `embedding.model_name` as the metadata's `embedding_model` (a changed embedding model is
   a classic cause of a retrieval regression).
+- content an instrumentor hid (`__REDACTED__`, with `OPENINFERENCE_HIDE_INPUTS`,
+  `..._OUTPUTS`, `..._INPUT_MESSAGES`, `..._OUTPUT_MESSAGES`, `..._RETRIEVAL_DOCUMENTS`) is
+  no content: the trace arrives without that question, answer or document text.
 - `tag.tags` (a list of strings, the app's `using_tags`): each tag `t` becomes the trace
   tag `t` with the value `"true"`, so a tag can be a sampling filter
   (`sampling.tag_filters: {"beta": ["true"]}`) or a group label like any other tag.
@@ -36,6 +39,8 @@ from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
 KIND: Final = "openinference.span.kind"
+REDACTED: Final = "__REDACTED__"
+"""What an instrumentor writes for content it hides (`OPENINFERENCE_HIDE_*`): no content."""
 _WEB: Final = ("http://", "https://")
 
 
@@ -118,18 +123,23 @@ def _messages(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, str]]:
     out = []
     for i in base.indexes(attrs, prefix):
         at = f"{prefix}{i}.message."
-        content = attrs.get(at + "content")
-        if not isinstance(content, str):
+        content = _text(attrs.get(at + "content"))
+        if content is None:
             parts = f"{at}contents."
             texts = [
-                attrs.get(f"{parts}{j}.message_content.text")
+                _text(attrs.get(f"{parts}{j}.message_content.text"))
                 for j in base.indexes(attrs, parts)
                 if attrs.get(f"{parts}{j}.message_content.type", "text") == "text"
             ]
-            content = "".join(t for t in texts if isinstance(t, str)) or None
+            content = "".join(t for t in texts if t is not None) or None
         if content is not None:
             out.append((str(attrs.get(at + "role") or ""), content))
     return out
+
+
+def _text(value: Any) -> str | None:
+    """A string attribute that holds content (not the redaction marker)."""
+    return value if isinstance(value, str) and value != REDACTED else None
 
 
 def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
@@ -138,10 +148,10 @@ def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
         if users:
             return users[-1]
         prompts = attrs.get("llm.prompts")
-        if isinstance(prompts, list | tuple) and prompts and isinstance(prompts[-1], str):
-            return prompts[-1]
-    value = attrs.get("input.value")
-    if isinstance(value, str):
+        if isinstance(prompts, list | tuple) and prompts and _text(prompts[-1]) is not None:
+            return str(prompts[-1])
+    value = _text(attrs.get("input.value"))
+    if value is not None:
         return io_values.question(value, attrs.get("input.mime_type"), depth)
     return None
 
@@ -151,8 +161,8 @@ def _output_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
         replies = [c for role, c in _messages(attrs, "llm.output_messages.") if role != "user"]
         if replies:
             return replies[0]
-    value = attrs.get("output.value")
-    if isinstance(value, str):
+    value = _text(attrs.get("output.value"))
+    if value is not None:
         return io_values.answer(value, attrs.get("output.mime_type"), depth)
     return None
 
@@ -172,8 +182,8 @@ def _documents(span: Span, prefix: str, issues: FieldIssues) -> list[dict[str, A
             doc_id = next((meta_obj[k] for k in ("id", "doc_id") if k in meta_obj), None)
         if doc_id is not None and not isinstance(doc_id, bool | dict | list):
             doc["id"] = str(doc_id)
-        content = attrs.get(at + "content")
-        if isinstance(content, str):
+        content = _text(attrs.get(at + "content"))
+        if content is not None:
             doc["text"] = content
         raw_score = attrs.get(at + "score")
         if raw_score is None:
