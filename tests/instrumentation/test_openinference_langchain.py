@@ -115,10 +115,7 @@ def _run_app(config: TraceConfig | None = None) -> AppRun:
         for i, (lang, _) in enumerate(QUESTIONS)
     ]
     llm = FakeChatOpenAI(
-        messages=iter(
-            AIMessage(content=a, usage_metadata=_usage(i))  # type: ignore[arg-type]
-            for i, a in enumerate(answers)
-        )
+        messages=iter(AIMessage(content=a, usage_metadata=_usage(i)) for i, a in enumerate(answers))
     )
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Answer from the context only.\n{context}"), ("human", "{question}")]

@@ -22,6 +22,7 @@ from llama_index.core.base.llms.types import (
     CompletionResponseGen,
     LLMMetadata,
 )
+from llama_index.core.chat_engine.types import ChatMode
 from llama_index.core.embeddings.mock_embed_model import MockEmbedding
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.llms.mock import MockLLM
@@ -112,7 +113,7 @@ def _context(node: NodeWithScore) -> dict[str, Any]:
 def _run_app() -> AppRun:
     run = AppRun(Capture())
     embed = MockEmbedding(embed_dim=8)
-    llm = ReportingMockLLM()
+    llm = ReportingMockLLM(max_tokens=None)
     tracer = OITracer(run.capture.provider.get_tracer("rag-app"), TraceConfig())
     with instrumented(LlamaIndexInstrumentor(), run.capture):
         with run.other():
@@ -157,7 +158,7 @@ def _ask(
         assert str(response) == llm.answer
         return list(response.source_nodes)
     if way == 1:
-        engine = index.as_chat_engine(chat_mode="context", llm=llm, similarity_top_k=2)
+        engine = index.as_chat_engine(chat_mode=ChatMode.CONTEXT, llm=llm, similarity_top_k=2)
         chat = engine.chat(question)
         assert chat.response == llm.answer
         return list(chat.source_nodes)

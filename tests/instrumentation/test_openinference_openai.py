@@ -63,7 +63,7 @@ QUESTIONS = [
 def _cosine(a: list[float], b: list[float]) -> float:
     dot = sum(x * y for x, y in zip(a, b, strict=True))
     norm = (sum(x * x for x in a) * sum(y * y for y in b)) ** 0.5
-    return dot / norm
+    return float(dot / norm)
 
 
 def _run_app() -> AppRun:
