@@ -11,6 +11,7 @@ duplicate).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from collector.ingest.decode.otlp import OtlpFragment
 from collector.ingest.decode.otlp_mapping import record_from_spans
+from collector.ingest.decode.requests import settled
 from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.feedback_store import TraceState
 from collector.store.models import utcnow
@@ -41,6 +43,7 @@ _SPAN_COLUMNS = (
     "metadata",
     "shown_url",
     "spans",
+    "not_request",
 )
 
 
@@ -51,6 +54,8 @@ class MergeResult:
     `known`: per incoming trace id, the span ids it had stored before this merge (empty
     for a new trace), or None when a JSON trace owns the id (every span is then ignored);
     `count_messages` uses it to tell which messages brought something new.
+    `not_request`: per reason, the traces these fragments settled as no user request (their
+    root stored, no request stage: `requests.settled`), each counted once, when it settles.
     """
 
     states: list[TraceState] = field(default_factory=list)
@@ -58,6 +63,7 @@ class MergeResult:
     changed: int = 0
     duplicates: int = 0
     known: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    not_request: Counter[str] = field(default_factory=Counter)
 
 
 def merge_span_sets(
@@ -130,6 +136,7 @@ def _merge(
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     states: dict[str, TraceState] = {}
+    settling: dict[str, str] = {}
     for trace_id, spans in sorted(incoming.items()):
         row = existing.get(trace_id)
         if row is not None and row.source != "otlp":
@@ -143,6 +150,9 @@ def _merge(
             result.duplicates += 1
             continue
         record = record_from_spans(trace_id, merged)
+        reason = settled(merged)
+        if reason is not None and settled(before) is None:
+            settling[trace_id] = reason
         values = trace_row(record, now, spans=dict(sorted(merged.items())))
         has_truth = row is not None and (row.relevant_ids is not None or row.relevance is not None)
         states[trace_id] = TraceState(
@@ -151,6 +161,7 @@ def _merge(
             has_answer=record.answer is not None,
             tags=dict(record.tags) if record.tags else None,
             has_shown_url=record.shown_urls is not None,
+            is_request=record.not_request is None,
         )
         if row is None:
             inserts.append(values)
@@ -181,6 +192,8 @@ def _merge(
             continue
         result.states.append(state)
         result.changed += 1
+        if trace_id in settling:
+            result.not_request[settling[trace_id]] += 1
         if trace_id in inserted:
             result.new_ids.append(trace_id)
     if lost:

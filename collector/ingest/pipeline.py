@@ -88,6 +88,9 @@ class BatchResult:
     field_warnings: dict[str, int] = field(default_factory=dict)
     """Per top-level field: optional values of stored traces kept raw under
     metadata._invalid instead of costing the trace."""
+    not_request: dict[str, int] = field(default_factory=dict)
+    """Per reason: OTLP traces that settled as no user request in this batch (index
+    building, batch embedding, health checks: `collector.ingest.decode.requests`)."""
 
     def add(self, other: BatchResult) -> None:
         self.consumed += other.consumed
@@ -103,6 +106,7 @@ class BatchResult:
             (self.sampled_by_purpose, other.sampled_by_purpose),
             (self.consumed_by_topic, other.consumed_by_topic),
             (self.field_warnings, other.field_warnings),
+            (self.not_request, other.not_request),
         ):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
@@ -194,6 +198,7 @@ class Ingestor:
         result.stored += stored
         result.duplicates += duplicates
         if merged is not None:
+            result.not_request = dict(merged.not_request)
             new_ids.extend(merged.new_ids)
             for state in merged.states:
                 decisions[state.trace_id] = self._purposes(state)
@@ -254,6 +259,8 @@ class Ingestor:
         return (explicit and explicit_used) or (has_shown_url and SHOWN_URL in self._ground_truth)
 
     def _purposes(self, state: TraceState) -> list[str]:
+        if not state.is_request:
+            return []  # index building, batch embedding, ...: nothing to evaluate
         return self._sampler.purposes_for(
             state.trace_id,
             has_ground_truth=self._has_truth(state.has_ground_truth, state.has_shown_url),

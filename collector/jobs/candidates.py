@@ -17,6 +17,12 @@ Filter = Callable[[Select[Any]], Select[Any]]
 """Narrows a `SELECT ... FROM traces` to a job's candidates."""
 
 
+def requests(query: Select[Any]) -> Select[Any]:
+    """Every job's first narrowing: the traces that are user requests (`traces.not_request`
+    is NULL; index building, batch embedding and health checks are not)."""
+    return query.where(Trace.not_request.is_(None))
+
+
 def sampled_for(purpose: str) -> Filter:
     """The traces the ingest sampled for `purpose` (`collector.ingest.sampling`), e.g. the
     real-users benchmark's or the judge's."""

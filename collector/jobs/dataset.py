@@ -19,6 +19,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector.jobs.candidates import requests
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.evaluation import eval_context
 from collector.jobs.labels import LabelLimits, choose_kept, clean_value, folded_value
@@ -118,10 +119,9 @@ class DatasetMetrics:
     def _compute(self, session: Session, now: datetime) -> Iterable[tuple[Window, WindowAggregate]]:
         longest = now - timedelta(seconds=self.longest_s)
         narrow = self.definition.dataset_candidates or self.definition.candidates
+        columns = (Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp, Trace.model)
         query = narrow(
-            select(Trace.id, Trace.trace_id, Trace.updated_at, Trace.timestamp, Trace.model).where(
-                Trace.timestamp >= longest, Trace.timestamp <= now
-            )
+            requests(select(*columns)).where(Trace.timestamp >= longest, Trace.timestamp <= now)
         )
         keys = []
         ts_of: dict[str, float] = {}

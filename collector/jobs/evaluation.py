@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
+from collector.jobs.candidates import requests
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, sample_rows
@@ -138,7 +139,7 @@ class PerSampleScoring:
         lookback = timedelta(seconds=self.definition.context_lookback_s)
         query = (
             self.definition.candidates(
-                select(Trace.id, Trace.trace_id, Trace.updated_at).where(
+                requests(select(Trace.id, Trace.trace_id, Trace.updated_at)).where(
                     Trace.timestamp >= first - lookback, Trace.timestamp <= last
                 )
             )

@@ -26,7 +26,7 @@ import orjson
 from sqlalchemy import Row, Select, Text, cast, literal, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.candidates import Filter
+from collector.jobs.candidates import Filter, requests
 from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
 from collector.jobs.outcomes import OutcomeColumns
@@ -76,11 +76,12 @@ def oldest_first(pending: Pending) -> tuple[float, int]:
 
 
 def _versions(scope: ShardScope | None) -> Select[Any]:
-    """SELECT id, trace_id, updated_at, shard FROM traces (of `scope`'s shards only)."""
+    """SELECT id, trace_id, updated_at, shard FROM traces (of `scope`'s shards only), of
+    the user requests only (`candidates.requests`)."""
     if scope is None:
-        return select(Trace.id, Trace.trace_id, Trace.updated_at, literal(0))
+        return requests(select(Trace.id, Trace.trace_id, Trace.updated_at, literal(0)))
     shard = shard_of(Trace.trace_id, scope.count)
-    query = select(Trace.id, Trace.trace_id, Trace.updated_at, shard)
+    query = requests(select(Trace.id, Trace.trace_id, Trace.updated_at, shard))
     return query.where(shard.in_(sorted(scope.watermarks))) if scope.partial else query
 
 

@@ -43,6 +43,8 @@ class TraceState:
     has_answer: bool
     tags: dict[str, Any] | None
     has_shown_url: bool = False
+    is_request: bool = True
+    """False for a trace that is no user request (`traces.not_request`): never sampled."""
 
 
 def insert_feedback(session: Session, events: Sequence[FeedbackEvent]) -> list[FeedbackEvent]:
@@ -98,6 +100,7 @@ def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceSt
         t.c.answer,
         t.c.tags,
         t.c.shown_url,
+        t.c.not_request,
     ).where(t.c.trace_id.in_(ids))
     if is_postgresql(session):
         query = query.with_for_update()
@@ -145,6 +148,7 @@ def apply_feedback(session: Session, trace_ids: Collection[str]) -> list[TraceSt
             has_answer=row["answer"] is not None,
             tags=row["tags"],
             has_shown_url=bool(row["shown_url"]),
+            is_request=row["not_request"] is None,
         )
         for tid, row in folded.items()
     ]

@@ -114,6 +114,10 @@ class Trace(Base):
     # evaluation results the application emitted itself (OTel gen_ai.evaluation.result):
     # name -> {"score", "label", "explanation"}; the `external:<name>` series (rev. 0007)
     evaluations: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # OTLP traces that are no user request (index building, batch embedding, health
+    # checks): why (`collector.ingest.decode.requests`); NULL for a request. Jobs and
+    # sampling skip them (rev. 0012)
+    not_request: Mapped[str | None] = mapped_column(String(32))
 
 
 class Feedback(Base):

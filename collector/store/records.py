@@ -81,6 +81,10 @@ class TraceRecord:
     """Human labels: judge metric -> value on its label scale (`evaluators.labels`)."""
     labeler: str | None = None
     """Who gave `labels` (optional)."""
+    not_request: str | None = None
+    """Why an OTLP trace is no user request (index building, batch embedding, ...:
+    `collector.ingest.decode.requests`); None for a request. Such traces are stored but
+    never sampled nor evaluated."""
 
     @property
     def has_ground_truth(self) -> bool:

@@ -76,6 +76,7 @@ def trace_row(
         "metadata": rec.metadata,
         "shown_url": list(rec.shown_urls) if rec.shown_urls is not None else None,
         "spans": spans,
+        "not_request": rec.not_request,
         "feedback_rating": None,
         "feedback_comment": None,
     }

@@ -8,6 +8,9 @@ summaries of every span seen so far (`traces.spans`), and its fields are recompu
 `record_from_spans` from that set alone — so fragments arriving in any order, or twice,
 give the same trace. Choices are deterministic: the root span (no parent) wins, then
 CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and span id.
+Token usage is the sum over the spans reporting it, less those with usage reported below
+them (a wrapper's span repeats its inner calls' tokens). A trace that is no user request
+(`requests.py`) keeps no question nor answer.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from collector.ingest.decode import requests
 from collector.ingest.decode.conventions import registry
 from collector.ingest.decode.conventions.base import (
     AGENT,
@@ -121,7 +125,10 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     else:
         docs = [d for _, s in ordered for d in s.get("docs", ())]
     usage: dict[str, int | float] = {}
-    for _, s in ordered:
+    aggregates = _usage_aggregates(spans)
+    for span_id, s in ordered:
+        if span_id in aggregates:
+            continue
         for key, value in s.get("usage", {}).items():
             usage[key] = usage.get(key, 0) + value
     tags: dict[str, Any] = {}
@@ -137,12 +144,13 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         metadata[INVALID_KEY] = invalid
     shown = pick("shown_url")
     start = min(s["start"] for _, s in ordered)
+    not_request = requests.not_request(s for _, s in ordered)
     return TraceRecord(
         trace_id=trace_id,
         timestamp=datetime.fromtimestamp(start // 10**9, UTC)
         + timedelta(microseconds=start % 10**9 // 1000),
-        question=pick("input") or "",
-        answer=answer,
+        question="" if not_request else pick("input") or "",
+        answer=None if not_request else answer,
         contexts=tuple(ContextRecord(**d) for d in docs),
         session_id=pick("session_id"),
         user_id=pick("user_id"),
@@ -154,7 +162,23 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         metadata=metadata or None,
         source="otlp",
         shown_urls=tuple(shown) if shown else None,
+        not_request=not_request,
     )
+
+
+def _usage_aggregates(spans: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The spans whose token usage is already counted below them: an ancestor of a span
+    reporting usage (LlamaIndex's `chat` span over the `complete` it wraps reports the same
+    tokens again; so does a framework's LLM span over an instrumented client's call)."""
+    out: set[str] = set()
+    for span in spans.values():
+        if "usage" not in span:
+            continue
+        parent = span["parent"]
+        while parent and parent in spans and parent not in out:
+            out.add(parent)
+            parent = spans[parent]["parent"]
+    return out
 
 
 _STAGES = {

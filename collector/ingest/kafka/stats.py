@@ -79,6 +79,14 @@ class ConsumerStats:
             ["field"],
             registry=self.registry,
         )
+        self.not_request = Counter(
+            "ragpulse_traces_not_request_total",
+            "OTLP traces stored as no user request (index building, batch embedding, health "
+            "checks), per reason (embedding, no_model_call, unknown_spans): never sampled "
+            "nor evaluated. Counted once, when the trace's root span is stored.",
+            ["reason"],
+            registry=self.registry,
+        )
         self.errors = Counter(
             "ragpulse_consumer_errors_total",
             "Batches that failed and were retried (database_unavailable, ingest_error), "
@@ -162,6 +170,8 @@ class ConsumerStats:
             self.sampled.labels(purpose=purpose).inc(count)
         for name, count in result.field_warnings.items():
             self.field_warnings.labels(field=name).inc(count)
+        for reason, count in result.not_request.items():
+            self.not_request.labels(reason=reason).inc(count)
 
     def error(self, kind: str) -> None:
         self.errors.labels(kind=kind).inc()

@@ -1,14 +1,32 @@
 """OpenInference (Arize Phoenix's instrumentors: LangChain, LlamaIndex, OpenAI, ...).
 
 Every OpenInference span carries `openinference.span.kind` (CHAIN, AGENT, LLM, RETRIEVER,
-RERANKER, EMBEDDING, TOOL, ...). Question and answer: `input.value` / `output.value` (a
-JSON value under `question`/`query`/`input` and `answer`/`output`/`response` is unwrapped),
-on LLM spans the last user message of `llm.input_messages` and the first reply of
-`llm.output_messages`. Documents: `retrieval.documents.{i}.document.{id,content,score,metadata}`
-(a reranker's output under `reranker.output_documents.`); an id or score missing there is
-read from the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
-instrumentor puts them. `session.id`, `user.id`, `llm.model_name`, `llm.token_count.*`,
-`metadata` (a JSON object).
+RERANKER, EMBEDDING, TOOL, PROMPT, ...). Attributes read:
+
+- question / answer: `input.value` / `output.value` (with `input.mime_type` /
+  `output.mime_type`); a JSON value is unwrapped to its text (`io_values`: a chain's
+  `{"question": ...}`, a serialized LangChain message, a list of messages, content blocks).
+  On LLM spans first the last user message of `llm.input_messages.{i}.message.{role,
+  content}` (or its text parts, `message.contents.{j}.message_content.{type,text}`; else
+  the last of `llm.prompts`, a completion model's prompts) and the first reply of
+  `llm.output_messages.{i}.message.*`.
+- documents: `retrieval.documents.{i}.document.{id,content,score,metadata}` (a reranker's
+  output under `reranker.output_documents.`); an id or score missing there is read from
+  the document's `metadata` JSON (`id`/`doc_id`, `score`), where the LangChain
+  instrumentor puts them; the url is the metadata's `url`, else its `source` when that is
+  an http(s) URL (LangChain's web loaders).
+- `session.id`, `user.id`, `llm.model_name`, `llm.token_count.{prompt,completion,total}`
+  (on an EMBEDDING span the usage's `embedding_tokens`: an embedding call's input is no
+  part of the answer's prompt).
+- `metadata` (a JSON object: the app's `using_metadata`, LangChain's run metadata), and
+  `embedding.model_name` as the metadata's `embedding_model` (a changed embedding model is
+  a classic cause of a retrieval regression).
+- content an instrumentor hid (`__REDACTED__`, with `OPENINFERENCE_HIDE_INPUTS`,
+  `..._OUTPUTS`, `..._INPUT_MESSAGES`, `..._OUTPUT_MESSAGES`, `..._RETRIEVAL_DOCUMENTS`) is
+  no content: the trace arrives without that question, answer or document text.
+- `tag.tags` (a list of strings, the app's `using_tags`): each tag `t` becomes the trace
+  tag `t` with the value `"true"`, so a tag can be a sampling filter
+  (`sampling.tag_filters: {"beta": ["true"]}`) or a group label like any other tag.
 """
 
 from __future__ import annotations
@@ -16,11 +34,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from collector.ingest.decode.conventions import base
+from collector.ingest.decode.conventions import base, io_values
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
 KIND: Final = "openinference.span.kind"
+REDACTED: Final = "__REDACTED__"
+"""What an instrumentor writes for content it hides (`OPENINFERENCE_HIDE_*`): no content."""
+_WEB: Final = ("http://", "https://")
 
 
 class OpenInference:
@@ -35,10 +56,10 @@ class OpenInference:
         attrs = span.attrs
         kind = str(attrs.get(KIND) or "").upper()
         out: Fields = {"kind": kind} if kind else {}
-        question = _input_text(attrs, kind)
+        question = _input_text(attrs, kind, span.max_depth)
         if question is not None:
             out["input"] = question
-        answer = _output_text(attrs, kind)
+        answer = _output_text(attrs, kind, span.max_depth)
         if answer is not None:
             out["output"] = answer
         docs = _documents(span, "retrieval.documents.", issues)
@@ -55,11 +76,7 @@ class OpenInference:
             value = base.first_str(attrs, (name,))
             if value is not None:
                 out[key] = value
-        usage = base.usage(
-            base.count(attrs, "llm.token_count.prompt"),
-            base.count(attrs, "llm.token_count.completion"),
-            base.count(attrs, "llm.token_count.total"),
-        )
+        usage = _usage(attrs, kind)
         if usage:
             out["usage"] = usage
         metadata = attrs.get("metadata")
@@ -71,51 +88,82 @@ class OpenInference:
                 out["metadata"] = parsed
             else:
                 issues.keep("metadata", base.as_text(metadata))
+        embedding_model = base.first_str(attrs, ("embedding.model_name",))
+        if embedding_model is not None:
+            out["metadata"] = {"embedding_model": embedding_model, **out.get("metadata", {})}
+        tags = _tags(attrs.get("tag.tags"))
+        if tags:
+            out["tags"] = tags
         return out
 
 
-def _unwrap(text: str, mime: Any, keys: tuple[str, ...]) -> str:
-    """A JSON `input.value`/`output.value` holding the text under a well-known key."""
-    if mime == "application/json":
-        obj = base.json_object(text)
-        if obj is not None:
-            for key in keys:
-                if isinstance(obj.get(key), str):
-                    return str(obj[key])
-    return text
+def _usage(attrs: Mapping[str, Any], kind: str) -> dict[str, int]:
+    """`llm.token_count.*`; an EMBEDDING span's tokens (the OpenAI instrumentor counts an
+    embedding call's input as `prompt`) are `embedding_tokens`, not the answer's prompt."""
+    prompt = base.count(attrs, "llm.token_count.prompt")
+    total = base.count(attrs, "llm.token_count.total")
+    if kind == base.EMBEDDING:
+        tokens = total if total is not None else prompt
+        return {"embedding_tokens": tokens} if tokens is not None else {}
+    return base.usage(prompt, base.count(attrs, "llm.token_count.completion"), total)
+
+
+def _tags(value: Any) -> dict[str, str]:
+    """`tag.tags` (a string list; a single string is one tag) as flag tags."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list | tuple):
+        return {}
+    return {name: "true" for name in names if isinstance(name, str) and name}
 
 
 def _messages(attrs: Mapping[str, Any], prefix: str) -> list[tuple[str, str]]:
+    """(role, text) of `{prefix}{i}.message.*` in order; the text is `message.content`, else
+    the joined text parts `message.contents.{j}.message_content.{type,text}` (a message
+    sent as content parts)."""
     out = []
-    i = 0
-    while f"{prefix}{i}.message.role" in attrs or f"{prefix}{i}.message.content" in attrs:
-        role = attrs.get(f"{prefix}{i}.message.role")
-        content = attrs.get(f"{prefix}{i}.message.content")
-        if isinstance(content, str):
-            out.append((str(role or ""), content))
-        i += 1
+    for i in base.indexes(attrs, prefix):
+        at = f"{prefix}{i}.message."
+        content = _text(attrs.get(at + "content"))
+        if content is None:
+            parts = f"{at}contents."
+            texts = [
+                _text(attrs.get(f"{parts}{j}.message_content.text"))
+                for j in base.indexes(attrs, parts)
+                if attrs.get(f"{parts}{j}.message_content.type", "text") == "text"
+            ]
+            content = "".join(t for t in texts if t is not None) or None
+        if content is not None:
+            out.append((str(attrs.get(at + "role") or ""), content))
     return out
 
 
-def _input_text(attrs: Mapping[str, Any], kind: str) -> str | None:
+def _text(value: Any) -> str | None:
+    """A string attribute that holds content (not the redaction marker)."""
+    return value if isinstance(value, str) and value != REDACTED else None
+
+
+def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
         users = [c for role, c in _messages(attrs, "llm.input_messages.") if role == "user"]
         if users:
             return users[-1]
-    value = attrs.get("input.value")
-    if isinstance(value, str):
-        return _unwrap(value, attrs.get("input.mime_type"), ("question", "query", "input"))
+        prompts = attrs.get("llm.prompts")
+        if isinstance(prompts, list | tuple) and prompts and _text(prompts[-1]) is not None:
+            return str(prompts[-1])
+    value = _text(attrs.get("input.value"))
+    if value is not None:
+        return io_values.question(value, attrs.get("input.mime_type"), depth)
     return None
 
 
-def _output_text(attrs: Mapping[str, Any], kind: str) -> str | None:
+def _output_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
         replies = [c for role, c in _messages(attrs, "llm.output_messages.") if role != "user"]
         if replies:
             return replies[0]
-    value = attrs.get("output.value")
-    if isinstance(value, str):
-        return _unwrap(value, attrs.get("output.mime_type"), ("answer", "output", "response"))
+    value = _text(attrs.get("output.value"))
+    if value is not None:
+        return io_values.answer(value, attrs.get("output.mime_type"), depth)
     return None
 
 
@@ -134,8 +182,8 @@ def _documents(span: Span, prefix: str, issues: FieldIssues) -> list[dict[str, A
             doc_id = next((meta_obj[k] for k in ("id", "doc_id") if k in meta_obj), None)
         if doc_id is not None and not isinstance(doc_id, bool | dict | list):
             doc["id"] = str(doc_id)
-        content = attrs.get(at + "content")
-        if isinstance(content, str):
+        content = _text(attrs.get(at + "content"))
+        if content is not None:
             doc["text"] = content
         raw_score = attrs.get(at + "score")
         if raw_score is None:
@@ -144,7 +192,10 @@ def _documents(span: Span, prefix: str, issues: FieldIssues) -> list[dict[str, A
         if value is not None:
             doc["score"] = value
         url = meta_obj.get("url")
-        if isinstance(url, str):
+        if not isinstance(url, str):
+            source = meta_obj.get("source")
+            url = source if isinstance(source, str) and source.startswith(_WEB) else None
+        if url is not None:
             doc["url"] = url
         docs.append(doc)
     return docs
