@@ -70,7 +70,8 @@ class BatchResult:
     """Counts for one batch (or, after `add`, for many).
 
     consumed: messages seen; stored: trace messages that stored something new (a new JSON
-    trace, or an OTLP message bringing spans its trace did not have); duplicates: trace
+    trace, an OTLP message bringing spans its trace did not have, a logs message bringing
+    a new evaluation event or GenAI details record); duplicates: trace
     messages and feedback events that brought nothing new (replays, repeats);
     invalid: messages sent to dead letters; sampled: new (trace, purpose) sample rows;
     feedback: feedback events newly stored. So consumed = stored + duplicates + feedback +
