@@ -406,14 +406,17 @@ def expected_usage(spans: Sequence[ReadableSpan]) -> dict[str, int]:
 
 
 @pytest.mark.parametrize(
-    ("encoding", "split"), [("otlp_proto", True), ("otlp_json", True), ("otlp_json", False)]
+    ("encoding", "split", "with_logs"),
+    [("otlp_proto", True, True), ("otlp_json", True, False), ("otlp_json", False, True)],
 )
 def test_every_request_is_stored_complete(
-    span_and_event: Run, new_sqlite: Callable[[], str], encoding: str, split: bool
+    span_and_event: Run, new_sqlite: Callable[[], str], encoding: str, split: bool, with_logs: bool
 ) -> None:
+    """`span_and_event`: the spans alone are complete; the same content arriving again as
+    log records (here before the spans) changes nothing and adds no tokens."""
     run, sqlite_url = span_and_event, new_sqlite()
-    # the content events arrive on the logs topic too, here before the spans
-    result = ingest(sqlite_url, logs_of(run, encoding) + spans_of(run, encoding, split))
+    logs = logs_of(run, encoding) if with_logs else []
+    result = ingest(sqlite_url, logs + spans_of(run, encoding, split))
     assert result.invalid == 0 and result.stored == result.consumed
     stored = stored_traces(sqlite_url)
     assert set(stored) == set(run.requests)
@@ -429,7 +432,7 @@ def test_every_request_is_stored_complete(
         assert texts == ([t for _, _, t in request.docs] if i % 2 else [None] * len(request.docs))
         assert row.session_id == (None if wrapper == "plain" else f"conv-{i // 2}")
         assert row.model == f"{CHAT_MODEL}-2026-01"  # the response model of the last call
-        assert row.usage == expected_usage(spans)  # the details events add no tokens
+        assert row.usage == expected_usage(spans)
         assert row.meta == {"system_instructions": SYSTEM}
         expected_tags = {"service": "rag-app", "data_source": "bank-kb"}
         if wrapper != "plain":
@@ -448,8 +451,8 @@ def test_every_request_is_stored_complete(
         (root,) = [s for s in spans if s.parent is None]
         assert row.latency_ms == ms(root)
         # nothing the library emitted is left behind
-        logs = [r for r in run.logs if f"{r.log_record.trace_id:032x}" == trace_id]
-        emitted = emitted_texts(spans, logs)
+        records = [r for r in run.logs if f"{r.log_record.trace_id:032x}" == trace_id]
+        emitted = emitted_texts(spans, records if with_logs else [])
         assert request.question in emitted and request.answer in emitted
         assert emitted <= stored_texts(row)
 
