@@ -52,14 +52,14 @@ def details_fragments(
     for rl in request.resource_logs:
         for sl in rl.scope_logs:
             for record in sl.log_records:
-                attrs = attributes(record.attributes)
-                if (record.event_name or attrs.get("event.name")) != EVENT_NAME:
-                    continue
+                if (record.event_name or _old_event_name(record.attributes)) != EVENT_NAME:
+                    continue  # (most records of an app's logs: decide before converting)
                 trace, span = record.trace_id, record.span_id
                 if len(trace) != 16 or not any(trace) or len(span) != 8 or not any(span):
                     continue
                 if not record.flags & SAMPLED:
                     continue
+                attrs = attributes(record.attributes)
                 issues = FieldIssues()
                 at = record.time_unix_nano or record.observed_time_unix_nano
                 summary = details_summary(attrs, span.hex(), at, issues, max_depth)
@@ -88,6 +88,14 @@ def details_summary(
     if issues:
         out["invalid"] = dict(issues.raw)
     return out
+
+
+def _old_event_name(items: Any) -> str:
+    """The `event.name` attribute, which carried the name before `event_name` existed."""
+    for kv in items:
+        if kv.key == "event.name":
+            return str(kv.value.string_value)
+    return ""
 
 
 def _canonical(summary: dict[str, Any]) -> str:
