@@ -98,8 +98,17 @@ def count_messages(
     """(stored, duplicates) counted per OTLP message, in order: a message is stored when it
     brought a span id its trace did not have yet (stored, or from an earlier message of the
     batch), else it is a duplicate; so each consumed message lands in exactly one count."""
+    news = brought_new(messages, known)
+    return sum(news), len(news) - sum(news)
+
+
+def brought_new(
+    messages: Sequence[Sequence[OtlpFragment]], known: Mapping[str, frozenset[str] | None]
+) -> list[bool]:
+    """Per message, in order: whether it brought a span id (or a log record's summary key)
+    its trace had neither stored nor from an earlier message of `messages`."""
     seen: dict[str, set[str]] = {}
-    stored = duplicates = 0
+    out = []
     for fragments in messages:
         new = False
         for frag in fragments:
@@ -110,11 +119,8 @@ def count_messages(
             if not spans.issuperset(frag.spans):
                 spans.update(frag.spans)
                 new = True
-        if new:
-            stored += 1
-        else:
-            duplicates += 1
-    return stored, duplicates
+        out.append(new)
+    return out
 
 
 def _merge(

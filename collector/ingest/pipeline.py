@@ -18,9 +18,14 @@ from sqlalchemy.orm import Session
 
 from collector.ingest.decode.errors import DecodeError
 from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
-from collector.ingest.decode.otlp_logs import decode_otlp_logs_message
+from collector.ingest.decode.otlp_logs import decode_otlp_logs
 from collector.ingest.decode.trace_json import decode_json_message, parse_message
-from collector.ingest.otlp_store import count_messages, merge_fragments
+from collector.ingest.otlp_store import (
+    MergeResult,
+    brought_new,
+    count_messages,
+    merge_fragments,
+)
 from collector.ingest.sampling import Sampler
 from collector.settings import Settings
 from collector.store.evaluation_store import (
@@ -65,7 +70,8 @@ class BatchResult:
     """Counts for one batch (or, after `add`, for many).
 
     consumed: messages seen; stored: trace messages that stored something new (a new JSON
-    trace, or an OTLP message bringing spans its trace did not have); duplicates: trace
+    trace, an OTLP message bringing spans its trace did not have, a logs message bringing
+    a new evaluation event or GenAI details record); duplicates: trace
     messages and feedback events that brought nothing new (replays, repeats);
     invalid: messages sent to dead letters; sampled: new (trace, purpose) sample rows;
     feedback: feedback events newly stored. So consumed = stored + duplicates + feedback +
@@ -119,6 +125,8 @@ class _Decoded:
     otlp_messages: list[list[OtlpFragment]] = field(default_factory=list)
     feedback: list[FeedbackEvent] = field(default_factory=list)
     evaluation_messages: list[list[EvaluationEvent]] = field(default_factory=list)
+    log_fragments: list[list[OtlpFragment]] = field(default_factory=list)
+    """Per logs message (parallel to `evaluation_messages`): its GenAI details fragments."""
     dead: list[DeadLetterRow] = field(default_factory=list)
     fragment_warnings: Counter[str] = field(default_factory=Counter)
 
@@ -215,7 +223,7 @@ class Ingestor:
         for state in apply_feedback(session, touched):
             decisions[state.trace_id] = self._purposes(state)
 
-        self._store_evaluations(session, decoded, merged.states if merged else [], new_ids, result)
+        self._store_evaluations(session, decoded, merged, new_ids, result)
 
         recorded = insert_samples(
             session, ((tid, purpose) for tid, ps in decisions.items() for purpose in ps)
@@ -228,19 +236,22 @@ class Ingestor:
         self,
         session: Session,
         decoded: _Decoded,
-        changed: Sequence[TraceState],
+        merged: MergeResult | None,
         new_ids: Sequence[str],
         result: BatchResult,
     ) -> None:
         """Keep the logs' evaluation events (counted per message like OTLP spans: stored
-        when it brought an event not seen before, else a duplicate) and recompute the
-        evaluations of every trace they, or spans carrying evaluations, touched."""
+        when it brought an event not seen before or GenAI details its trace lacked, else a
+        duplicate) and recompute the evaluations of every trace they, or spans carrying
+        evaluations, touched."""
         messages = decoded.evaluation_messages
         inserted = insert_evaluation_events(session, [e for m in messages for e in m])
+        details = brought_new(decoded.log_fragments, merged.known if merged else {})
+        changed: Sequence[TraceState] = merged.states if merged else []
         seen: set[str] = set()
-        for events in messages:
+        for events, new_details in zip(messages, details, strict=True):
             hashes = {e.event_hash for e in events}
-            if (hashes & inserted.keys()) - seen:
+            if (hashes & inserted.keys()) - seen or new_details:
                 result.stored += 1
             else:
                 result.duplicates += 1
@@ -275,11 +286,13 @@ class Ingestor:
             by_topic[msg.topic] += 1
             try:
                 if msg.topic == self._otlp_logs_topic:
-                    out.evaluation_messages.append(
-                        decode_otlp_logs_message(
-                            msg.value, self._otlp_encoding, self._max_bytes, self._max_depth
-                        )
+                    logs = decode_otlp_logs(
+                        msg.value, self._otlp_encoding, self._max_bytes, self._max_depth
                     )
+                    out.evaluation_messages.append(logs.events)
+                    out.log_fragments.append(logs.fragments)
+                    out.fragments.extend(logs.fragments)
+                    out.fragment_warnings.update(w for fr in logs.fragments for w in fr.warnings)
                     continue
                 if msg.topic == self._otlp_topic:
                     fragments = decode_otlp_message(

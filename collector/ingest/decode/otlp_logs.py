@@ -1,4 +1,4 @@
-"""OTLP log messages -> the evaluation results they carry.
+"""OTLP log messages -> the evaluation results and GenAI operation details they carry.
 
 A message is a serialized `ExportLogsServiceRequest` (what the OpenTelemetry Collector's
 Kafka exporter writes for logs), protobuf or OTLP/JSON, sniffed like trace messages
@@ -10,12 +10,17 @@ The trace an event belongs to: the `ragpulse.trace_id` attribute when present (t
 id, which ragpulse's own events carry), else the record's W3C trace id as 32 lowercase hex
 digits (how OTLP traces are stored). A record with neither belongs to no trace and is
 ignored.
+
+`gen_ai.client.inference.operation.details` records (the messages of a model call, when the
+app's GenAI instrumentation emits content as events) become span fragments of their trace
+(`otlp_details`), merged with its spans like any other fragment.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
@@ -25,12 +30,34 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from collector.ingest.decode.errors import INVALID_OTLP, TOO_DEEP, DecodeError
 from collector.ingest.decode.evaluations import EVENT_NAME, NAME, TRACE_ID, evaluation
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
-from collector.ingest.decode.otlp import attributes, otlp_payload
+from collector.ingest.decode.otlp import OtlpFragment, attributes, otlp_payload
+from collector.ingest.decode.otlp_details import details_fragments
 from collector.ingest.decode.trace_json import DEFAULT_MAX_BYTES, decode_json_message
 from collector.store.evaluation_store import EvaluationEvent
 
 _ID_BYTES = {"traceId": 16, "spanId": 8}
 MAX_TRACE_ID = 128
+
+
+@dataclass(frozen=True, slots=True)
+class OtlpLogs:
+    """What one OTLP logs message carries for ragpulse (either may be empty)."""
+
+    events: list[EvaluationEvent]
+    fragments: list[OtlpFragment]
+
+
+def decode_otlp_logs(
+    value: bytes | None,
+    encoding: str = "otlp_proto",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> OtlpLogs:
+    """The evaluation events and details fragments of one OTLP logs message, or
+    `DecodeError`."""
+    payload, is_json = otlp_payload(value, encoding, max_bytes)
+    request = _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
+    return OtlpLogs(events_from_request(request), details_fragments(request, max_depth))
 
 
 def decode_otlp_logs_message(
@@ -40,9 +67,7 @@ def decode_otlp_logs_message(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[EvaluationEvent]:
     """The evaluation events of one OTLP logs message (maybe none), or `DecodeError`."""
-    payload, is_json = otlp_payload(value, encoding, max_bytes)
-    request = _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
-    return events_from_request(request)
+    return decode_otlp_logs(value, encoding, max_bytes, max_depth).events
 
 
 def _parse_proto(value: bytes) -> ExportLogsServiceRequest:

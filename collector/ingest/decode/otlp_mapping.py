@@ -7,10 +7,13 @@ its fields, merged in the registry's precedence order. A stored OTLP trace keeps
 summaries of every span seen so far (`traces.spans`), and its fields are recomputed by
 `record_from_spans` from that set alone — so fragments arriving in any order, or twice,
 give the same trace. Choices are deterministic: the root span (no parent) wins, then
-CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and span id.
-Token usage is the sum over the spans reporting it, less those with usage reported below
-them (a wrapper's span repeats its inner calls' tokens). A trace that is no user request
-(`requests.py`) keeps no question nor answer.
+CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and span id —
+except that the question, when neither the root nor a CHAIN/AGENT span has one, is the
+first retrieval's query before a model's prompt. A summary marked `of` (a log record's part
+of a span, `otlp_details`) is folded into its span's first. Token usage is the sum over the
+spans reporting it, less those with usage reported below them (a wrapper's span repeats its
+inner calls' tokens). A trace that is no user request (`requests.py`) keeps no question nor
+answer.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def summarize_span(
 
 def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> TraceRecord:
     """The trace as known from these span summaries (pure, order-independent)."""
+    spans = fold_completions(spans)
     ordered = sorted(spans.items(), key=lambda item: (item[1]["start"], item[0]))
     ranked = sorted(ordered, key=lambda item: _rank(item[1]))
     root = next((s for _, s in ordered if not s["parent"]), None)
@@ -110,6 +114,10 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     def pick(key: str) -> Any:
         return next((s[key] for _, s in ranked if key in s), None)
 
+    question = next((s["input"] for _, s in ranked if "input" in s and _rank(s) < 2), None)
+    if question is None:  # a retrieval's query is the user's words; a prompt is a template
+        queries = (s["input"] for _, s in ordered if s["kind"] == RETRIEVER and "input" in s)
+        question = next(queries, None)
     answer = next((s["output"] for _, s in ranked if "output" in s and _rank(s) < 2), None)
     if answer is None:  # the last LLM call (by end time) produced the shown answer
         llm = [s for _, s in ordered if "output" in s]
@@ -149,7 +157,7 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         trace_id=trace_id,
         timestamp=datetime.fromtimestamp(start // 10**9, UTC)
         + timedelta(microseconds=start % 10**9 // 1000),
-        question="" if not_request else pick("input") or "",
+        question="" if not_request else question or pick("input") or "",
         answer=None if not_request else answer,
         contexts=tuple(ContextRecord(**d) for d in docs),
         session_id=pick("session_id"),
@@ -178,6 +186,33 @@ def _usage_aggregates(spans: Mapping[str, Mapping[str, Any]]) -> set[str]:
         while parent and parent in spans and parent not in out:
             out.add(parent)
             parent = spans[parent]["parent"]
+    return out
+
+
+_STRUCTURAL = frozenset({"parent", "kind", "name", "start", "end", "of", "conv"})
+
+
+def fold_completions(
+    spans: Mapping[str, Mapping[str, Any]],
+) -> Mapping[str, Mapping[str, Any]]:
+    """Summaries marked `of: <span id>` (what a log record adds to a span, `otlp_details`)
+    folded into that span's summary when it is known: a field the span lacks is taken, dict
+    fields merge key by key, the span's own values win. Unknown targets stay as they are."""
+    extras = [(key, s) for key, s in spans.items() if s.get("of") in spans and key != s["of"]]
+    if not extras:
+        return spans
+    out = dict(spans)
+    for key, extra in sorted(extras, key=lambda item: item[0]):
+        target = dict(out[extra["of"]])
+        for name, value in extra.items():
+            if name in _STRUCTURAL:
+                continue
+            if isinstance(value, dict) and isinstance(target.get(name), dict):
+                target[name] = {**value, **target[name]}
+            else:
+                target.setdefault(name, value)
+        out[extra["of"]] = target
+        del out[key]
     return out
 
 

@@ -11,12 +11,14 @@ structured form, as a list already.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from collector.ingest.decode.conventions import base
 
 Message = tuple[str, str]
 """(role, text)."""
+INSTRUCTION_ROLES: Final = frozenset({"system", "developer"})
+"""Roles of the messages that instruct the model rather than ask it."""
 
 
 def parse(value: Any, max_depth: int) -> list[Message]:
@@ -57,6 +59,19 @@ def part_text(part: Any) -> str | None:
             if isinstance(part.get(key), str):
                 return str(part[key])
     return None
+
+
+def instructions(value: Any, max_depth: int) -> list[str]:
+    """The texts of `gen_ai.system_instructions`: a list of parts (JSON or structured), one
+    part, or a plain string (written by apps that predate the parts form)."""
+    parts = base.json_value(value, max_depth) if isinstance(value, str) else value
+    if parts is None and isinstance(value, str):
+        return [value] if value else []
+    if isinstance(parts, dict):
+        parts = [parts]
+    if not isinstance(parts, list | tuple):
+        return []
+    return [text for text in map(part_text, parts) if text]
 
 
 def last_user(messages: list[Message]) -> str | None:
