@@ -8,6 +8,7 @@ summaries of every span seen so far (`traces.spans`), and its fields are recompu
 `record_from_spans` from that set alone — so fragments arriving in any order, or twice,
 give the same trace. Choices are deterministic: the root span (no parent) wins, then
 CHAIN/AGENT spans, then LLM spans, then any other; ties break on start time and span id.
+The documents are the outermost retrievals' (a nested one only fills what they lack).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     if rerankers:
         docs = max(rerankers, key=lambda s: (s["end"], s["start"]))["reranked"]
     else:
-        docs = [d for _, s in ordered for d in s.get("docs", ())]
+        docs = _retrieved(spans, ordered)
     usage: dict[str, int | float] = {}
     for _, s in ordered:
         for key, value in s.get("usage", {}).items():
@@ -155,6 +156,49 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
         source="otlp",
         shown_urls=tuple(shown) if shown else None,
     )
+
+
+def _retrieved(
+    spans: Mapping[str, Mapping[str, Any]], ordered: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The retrieved documents: those of each outermost span with documents, in start
+    order. Documents of a span nested below another's (a vector-DB client's query below a
+    framework's retriever, a retriever wrapping another) are the same retrieval seen closer
+    to the store: they only fill the id, score, url or text that the outer document with
+    the same text (else id) lacks."""
+    with_docs = {sid for sid, s in ordered if s.get("docs")}
+    outer: list[tuple[str, Mapping[str, Any]]] = []
+    inner: dict[str, list[Mapping[str, Any]]] = {}
+    for sid, s in ordered:
+        if sid in with_docs:
+            top = _outermost(sid, spans, with_docs)
+            if top is None:
+                outer.append((sid, s))
+            else:
+                inner.setdefault(top, []).extend(s["docs"])
+    out = []
+    for sid, s in outer:
+        for found in s["docs"]:
+            doc = dict(found)
+            key = "text" if "text" in doc else "id"
+            same = next(
+                (d for d in inner.get(sid, ()) if key in doc and d.get(key) == doc[key]), {}
+            )
+            for field in ("id", "score", "url", "text"):
+                if field not in doc and field in same:
+                    doc[field] = same[field]
+            out.append(doc)
+    return out
+
+
+def _outermost(sid: str, spans: Mapping[str, Mapping[str, Any]], among: set[str]) -> str | None:
+    """The outermost ancestor of span `sid` that is `among` these (None when none is)."""
+    top, seen, parent = None, {sid}, spans[sid]["parent"]
+    while parent in spans and parent not in seen:
+        seen.add(parent)
+        top = parent if parent in among else top
+        parent = spans[parent]["parent"]
+    return top
 
 
 _STAGES = {
