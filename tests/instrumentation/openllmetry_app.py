@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.output_parsers import StrOutputParser
@@ -93,13 +94,17 @@ class ChatModel(BaseChatModel):
         )
 
 
+def _join(docs: list[Document]) -> str:
+    return "\n".join(d.page_content for d in docs)
+
+
 def rag_chain(retriever: BaseRetriever) -> Runnable[str, str]:
+    """retrieve -> the documents joined into the system prompt -> the model -> its text."""
     prompt = ChatPromptTemplate.from_messages(
         [("system", "Answer from this context only:\n{context}"), ("human", "{question}")]
     )
-    join = RunnableLambda(lambda docs: "\n".join(d.page_content for d in docs))
     return (
-        {"context": retriever | join, "question": RunnablePassthrough()}
+        {"context": retriever | RunnableLambda(_join), "question": RunnablePassthrough()}
         | prompt
         | ChatModel()
         | StrOutputParser()

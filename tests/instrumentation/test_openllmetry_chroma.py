@@ -68,7 +68,8 @@ def run() -> Iterator[Run]:
     )
     chain = rag_chain(store.as_retriever(search_kwargs={"k": 2}))
     capture = Capture()
-    with instrumented(ChromaInstrumentor(), capture), traceloop_langchain(capture):
+    chroma = ChromaInstrumentor()  # type: ignore[no-untyped-call]
+    with instrumented(chroma, capture), traceloop_langchain(capture):
         for i, question in enumerate(QUESTIONS):
             chain.invoke(question, config={"metadata": {"session_id": f"sess-{i}"}})
     found = {q: store.similarity_search(q, k=2) for q in QUESTIONS}

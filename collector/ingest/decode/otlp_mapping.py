@@ -192,9 +192,12 @@ def _retrieved(
 
 
 def _outermost(sid: str, spans: Mapping[str, Mapping[str, Any]], among: set[str]) -> str | None:
-    """The outermost ancestor of span `sid` that is `among` these (None when none is)."""
+    """The outermost ancestor of span `sid` that is `among` these (None when none is, or
+    when the parents run in a circle: corrupt input keeps its documents)."""
     top, seen, parent = None, {sid}, spans[sid]["parent"]
-    while parent in spans and parent not in seen:
+    while parent in spans:
+        if parent in seen:
+            return None
         seen.add(parent)
         top = parent if parent in among else top
         parent = spans[parent]["parent"]
