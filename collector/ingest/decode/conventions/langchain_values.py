@@ -35,6 +35,10 @@ _ROLES: Final = {
     "assistant": "assistant",
     "AIMessage": "assistant",
     "AIMessageChunk": "assistant",
+    "system": "system",
+    "SystemMessage": "system",
+    "tool": "tool",
+    "ToolMessage": "tool",
 }
 """LangChain's message types and class names -> the GenAI role (others are kept as is)."""
 

@@ -1,20 +1,20 @@
 """OpenLLMetry (Traceloop's instrumentors, e.g. opentelemetry-instrumentation-langchain, and
-the Traceloop SDK).
+the Traceloop SDK), from the installed 0.62.4 and the older releases' source.
 
-Detected on any `traceloop.*` attribute, on `llm.request.type` or the flattened
-`gen_ai.prompt.N.*` / `gen_ai.completion.N.*` (and the 2024 `llm.prompts.N.*` /
-`llm.completions.N.*`) of releases before 0.55, and on vector-DB result span events.
+Detected on any `traceloop.*` attribute, on `llm.request.type`, on the flattened
+`gen_ai.prompt.N.*` / `gen_ai.completion.N.*` (0.17-0.54; before 0.17 `llm.prompts.N.*` /
+`llm.completions.N.*`), and on vector-DB result span events.
 
 - Stage: `traceloop.span.kind` workflow/task -> CHAIN, agent -> AGENT, tool -> TOOL; the
-  retriever span (`gen_ai.operation.name` `vector_db_retrieve`, named
+  retriever span (0.53+: `gen_ai.operation.name` `vector_db_retrieve`, named
   `vector_db_retrieve <retriever>`) and a span with result events -> RETRIEVER; an LLM span
-  of the older releases by `llm.request.type` (chat/completion -> LLM, embedding ->
-  EMBEDDING, rerank -> RERANKER).
+  before 0.55 by `llm.request.type` (chat/completion -> LLM, embedding -> EMBEDDING,
+  rerank -> RERANKER).
 - Question / answer: `traceloop.entity.input` / `traceloop.entity.output` (JSON, read by
-  `langchain_values`; `gen_ai.task.input` / `gen_ai.task.output`, the same JSON under the
-  name 0.55+ also writes, when the former are missing). A tool's arguments and result are
-  neither. On LLM spans of the older releases, the last user message of the flattened
-  prompt and the first completion.
+  `langchain_values`; else `gen_ai.task.input` / `gen_ai.task.output`, the same JSON that
+  0.53+ also writes). A tool's arguments and result are neither. On LLM spans before 0.55,
+  the last user message of the flattened prompt and the first completion (`.role`,
+  `.content`; a content that is a JSON list of blocks gives its text).
 - Documents: the retriever span's entity output (`langchain_values.documents`), the
   vector-DB instrumentors' `db.query.result` / `db.search.result` events (`db_results`).
 - `traceloop.association.properties.<key>` (the SDK's `set_association_properties` /
@@ -22,12 +22,13 @@ Detected on any `traceloop.*` attribute, on `llm.request.type` or the flattened
   `session_id` (else `chat_id`, the SDK docs' example) -> session, `user_id` -> user, every
   other key a tag, except LangChain's and LangGraph's own run metadata (`ls_*`, `lc_*`,
   `langgraph_*`, `checkpoint_*`). `traceloop.workflow.name` -> the tag `workflow`.
-- The older releases' names the `genai` convention does not know: `llm.usage.total_tokens`,
-  (2024) `llm.usage.prompt_tokens`/`llm.usage.completion_tokens`, `llm.request.model`/
-  `llm.response.model`.
+- Names of older releases that `genai` does not read: `llm.usage.total_tokens` (before
+  0.55), `llm.usage.prompt_tokens` / `llm.usage.completion_tokens`, `llm.request.model` /
+  `llm.response.model` (before 0.17).
 
 The 0.55+ LLM spans' messages (`gen_ai.input.messages` / `gen_ai.output.messages`), model,
-usage and `gen_ai.conversation.id` are the GenAI conventions', read by `genai`.
+usage and `gen_ai.conversation.id` (the SDK's `set_conversation_id`, LangGraph's
+`thread_id`) are the GenAI conventions', read by `genai`.
 """
 
 from __future__ import annotations
