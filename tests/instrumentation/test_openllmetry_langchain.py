@@ -166,9 +166,9 @@ def test_every_trace_is_stored_complete(
         assert trace.meta is None  # nothing left over as invalid
 
 
-def test_every_text_the_library_emitted_is_stored(run: Run, sqlite_url: str) -> None:
-    ingest(sqlite_url, collector_messages(run.spans, encoding="otlp_json", split=True))
-    stored = stored_traces(sqlite_url)
+def test_every_text_the_library_emitted_is_stored(run: Run, db_url: str) -> None:
+    ingest(db_url, collector_messages(run.spans, encoding="otlp_json", split=True))
+    stored = stored_traces(db_url)
     for trace_id, spans in by_trace(run.spans).items():
         trace = stored[trace_id]
         root = one(spans, lambda s: s.parent is None)
