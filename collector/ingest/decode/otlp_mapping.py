@@ -13,7 +13,8 @@ first retrieval's query before a model's prompt. A summary marked `of` (a log re
 of a span, `otlp_details`) is folded into its span's first. Token usage is the sum over the
 spans reporting it, less those with usage reported below them (a wrapper's span repeats its
 inner calls' tokens). A trace that is no user request (`requests.py`) keeps no question nor
-answer.
+answer. The documents are the outermost retrievals' (a nested one only fills what they
+lack).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def record_from_spans(trace_id: str, spans: Mapping[str, Mapping[str, Any]]) -> 
     if rerankers:
         docs = max(rerankers, key=lambda s: (s["end"], s["start"]))["reranked"]
     else:
-        docs = [d for _, s in ordered for d in s.get("docs", ())]
+        docs = _retrieved(spans, ordered)
     usage: dict[str, int | float] = {}
     aggregates = _usage_aggregates(spans)
     for span_id, s in ordered:
@@ -214,6 +215,52 @@ def fold_completions(
         out[extra["of"]] = target
         del out[key]
     return out
+
+
+def _retrieved(
+    spans: Mapping[str, Mapping[str, Any]], ordered: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The retrieved documents: those of each outermost span with documents, in start
+    order. Documents of a span nested below another's (a vector-DB client's query below a
+    framework's retriever, a retriever wrapping another) are the same retrieval seen closer
+    to the store: they only fill the id, score, url or text that the outer document with
+    the same text (else id) lacks."""
+    with_docs = {sid for sid, s in ordered if s.get("docs")}
+    outer: list[tuple[str, Mapping[str, Any]]] = []
+    inner: dict[str, list[Mapping[str, Any]]] = {}
+    for sid, s in ordered:
+        if sid in with_docs:
+            top = _outermost(sid, spans, with_docs)
+            if top is None:
+                outer.append((sid, s))
+            else:
+                inner.setdefault(top, []).extend(s["docs"])
+    out = []
+    for sid, s in outer:
+        for found in s["docs"]:
+            doc = dict(found)
+            key = "text" if "text" in doc else "id"
+            same = next(
+                (d for d in inner.get(sid, ()) if key in doc and d.get(key) == doc[key]), {}
+            )
+            for field in ("id", "score", "url", "text"):
+                if field not in doc and field in same:
+                    doc[field] = same[field]
+            out.append(doc)
+    return out
+
+
+def _outermost(sid: str, spans: Mapping[str, Mapping[str, Any]], among: set[str]) -> str | None:
+    """The outermost ancestor of span `sid` that is `among` these (None when none is, or
+    when the parents run in a circle: corrupt input keeps its documents)."""
+    top, seen, parent = None, {sid}, spans[sid]["parent"]
+    while parent in spans:
+        if parent in seen:
+            return None
+        seen.add(parent)
+        top = parent if parent in among else top
+        parent = spans[parent]["parent"]
+    return top
 
 
 _STAGES = {

@@ -5,7 +5,13 @@ give a field wins (tags and metadata merge key by key, the earlier again winning
 2. `openinference` — the richest RAG vocabulary (ranked documents with ids and scores);
    OpenInference can mirror GenAI attributes (`OPENINFERENCE_ENABLE_GENAI_SEMCONV`), which
    then only fill what it left out.
-3. `genai` — the OTel GenAI conventions, the common ground every family is moving to.
+3. `openllmetry` — Traceloop's spans carry `gen_ai.*` too, but their own attributes say
+   more: the stage of spans whose `gen_ai.operation.name` is OpenLLMetry's own
+   (`execute_task`, `vector_db_retrieve`) or misleading (a LangChain workflow is
+   `invoke_agent`), an older LLM span's flattened prompt, the retriever's documents; it
+   reads none of the GenAI fields `genai` reads (messages, model, usage, conversation
+   id), so `genai` still gives those.
+4. `genai` — the OTel GenAI conventions, the common ground every family is moving to.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ from typing import Final
 from collector.ingest.decode.conventions.base import Convention, Span
 from collector.ingest.decode.conventions.genai import GenAI
 from collector.ingest.decode.conventions.openinference import OpenInference
+from collector.ingest.decode.conventions.openllmetry import OpenLLMetry
 from collector.ingest.decode.conventions.plain import Plain
 
-CONVENTIONS: Final[dict[str, Convention]] = {c.name: c for c in (Plain(), OpenInference(), GenAI())}
+CONVENTIONS: Final[dict[str, Convention]] = {
+    c.name: c for c in (Plain(), OpenInference(), OpenLLMetry(), GenAI())
+}
 """Name -> convention, in precedence order."""
 
 
