@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from collector.ingest.decode.completeness import Completeness, completeness, has_root
 from collector.ingest.decode.otlp import OtlpFragment
 from collector.ingest.decode.otlp_mapping import record_from_spans
 from collector.store.bulk import insert_ignore_returning, is_postgresql
@@ -51,6 +52,8 @@ class MergeResult:
     `known`: per incoming trace id, the span ids it had stored before this merge (empty
     for a new trace), or None when a JSON trace owns the id (every span is then ignored);
     `count_messages` uses it to tell which messages brought something new.
+    `arrived`: the traces whose root span this merge brought (each trace once, whatever
+    the order of its fragments: the moment it is counted on /metrics, see `completeness`).
     """
 
     states: list[TraceState] = field(default_factory=list)
@@ -58,6 +61,7 @@ class MergeResult:
     changed: int = 0
     duplicates: int = 0
     known: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    arrived: list[Completeness] = field(default_factory=list)
 
 
 def merge_span_sets(
@@ -130,6 +134,7 @@ def _merge(
     inserts: list[dict[str, Any]] = []
     updates: list[dict[str, Any]] = []
     states: dict[str, TraceState] = {}
+    arrivals: dict[str, Completeness] = {}
     for trace_id, spans in sorted(incoming.items()):
         row = existing.get(trace_id)
         if row is not None and row.source != "otlp":
@@ -143,6 +148,8 @@ def _merge(
             result.duplicates += 1
             continue
         record = record_from_spans(trace_id, merged)
+        if not has_root(before.values()) and has_root(merged.values()):
+            arrivals[trace_id] = completeness(record, merged.values())
         values = trace_row(record, now, spans=dict(sorted(merged.items())))
         has_truth = row is not None and (row.relevant_ids is not None or row.relevance is not None)
         states[trace_id] = TraceState(
@@ -181,6 +188,8 @@ def _merge(
             continue
         result.states.append(state)
         result.changed += 1
+        if trace_id in arrivals:
+            result.arrived.append(arrivals[trace_id])
         if trace_id in inserted:
             result.new_ids.append(trace_id)
     if lost:

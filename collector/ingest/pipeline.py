@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from collector.ingest.decode.completeness import tally
 from collector.ingest.decode.errors import DecodeError
 from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
 from collector.ingest.decode.otlp_logs import decode_otlp_logs_message
@@ -88,6 +89,10 @@ class BatchResult:
     field_warnings: dict[str, int] = field(default_factory=dict)
     """Per top-level field: optional values of stored traces kept raw under
     metadata._invalid instead of costing the trace."""
+    otlp_traces: dict[str, int] = field(default_factory=dict)
+    """OTLP traces whose root span arrived, per convention (`decode.completeness`)."""
+    otlp_incomplete: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Of those, per (convention, missing field: question, answer, contexts)."""
 
     def add(self, other: BatchResult) -> None:
         self.consumed += other.consumed
@@ -103,9 +108,12 @@ class BatchResult:
             (self.sampled_by_purpose, other.sampled_by_purpose),
             (self.consumed_by_topic, other.consumed_by_topic),
             (self.field_warnings, other.field_warnings),
+            (self.otlp_traces, other.otlp_traces),
         ):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
+        for pair, count in other.otlp_incomplete.items():
+            self.otlp_incomplete[pair] = self.otlp_incomplete.get(pair, 0) + count
 
 
 @dataclass
@@ -195,6 +203,7 @@ class Ingestor:
         result.duplicates += duplicates
         if merged is not None:
             new_ids.extend(merged.new_ids)
+            result.otlp_traces, result.otlp_incomplete = tally(merged.arrived)
             for state in merged.states:
                 decisions[state.trace_id] = self._purposes(state)
 

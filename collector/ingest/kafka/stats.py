@@ -79,6 +79,20 @@ class ConsumerStats:
             ["field"],
             registry=self.registry,
         )
+        self.otlp_traces = Counter(
+            "ragpulse_otlp_traces_total",
+            "OTLP traces counted when their root span is stored (once per trace), per "
+            "convention the spans were read with (a trace counts under each of its own).",
+            ["convention"],
+            registry=self.registry,
+        )
+        self.otlp_incomplete = Counter(
+            "ragpulse_otlp_traces_incomplete_total",
+            "Of those, traces missing the question, the answer or the contexts (no document "
+            "text), per convention and missing field.",
+            ["convention", "missing"],
+            registry=self.registry,
+        )
         self.errors = Counter(
             "ragpulse_consumer_errors_total",
             "Batches that failed and were retried (database_unavailable, ingest_error), "
@@ -162,6 +176,10 @@ class ConsumerStats:
             self.sampled.labels(purpose=purpose).inc(count)
         for name, count in result.field_warnings.items():
             self.field_warnings.labels(field=name).inc(count)
+        for convention, count in result.otlp_traces.items():
+            self.otlp_traces.labels(convention=convention).inc(count)
+        for (convention, missing), count in result.otlp_incomplete.items():
+            self.otlp_incomplete.labels(convention=convention, missing=missing).inc(count)
 
     def error(self, kind: str) -> None:
         self.errors.labels(kind=kind).inc()
