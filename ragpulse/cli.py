@@ -30,6 +30,7 @@ COMMANDS = (
     "traces",
     "explain",
     "compare",
+    "inspect",
 )
 
 
