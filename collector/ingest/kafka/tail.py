@@ -25,8 +25,8 @@ def last_messages(
     """Up to `count` newest messages of each partition of `topic`, by (partition, offset).
 
     `KafkaUnavailableError` when the cluster cannot be reached within `timeout_s`,
-    `UserError` when the topic does not exist. Messages not fetched within `timeout_s` of
-    the partitions' end offsets being known are left out (the result is then shorter)."""
+    `UserError` when the topic does not exist. Messages not fetched within `timeout_s`
+    are left out (the result is then shorter)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaError
 
@@ -67,23 +67,33 @@ def last_messages(
             ) from exc
         for tp in assigned:
             consumer.seek(tp, max(starts[tp], ends[tp] - count))
-        return _read_until(consumer, ends, timeout_s)
+        return _read(consumer, ends, count, timeout_s)
     finally:
         consumer.close(autocommit=False)
 
 
-def _read_until(consumer: Any, ends: dict[Any, int], timeout_s: float) -> list[RawMessage]:
-    """Poll until every partition's position reached its end offset (or the time is up);
-    messages written since the end offsets were read are left out."""
+def _read(consumer: Any, estimated: dict[Any, int], count: int, timeout_s: float) -> list[Any]:
+    """Poll until each partition's position reached its end, then keep its last `count`.
+
+    The end is the high watermark of the partition's first fetch response: `end_offsets`
+    is only an estimate, low on the embedded broker (it answers with the last batch's
+    base offset + 1, as the consumer's lag notes), so the seek above may start early and
+    the surplus is dropped here. Messages written after that fetch are left out."""
     deadline = time.monotonic() + timeout_s
-    out: list[RawMessage] = []
-    pending = {tp for tp, end in ends.items() if consumer.position(tp) < end}
+    ends: dict[Any, int] = {}
+    fetched: dict[Any, list[Any]] = {}
+    pending = {tp for tp, end in estimated.items() if consumer.position(tp) < end}
     while pending and time.monotonic() < deadline:
-        records = consumer.poll(timeout_ms=200)
-        out.extend(
-            to_raw_messages(
-                {tp: [r for r in batch if r.offset < ends[tp]] for tp, batch in records.items()}
-            )
-        )
-        pending = {tp for tp in pending if consumer.position(tp) < ends[tp]}
-    return sorted(out, key=lambda m: (m.partition, m.offset))
+        for tp, batch in consumer.poll(timeout_ms=200).items():
+            fetched.setdefault(tp, []).extend(batch)
+        for tp in list(pending):
+            high = consumer.highwater(tp)
+            if tp not in ends and high is not None:
+                ends[tp] = max(int(high), estimated[tp])
+            if tp in ends and consumer.position(tp) >= ends[tp]:
+                pending.discard(tp)
+    kept = {}
+    for tp, batch in fetched.items():
+        end = ends.get(tp, estimated[tp])
+        kept[tp] = [r for r in batch if end - count <= r.offset < end]
+    return sorted(to_raw_messages(kept), key=lambda m: (m.partition, m.offset))
