@@ -38,7 +38,8 @@ class ConsumerHealth:
 
 class ConsumerStats:
     """Counters: consumed per topic, stored, duplicates, invalid per reason, sampled per purpose,
-    consumer errors per kind, and the lag gauge per topic and partition."""
+    OTLP traces per convention and those missing fields, consumer errors per kind, and the
+    lag gauge per topic and partition."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
