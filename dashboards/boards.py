@@ -4,8 +4,8 @@
   scheduled job (`metrics_view.scheduled` order, drawn by the section
   that claims the job: retrieval, generation, judge, UX; a job none claims still gets
   its row), then the versions and the alerting sections; tenant and version variables.
-- operations: ingest, the judge's calls and its agreement with humans, the scheduled
-  jobs, the group labels' values.
+- operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
+  with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
 """
 
@@ -106,6 +106,7 @@ def overview() -> builders.Dashboard:
 def operations_board() -> builders.Dashboard:
     sections = [
         operations.ingest(),
+        operations.otlp(),
         judge.calls(),
         judge.against_humans(),
         operations.jobs(),

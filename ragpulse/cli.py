@@ -34,6 +34,7 @@ COMMANDS = (
     "traces",
     "explain",
     "compare",
+    "inspect",
 )
 
 

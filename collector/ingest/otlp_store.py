@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from collector.ingest.decode.completeness import Completeness, completeness, has_root
 from collector.ingest.decode.otlp import OtlpFragment
 from collector.ingest.decode.otlp_mapping import record_from_spans
 from collector.ingest.decode.requests import settled
@@ -56,6 +57,8 @@ class MergeResult:
     `count_messages` uses it to tell which messages brought something new.
     `not_request`: per reason, the traces these fragments settled as no user request (their
     root stored, no request stage: `requests.settled`), each counted once, when it settles.
+    `arrived`: the traces whose root span this merge brought (each trace once, whatever
+    the order of its fragments: the moment it is counted on /metrics, see `completeness`).
     """
 
     states: list[TraceState] = field(default_factory=list)
@@ -64,6 +67,7 @@ class MergeResult:
     duplicates: int = 0
     known: dict[str, frozenset[str] | None] = field(default_factory=dict)
     not_request: Counter[str] = field(default_factory=Counter)
+    arrived: list[Completeness] = field(default_factory=list)
 
 
 def merge_span_sets(
@@ -143,6 +147,7 @@ def _merge(
     updates: list[dict[str, Any]] = []
     states: dict[str, TraceState] = {}
     settling: dict[str, str] = {}
+    arrivals: dict[str, Completeness] = {}
     for trace_id, spans in sorted(incoming.items()):
         row = existing.get(trace_id)
         if row is not None and row.source != "otlp":
@@ -159,6 +164,12 @@ def _merge(
         reason = settled(merged)
         if reason is not None and settled(before) is None:
             settling[trace_id] = reason
+        if (
+            record.not_request is None  # counted apart (not_request), never "incomplete"
+            and not has_root(before.values())
+            and has_root(merged.values())
+        ):
+            arrivals[trace_id] = completeness(record, merged.values())
         values = trace_row(record, now, spans=dict(sorted(merged.items())))
         has_truth = row is not None and (row.relevant_ids is not None or row.relevance is not None)
         states[trace_id] = TraceState(
@@ -200,6 +211,8 @@ def _merge(
         result.changed += 1
         if trace_id in settling:
             result.not_request[settling[trace_id]] += 1
+        if trace_id in arrivals:
+            result.arrived.append(arrivals[trace_id])
         if trace_id in inserted:
             result.new_ids.append(trace_id)
     if lost:

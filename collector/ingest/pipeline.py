@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from collector.ingest.decode.completeness import tally
 from collector.ingest.decode.errors import DecodeError
 from collector.ingest.decode.otlp import OtlpFragment, decode_otlp_message
 from collector.ingest.decode.otlp_logs import decode_otlp_logs
@@ -97,6 +98,10 @@ class BatchResult:
     not_request: dict[str, int] = field(default_factory=dict)
     """Per reason: OTLP traces that settled as no user request in this batch (index
     building, batch embedding, health checks: `collector.ingest.decode.requests`)."""
+    otlp_traces: dict[str, int] = field(default_factory=dict)
+    """OTLP traces whose root span arrived, per convention (`decode.completeness`)."""
+    otlp_incomplete: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Of those, per (convention, missing field: question, answer, contexts)."""
 
     def add(self, other: BatchResult) -> None:
         self.consumed += other.consumed
@@ -113,9 +118,12 @@ class BatchResult:
             (self.consumed_by_topic, other.consumed_by_topic),
             (self.field_warnings, other.field_warnings),
             (self.not_request, other.not_request),
+            (self.otlp_traces, other.otlp_traces),
         ):
             for key, count in theirs.items():
                 mine[key] = mine.get(key, 0) + count
+        for pair, count in other.otlp_incomplete.items():
+            self.otlp_incomplete[pair] = self.otlp_incomplete.get(pair, 0) + count
 
 
 @dataclass
@@ -208,6 +216,7 @@ class Ingestor:
         if merged is not None:
             result.not_request = dict(merged.not_request)
             new_ids.extend(merged.new_ids)
+            result.otlp_traces, result.otlp_incomplete = tally(merged.arrived)
             for state in merged.states:
                 decisions[state.trace_id] = self._purposes(state)
 

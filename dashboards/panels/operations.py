@@ -2,7 +2,8 @@
 """The operations dashboard's own sections: is the service keeping up?
 
 Ingest (consumed, stored, invalid, lag, sampled, a stuck consumer, texts the embedding
-model cannot read), the scheduled jobs (runs, duration, time since the last success) and
+model cannot read), the OTLP traces per instrumentation convention and the share arriving
+without question, answer or contexts (`RagpulseOtlpContentMissing`), the scheduled jobs (runs, duration, time since the last success) and
 the group labels' values (seen, kept, exported, folded into `other`). The judge's calls
 are the judge section's (`judge.calls`).
 """
@@ -73,6 +74,40 @@ def ingest() -> Section:
         ),
     ]
     return Section("Ingest", [[Cell(p) for p in first], [Cell(p) for p in second]])
+
+
+def otlp() -> Section:
+    line = [
+        lines(
+            "OTLP traces by convention",
+            "OTLP traces per second by the instrumentation convention their spans were read "
+            "with (counted once, when the root span is stored; a trace of two libraries "
+            "counts under both). none: spans of no known convention (other services on the "
+            "topic, or an instrumentation ragpulse does not read; `ragpulse inspect`).",
+            [
+                (
+                    f"sum by (convention) (rate(ragpulse_otlp_traces_total[{RATE}]))",
+                    "{{convention}}",
+                )
+            ],
+            "ops",
+        ),
+        lines(
+            "OTLP traces without question, answer or contexts",
+            "Share of each convention's traces missing a field the quality metrics need "
+            "(contexts: no document with its text). Near 100% for answers or contexts: "
+            "content capture is off in the app (RagpulseOtlpContentMissing names the "
+            "setting).",
+            [
+                (
+                    f"sum by (convention, missing) (rate(ragpulse_otlp_traces_incomplete_total[{RATE}])) / on (convention) group_left () sum by (convention) (rate(ragpulse_otlp_traces_total[{RATE}]))",
+                    "{{convention}} without {{missing}}",
+                )
+            ],
+            "percentunit",
+        ),
+    ]
+    return Section("OTLP traces", [[Cell(p, w=12) for p in line]])
 
 
 def jobs() -> Section:

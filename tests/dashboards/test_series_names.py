@@ -172,6 +172,8 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
         batch.field_warnings = {"turn": 1}
         batch.sampled_by_purpose = {"judge": 1, "real_users_benchmark": 2}
         batch.consumed_by_topic = {"rag.traces": 10}
+        batch.otlp_traces = {"openinference": 3, "genai": 1}
+        batch.otlp_incomplete = {("genai", "answer"): 1, ("openinference", "contexts"): 1}
         stats.record(batch)
         stats.set_lag("rag.traces", 0, 5)
         stats.failed({("rag.traces", 0): 42}, "OperationalError")  # a consumer stuck

@@ -162,6 +162,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             batch.invalid_by_reason = {"invalid_json": 1}
             batch.sampled_by_purpose = {"judge": 1, "real_users_benchmark": 2}
             batch.consumed_by_topic = {"rag.traces": 10}
+            batch.otlp_traces = {"openinference": 3, "genai": 1}
+            batch.otlp_incomplete = {("genai", "answer"): 1, ("openinference", "contexts"): 1}
             stats.record(batch)
             stats.set_lag("rag.traces", 0, 5 + tick)
             _more_traffic(engine, tick)

@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from collector.ingest.decode.conventions.base import RecordingAttrs
 from collector.ingest.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, TOO_DEEP, DecodeError
 from collector.ingest.decode.evaluations import span_evaluations
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
@@ -62,9 +63,20 @@ def decode_otlp_message(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[OtlpFragment]:
     """Decode one OTLP message into per-trace fragments, or raise `DecodeError`."""
+    return fragments_from_request(
+        parse_otlp_request(value, encoding, max_bytes, max_depth), max_depth
+    )
+
+
+def parse_otlp_request(
+    value: bytes | None,
+    encoding: str = "otlp_proto",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> ExportTraceServiceRequest:
+    """One OTLP message as a parsed request (protobuf or JSON, sniffed), or `DecodeError`."""
     payload, is_json = otlp_payload(value, encoding, max_bytes)
-    request = _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
-    return fragments_from_request(request, max_depth)
+    return _parse_json(payload, max_bytes, max_depth) if is_json else _parse_proto(payload)
 
 
 def otlp_payload(value: bytes | None, encoding: str, max_bytes: int) -> tuple[bytes, bool]:
@@ -134,9 +146,12 @@ def _ids_to_base64(span: Any, path: str) -> None:
 
 
 def fragments_from_request(
-    request: ExportTraceServiceRequest, max_depth: int = DEFAULT_MAX_DEPTH
+    request: ExportTraceServiceRequest,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    used: dict[tuple[str, str], set[str]] | None = None,
 ) -> list[OtlpFragment]:
-    """Group the request's spans by trace id and summarize each span."""
+    """Group the request's spans by trace id and summarize each span. With `used`, each
+    (trace id, span id) gets the attribute keys the mapping read (the inspect command)."""
     by_trace: dict[str, dict[str, dict[str, Any]]] = {}
     warned: dict[str, list[str]] = {}
     total = 0
@@ -151,6 +166,7 @@ def fragments_from_request(
                 parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
                 issues = FieldIssues()
                 span_attrs = attributes(span.attributes)
+                read = None if used is None else used.setdefault((trace_id, span_id), set())
                 events = [(e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events]
                 summary = summarize_span(
                     span_attrs,
@@ -163,8 +179,10 @@ def fragments_from_request(
                     events=[(name, attrs) for name, _, attrs in events],
                     issues=issues,
                     max_depth=max_depth,
+                    used=read,
                 )
-                evals = span_evaluations(span_attrs, events, summary["end"])
+                seen = span_attrs if read is None else RecordingAttrs(span_attrs, read)
+                evals = span_evaluations(seen, events, summary["end"])
                 if evals:
                     summary["evals"] = evals  # gen_ai.evaluation.result events/attributes
                 warned.setdefault(trace_id, []).extend(issues.fields)

@@ -38,7 +38,8 @@ class ConsumerHealth:
 
 class ConsumerStats:
     """Counters: consumed per topic, stored, duplicates, invalid per reason, sampled per purpose,
-    consumer errors per kind, and the lag gauge per topic and partition."""
+    OTLP traces per convention and those missing fields, consumer errors per kind, and the
+    lag gauge per topic and partition."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -85,6 +86,20 @@ class ConsumerStats:
             "checks), per reason (embedding, no_model_call, unknown_spans): never sampled "
             "nor evaluated. Counted once, when the trace's root span is stored.",
             ["reason"],
+            registry=self.registry,
+        )
+        self.otlp_traces = Counter(
+            "ragpulse_otlp_traces_total",
+            "OTLP traces counted when their root span is stored (once per trace), per "
+            "convention the spans were read with (a trace counts under each of its own).",
+            ["convention"],
+            registry=self.registry,
+        )
+        self.otlp_incomplete = Counter(
+            "ragpulse_otlp_traces_incomplete_total",
+            "Of those, traces missing the question, the answer or the contexts (no document "
+            "text), per convention and missing field.",
+            ["convention", "missing"],
             registry=self.registry,
         )
         self.errors = Counter(
@@ -172,6 +187,10 @@ class ConsumerStats:
             self.field_warnings.labels(field=name).inc(count)
         for reason, count in result.not_request.items():
             self.not_request.labels(reason=reason).inc(count)
+        for convention, count in result.otlp_traces.items():
+            self.otlp_traces.labels(convention=convention).inc(count)
+        for (convention, missing), count in result.otlp_incomplete.items():
+            self.otlp_incomplete.labels(convention=convention, missing=missing).inc(count)
 
     def error(self, kind: str) -> None:
         self.errors.labels(kind=kind).inc()
