@@ -163,7 +163,10 @@ def test_every_trace_is_stored_complete(
         )
         root = one(spans, lambda s: s.parent is None)
         assert trace.latency_ms == pytest.approx(ms(root))
-        assert trace.meta is None  # nothing left over as invalid
+        # nothing left over as invalid; the prompt's system message is kept (genai's reading)
+        assert set(trace.meta or {}) <= {"system_instructions"}
+        if trace.meta:
+            assert trace.meta["system_instructions"].startswith("Answer from this context only")
 
 
 def test_every_text_the_library_emitted_is_stored(run: Run, db_url: str) -> None:

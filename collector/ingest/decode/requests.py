@@ -7,7 +7,8 @@ Decided from the span summaries alone (`otlp_mapping.summarize_span`), whatever 
 convention. A trace is a request when any of its spans is
 
 - an LLM call, a retrieval, a reranking or an agent run (stage kinds LLM, RETRIEVER,
-  RERANKER, AGENT): someone asked a model or looked documents up, or
+  RERANKER, AGENT): someone asked a model or looked documents up, or the details of a
+  model call sent as a log record (`otlp_details`, GenAI's inference operation details), or
 - a span with a question and no stage kind: the app's own attributes say it is one, or
 - a root CHAIN span (or one without a stage kind) with a text question and an answer: an
   app that instruments its handler alone (OpenInference's `@tracer.chain`). A question
@@ -60,6 +61,8 @@ def not_request(spans: Iterable[Mapping[str, Any]]) -> str | None:
     for span in spans:
         kind = span.get("kind", "")
         if kind in REQUEST_KINDS or (not kind and "input" in span) or _answered_root(span):
+            return None
+        if span.get("of"):  # an inference's details (`otlp_details`): a model was called
             return None
         embedding = embedding or kind == EMBEDDING
         known = known or bool(kind) or bool(span.get("conv"))
