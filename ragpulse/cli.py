@@ -22,6 +22,7 @@ COMMANDS = (
     "jobs",
     "evaluate",
     "produce",
+    "receive",
     "broker",
     "demo",
     "migrate",

@@ -27,12 +27,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--role",
-        choices=["all", "consumer", "scheduler", "jobs", "exporter"],
+        choices=["all", "consumer", "scheduler", "jobs", "exporter", "receiver"],
         default="all",
         help="which parts to run: all (default), consumer (Kafka -> SQL, serves its "
         "counters on /metrics), scheduler (evaluation jobs + /metrics), jobs (one of "
         "several evaluation workers sharing the jobs on PostgreSQL; /metrics serves its "
-        "own counters) or exporter (/metrics from the stored results only)",
+        "own counters), exporter (/metrics from the stored results only) or receiver (the "
+        "OTLP/HTTP receiver, no database: the same as `ragpulse receive`)",
     )
     parser.set_defaults(func=run)
 
@@ -41,10 +42,15 @@ def run(args: argparse.Namespace) -> int:
     from collector.ingest.kafka import quiet_client_logs
 
     quiet_client_logs()
+    settings = load_settings(args.config)
+    role = getattr(args, "role", "all")
+    if role == "receiver":
+        from ragpulse.commands.receive import receive
+
+        return receive(settings)
     from collector.ingest.kafka.client import KafkaUnavailableError
     from ragpulse.service import Service, StartupError, prepare_database
 
-    settings = load_settings(args.config)
     try:
         prepare_database(settings.database.url.get_secret_value(), migrate=args.migrate)
     except StartupError as exc:
@@ -53,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     service = Service(settings)
     from ragpulse.monitoring import Monitoring
 
-    role = getattr(args, "role", "all")
     service.consume = role in ("all", "consumer")
     service.add(
         Monitoring(settings, service.engine, service.registry, role=role, consumer=service.consumer)
