@@ -176,7 +176,9 @@ def test_bodies_past_the_limit_are_413_and_a_gzip_bomb_stays_small(
         (b"\x7a\x03abc", PROTOBUF, {}, "no field of it"),  # an unknown field only
         (b"{not json", JSON, {}, "not JSON"),
         (b"[1, 2]", JSON, {}, "the top level is not an object"),
-        (b'{"resourceSpans": "x"}', JSON, {}, "not an OTLP/JSON ExportTraceServiceRequest"),
+        (b'{"resourceSpans": "x"}', JSON, {}, "resourceSpans: expected an array"),
+        (b'{"resourceSpans": [{"scopeSpans": [7]}]}', JSON, {}, "scopeSpans[0]: expected an"),
+        (b'{"resource_spans": []}', JSON, {}, "lowerCamelCase"),
         (
             b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz!"}]}]}]}',
             JSON,
