@@ -69,6 +69,7 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.judge
 	$(BIN)/python -m benchmarks.ingest
 	$(BIN)/python -m benchmarks.decode_floor
+	$(BIN)/python -m benchmarks.otlp_decode
 	$(BIN)/python -m benchmarks.monitor
 	OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.embeddings_choice
 	$(BIN)/python -m benchmarks.cardinality

@@ -26,6 +26,7 @@ COMMANDS = (
     "jobs",
     "evaluate",
     "produce",
+    "receive",
     "broker",
     "demo",
     "migrate",

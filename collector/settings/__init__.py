@@ -9,8 +9,9 @@ Nothing here connects to anything; building a `Settings` only validates.
 One module per area, each holding its groups with their defaults and checks: `database`,
 `ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
 `scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
-canary, slices), `exporter` (exporter, otel, evaluation_events); `root` joins them into
-`Settings`, `loading` builds one (`load_settings`). Import everything from here.
+canary, slices), `exporter` (exporter, otel, evaluation_events), `receiver` (the OTLP/HTTP
+receiver); `root` joins them into `Settings`, `loading` builds one (`load_settings`).
+Import everything from here.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from collector.settings.alerting import (
 from collector.settings.database import DatabaseSettings
 from collector.settings.durations import parse_duration
 from collector.settings.embeddings import EmbeddingSettings, UXSettings
-from collector.settings.exporter import EvaluationEventsSettings, ExporterSettings, OtelSettings
+from collector.settings.exporter import (
+    EvaluationEventsSettings,
+    ExporterSettings,
+    HttpEndpointSettings,
+    OtelSettings,
+)
 from collector.settings.fields import CSV
 from collector.settings.ingest import (
     DecodeSettings,
@@ -35,6 +41,7 @@ from collector.settings.ingest import (
 from collector.settings.judge import JudgeSettings
 from collector.settings.labels import LabelLimitSettings, LabelSettings, VersionSettings
 from collector.settings.loading import ConfigError, load_settings
+from collector.settings.receiver import ReceiverSettings
 from collector.settings.root import ENV_PREFIX, Settings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
 
@@ -52,11 +59,13 @@ __all__ = [
     "ExporterSettings",
     "ExternalScoresSettings",
     "GroundTruthSettings",
+    "HttpEndpointSettings",
     "JudgeSettings",
     "KafkaSettings",
     "LabelLimitSettings",
     "LabelSettings",
     "OtelSettings",
+    "ReceiverSettings",
     "SamplingSettings",
     "SchedulerSettings",
     "Settings",

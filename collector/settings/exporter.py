@@ -5,20 +5,24 @@ OpenTelemetry traces (`otel`) and the `gen_ai.evaluation.result` events
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from collector.settings.fields import CSV, Group, split_csv
 
 
-class ExporterSettings(Group):
+class HttpEndpointSettings(Group):
+    """An HTTP endpoint of ragpulse: address, TLS, basic auth, connection bounds (the
+    `/metrics` endpoint here, the OTLP receiver in `receiver.py`)."""
+
     host: str = "127.0.0.1"
     port: int = Field(9464, ge=0, le=65535)
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
     basic_auth_username: str | None = None
     basic_auth_password: SecretStr | None = None
-    """Basic auth guards /metrics (and any other path) but not /healthz and /readyz."""
+    """Basic auth guards every path but /healthz and /readyz."""
     max_connections: int = Field(64, ge=1)
     """Connections served at once (one thread each); a newer one cuts the oldest, and is
     refused (503) only when no slot frees within half a second."""
@@ -27,12 +31,16 @@ class ExporterSettings(Group):
     idle and slow clients are cut off after it."""
 
     @model_validator(mode="after")
-    def _pairs(self) -> ExporterSettings:
+    def _pairs(self) -> Self:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file must be set together")
         if (self.basic_auth_username is None) != (self.basic_auth_password is None):
             raise ValueError("basic_auth_username and basic_auth_password must be set together")
         return self
+
+
+class ExporterSettings(HttpEndpointSettings):
+    """The `/metrics` endpoint (with `/healthz` and `/readyz`)."""
 
 
 class OtelSettings(Group):

@@ -25,6 +25,7 @@ from collector.settings.ingest import (
 )
 from collector.settings.judge import JudgeSettings
 from collector.settings.labels import LabelSettings, VersionSettings
+from collector.settings.receiver import ReceiverSettings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
 
 ENV_PREFIX = "RAGPULSE_"
@@ -47,6 +48,7 @@ class Settings(BaseSettings):
     embeddings: EmbeddingSettings = EmbeddingSettings()
     ux: UXSettings = UXSettings()
     exporter: ExporterSettings = ExporterSettings()
+    receiver: ReceiverSettings = ReceiverSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
     labels: LabelSettings = LabelSettings()
     versions: VersionSettings = VersionSettings()
@@ -91,6 +93,16 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"labels.per_label names {', '.join(stray)}, not among scheduler.group_labels "
                 f"({', '.join(self.scheduler.group_labels) or 'none'})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _receiver_bodies_fit_a_message(self) -> Settings:
+        limit = self.receiver.max_body_bytes
+        if limit is not None and limit > self.kafka.max_message_bytes:
+            raise ValueError(
+                f"receiver.max_body_bytes ({limit}) must not exceed kafka.max_message_bytes "
+                f"({self.kafka.max_message_bytes}): the consumer refuses larger messages"
             )
         return self
 

@@ -8,9 +8,6 @@ Kubernetes calls without credentials.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -20,6 +17,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, make_wsgi_app
 from prometheus_client.openmetrics.exposition import CONTENT_TYPE_LATEST as OPENMETRICS_TYPE
 
+from exporters.http.auth import UNAUTHORIZED_HEADERS, expected_credentials, refused
 from exporters.http.exposition import scrape, wants_openmetrics
 
 logger = logging.getLogger(__name__)
@@ -38,24 +36,6 @@ def always_ready() -> Readiness:
     return Readiness(True, {})
 
 
-OPEN_PATHS = frozenset({"/healthz", "/readyz"})
-"""Paths served without credentials even when basic auth is configured: the liveness and
-readiness probes (Kubernetes sends no credentials; they reveal no series or secrets)."""
-
-
-def _credentials_match(header: str, expected: bytes) -> bool:
-    """An `Authorization` header against `user:password` (UTF-8). The scheme is matched
-    case-insensitively (RFC 7617: `basic`, `BASIC`), the credentials in constant time."""
-    scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "basic":
-        return False
-    try:
-        given = base64.b64decode(token.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return hmac.compare_digest(given, expected)
-
-
 def build_app(
     registry: CollectorRegistry,
     readiness: Callable[[], Readiness] = always_ready,
@@ -67,24 +47,12 @@ def build_app(
     exemplars included), else in the text format 0.0.4.
     `basic_auth` (user, password) guards every path except `OPEN_PATHS`."""
     metrics_app = make_wsgi_app(registry)
-    expected = None
-    if basic_auth is not None:
-        expected = f"{basic_auth[0]}:{basic_auth[1]}".encode()
+    expected = expected_credentials(basic_auth)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
-        if (
-            expected is not None
-            and path not in OPEN_PATHS
-            and not _credentials_match(environ.get("HTTP_AUTHORIZATION", ""), expected)
-        ):
-            start_response(
-                "401 Unauthorized",
-                [
-                    ("WWW-Authenticate", 'Basic realm="ragpulse", charset="UTF-8"'),
-                    ("Content-Type", "text/plain"),
-                ],
-            )
+        if refused(path, environ.get("HTTP_AUTHORIZATION", ""), expected):
+            start_response("401 Unauthorized", UNAUTHORIZED_HEADERS)
             return [b"unauthorized\n"]
         if path == "/metrics":
             if quality is not None:

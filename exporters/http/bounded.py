@@ -156,6 +156,13 @@ class BoundedWSGIServer(WSGIServer):
                 self._cut(oldest.sock)
                 oldest.cut = "evicted"
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no connection is being served (at most `timeout_s`); whether none is."""
+        deadline = time.monotonic() + timeout_s
+        while self.connections and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return not self.connections
+
     def cut_all(self) -> None:
         with self._lock:
             for state in self._live.values():

@@ -25,10 +25,10 @@ class _QuietHandler(WSGIRequestHandler):
         logger.debug("http %s", format % args)
 
 
-def _tls_context(cert_file: Path, key_file: Path | None) -> ssl.SSLContext:
+def _tls_context(cert_file: Path, key_file: Path | None, env: str) -> ssl.SSLContext:
     for path in (cert_file, key_file):
         if path is not None and not path.is_file():
-            raise UserError(f"TLS file {path} does not exist (RAGPULSE_EXPORTER__TLS_*_FILE)")
+            raise UserError(f"TLS file {path} does not exist ({env}TLS_*_FILE)")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         context.load_cert_chain(str(cert_file), str(key_file) if key_file else None)
@@ -44,7 +44,8 @@ class MetricsServer:
     """Serves the app on a background thread; `port=0` picks a free port (see `.port`).
 
     At most `max_connections` connections are served at once (a newer one cuts the oldest),
-    each within `request_timeout_s` from accept to response, the TLS handshake included."""
+    each within `request_timeout_s` from accept to response, the TLS handshake included.
+    `what` and `env` (the settings' variable prefix) name the endpoint in errors and logs."""
 
     def __init__(
         self,
@@ -56,10 +57,12 @@ class MetricsServer:
         tls_key_file: Path | None = None,
         max_connections: int = 64,
         request_timeout_s: float = 10.0,
+        what: str = "/metrics",
+        env: str = "RAGPULSE_EXPORTER__",
     ) -> None:
         context = None
         if tls_cert_file is not None:
-            context = _tls_context(tls_cert_file, tls_key_file)
+            context = _tls_context(tls_cert_file, tls_key_file, env)
         try:
             self._server = BoundedWSGIServer(
                 (host, port),
@@ -70,11 +73,12 @@ class MetricsServer:
             )
         except OSError as exc:
             raise UserError(
-                f"cannot serve /metrics on {host}:{port}: {exc.strerror or exc} "
-                "(choose another RAGPULSE_EXPORTER__HOST/PORT)"
+                f"cannot serve {what} on {host}:{port}: {exc.strerror or exc} "
+                f"(choose another {env}HOST/PORT)"
             ) from None
         self._server.set_app(app)
         self.tls = context is not None
+        self.what = what
         self.host = host
         self.port = int(self._server.server_address[1])
         self._thread: threading.Thread | None = None
@@ -108,12 +112,15 @@ class MetricsServer:
             target=self._server.serve_forever, name="ragpulse-http", daemon=True
         )
         self._thread.start()
-        logger.info("serving /metrics on %s", self.url)
+        logger.info("serving %s on %s", self.what, self.url)
         return self
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 0.0) -> None:
+        """Stop accepting; let the requests in flight finish within `grace_s`; cut the rest."""
         self._server.shutdown()
         self._server.server_close()
+        if grace_s > 0 and not self._server.wait_idle(grace_s):
+            logger.warning("%s: cutting %d connections still open", self.what, self.connections)
         self._server.cut_all()
         if self._thread is not None:
             self._thread.join(timeout=5)

@@ -25,7 +25,9 @@ def register(subparsers: Any) -> None:
         description="Start the embedded Kafka-compatible broker, a SQLite database under "
         "--dir (migrated), a producer replaying the bundled sample traffic (Russian and "
         "English RAG traces of three tenants, feedback, OTLP spans and a few malformed "
-        "messages, with fresh ids and timestamps every round), and the service consuming "
+        "messages, with fresh ids and timestamps every round), the OTLP/HTTP receiver "
+        "(`ragpulse receive`) with apps instrumented with the OpenTelemetry SDK sending about "
+        "a fifth of the traces through it, and the service consuming "
         "it, running the evaluation jobs and serving /metrics. Ctrl-C stops everything "
         "cleanly. The broker keeps nothing after it stops; "
         "the database stays in --dir. When the `prometheus` binary is installed, a "
@@ -102,8 +104,10 @@ def handoff_settings(settings: Settings) -> dict[str, Any]:
             "feedback_topic": kafka.feedback_topic,
             "otlp_topic": kafka.otlp_topic,
             "otlp_encoding": kafka.otlp_encoding,
+            "otlp_logs_topic": kafka.otlp_logs_topic,
         },
         "exporter": {"host": settings.exporter.host, "port": settings.exporter.port},
+        "receiver": {"host": settings.receiver.host, "port": settings.receiver.port},
     }
     if settings.judge.models:
         out["judge"] = {"models": list(settings.judge.models)}
@@ -134,15 +138,49 @@ def judge_line(settings: Settings) -> str:
     )
 
 
-def _exporter_port(settings: Settings) -> Settings:
-    """Keep the configured /metrics port when it is free, else take any free one."""
+def _free_ports(settings: Settings) -> Settings:
+    """Keep the configured /metrics and receiver ports when they are free, else take any
+    free ones."""
     from collector.ingest.kafka.broker import free_port, port_is_free
 
-    host, port = settings.exporter.host, settings.exporter.port
-    if port and port_is_free(host, port):
-        return settings
-    exporter = settings.exporter.model_copy(update={"port": free_port(host)})
-    return settings.model_copy(update={"exporter": exporter})
+    update: dict[str, Any] = {}
+    for name in ("exporter", "receiver"):
+        endpoint = getattr(settings, name)
+        if not (endpoint.port and port_is_free(endpoint.host, endpoint.port)):
+            update[name] = endpoint.model_copy(update={"port": free_port(endpoint.host)})
+    return settings.model_copy(update=update) if update else settings
+
+
+OTLP_APP_SHARE = 1 / 6
+"""The SDK apps' requests per second, as a share of --rate (messages per second, of which
+~70% are traces): about a fifth of all traces come through the receiver."""
+
+
+def _receiver_url(settings: Settings) -> str:
+    receiver = settings.receiver
+    scheme = "https" if receiver.tls_cert_file is not None else "http"
+    return f"{scheme}://{receiver.host}:{receiver.port}"
+
+
+def _otel_apps(settings: Settings, rate: float, run_tag: str) -> Any:
+    """The SDK apps exporting to the demo's receiver (its auth and certificate too)."""
+    import base64
+
+    from ragpulse.demo.otel_app import OtelRagApps
+
+    receiver = settings.receiver
+    headers = {}
+    if receiver.basic_auth_username is not None and receiver.basic_auth_password is not None:
+        secret = f"{receiver.basic_auth_username}:{receiver.basic_auth_password.get_secret_value()}"
+        headers["Authorization"] = "Basic " + base64.b64encode(secret.encode()).decode()
+    cert = receiver.tls_cert_file
+    return OtelRagApps(
+        _receiver_url(settings) + "/v1/traces",
+        rate=rate * OTLP_APP_SHARE,
+        run_tag=run_tag,
+        headers=headers,
+        certificate_file=str(cert) if cert is not None else None,
+    )
 
 
 def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: str) -> None:
@@ -238,8 +276,9 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         stack.callback(broker.stop)
         from ragpulse.monitoring import Monitoring
+        from ragpulse.receiver import Receiver
 
-        settings = _exporter_port(demo_settings(base, database_url, broker.bootstrap_servers))
+        settings = _free_ports(demo_settings(base, database_url, broker.bootstrap_servers))
         if args.judge == "local":
             judge = _start_local_judge(directory)
             if judge is None:
@@ -247,11 +286,15 @@ def run(args: argparse.Namespace) -> int:
             stack.callback(judge.stop)
             settings = with_local_judge(settings, judge.base)
         service = Service(settings)
+        run_tag = new_run_tag()
+        # started in this order, stopped in reverse: the apps flush into the receiver
+        # before it stops
+        service.add(Receiver(settings, service.registry))
         service.add(
             Monitoring(settings, service.engine, service.registry, consumer=service.consumer)
         )
+        service.add(_otel_apps(settings, args.rate, run_tag))
         service.install_signal_handlers()
-        run_tag = new_run_tag()
         producer = threading.Thread(
             target=_traffic,
             args=(settings, args.rate, service.stop_event, run_tag),
@@ -267,6 +310,14 @@ def run(args: argparse.Namespace) -> int:
             f"(ids of this run start with {run_tag})"
         )
         print(f"  metrics    http://{settings.exporter.host}:{settings.exporter.port}/metrics")
+        print(
+            f"  receiver   {_receiver_url(settings)} (OTLP/HTTP: /v1/traces -> otlp_spans, "
+            f"/v1/logs -> {settings.kafka.otlp_logs_topic}; ragpulse receive)"
+        )
+        print(
+            f"  otel apps  {args.rate * OTLP_APP_SHARE:.1f} RAG requests/s recorded with the "
+            "OpenTelemetry SDK, exported through the receiver (about a fifth of the traces)"
+        )
         print(
             f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
             f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"

@@ -28,12 +28,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--role",
-        choices=["all", "consumer", "scheduler", "jobs", "exporter"],
+        choices=["all", "consumer", "scheduler", "jobs", "exporter", "receiver"],
         default="all",
         help="which parts to run: all (default), consumer (Kafka -> SQL, serves its "
         "counters on /metrics), scheduler (evaluation jobs + /metrics), jobs (one of "
         "several evaluation workers sharing the jobs on PostgreSQL; /metrics serves its "
-        "own counters) or exporter (/metrics from the stored results only)",
+        "own counters), exporter (/metrics from the stored results only) or receiver (the "
+        "OTLP/HTTP receiver, no database: the same as `ragpulse receive`)",
     )
     parser.add_argument(
         "--wait-for-kafka",
@@ -50,11 +51,15 @@ def run(args: argparse.Namespace) -> int:
     from collector.ingest.kafka import quiet_client_logs
 
     quiet_client_logs()
+    settings = load_settings(args.config)
+    role = getattr(args, "role", "all")
+    if role == "receiver":
+        from ragpulse.commands.receive import receive
+
+        return receive(settings)
     from collector.ingest.kafka.client import KafkaUnavailableError
     from ragpulse.service import Service, StartupError, prepare_database
 
-    settings = load_settings(args.config)
-    role = getattr(args, "role", "all")
     if role in ("all", "consumer"):
         from collector.ingest.kafka.reachable import wait_for_kafka
         from collector.settings.durations import parse_duration

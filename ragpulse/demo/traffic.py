@@ -46,7 +46,7 @@ def new_run_tag() -> str:
     return f"{int(time.time()) & 0xFFFFFFFF:08x}{secrets.randbits(16):04x}"
 
 
-def _contexts(rng: random.Random, tenant: str, question: Question) -> list[dict[str, Any]]:
+def ranked_contexts(rng: random.Random, tenant: str, question: Question) -> list[dict[str, Any]]:
     """3-5 ranked chunks of the tenant's documents; the answering one usually ranks high."""
     others = [d for d in DOCUMENTS if d.tenant == tenant and d.id != question.doc_id]
     rng.shuffle(others)
@@ -85,7 +85,7 @@ def _trace(
     at: datetime,
 ) -> dict[str, Any]:
     trace_id = f"{run}r{round_no:05d}-{rng.getrandbits(64):016x}"
-    contexts = _contexts(rng, tenant, question)
+    contexts = ranked_contexts(rng, tenant, question)
     found = any(c["id"] == question.doc_id for c in contexts)
     correct = found and rng.random() < 0.85
     answer = question.answer if correct else question.wrong_answer
@@ -240,7 +240,7 @@ def generate_round(
                 rng,
                 tenant=tenant,
                 question=question,
-                contexts=_contexts(rng, tenant, question),
+                contexts=ranked_contexts(rng, tenant, question),
                 model=MODELS[tenant],
                 session_id=f"{prefix}{tenant}-otel-{round_no:05d}-{i:02d}",
                 at=start + timedelta(seconds=rng.uniform(0, 480)),

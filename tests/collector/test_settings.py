@@ -29,6 +29,8 @@ def test_defaults_match_the_spec() -> None:
     assert s.ux.threshold_mode == "balanced" and s.ux.cache_similarity_threshold is None
     assert (s.judge.min_agreement, s.judge.min_agreement_pairs) == (0.4, 30)
     assert (s.scheduler.shards, s.scheduler.shard_lease_s) == (32, 60.0)
+    assert (s.receiver.host, s.receiver.port) == ("127.0.0.1", 4318)  # OTLP/HTTP's port
+    assert (s.receiver.max_body_bytes, s.receiver.ack_timeout_s) == (None, 10.0)
 
 
 def test_environment_with_nesting_and_comma_lists(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,6 +62,11 @@ def test_yaml_file_and_environment_wins(tmp_path: Path, monkeypatch: pytest.Monk
         ({"RAGPULSE_DATABASE__URL": "mysql://x"}, "database.url"),
         ({"RAGPULSE_KAFKA__SESSION_TIMEOUT_MS": "900000"}, "session_timeout_ms"),
         ({"RAGPULSE_EXPORTER__TLS_CERT_FILE": "/x.pem"}, "tls_key_file"),
+        ({"RAGPULSE_RECEIVER__TLS_KEY_FILE": "/x.pem"}, "tls_key_file"),
+        ({"RAGPULSE_RECEIVER__BASIC_AUTH_USERNAME": "app"}, "basic_auth_password"),
+        ({"RAGPULSE_RECEIVER__ACK_TIMEOUT_S": "30"}, "shorter than request_timeout_s"),
+        ({"RAGPULSE_RECEIVER__MAX_BODY_BYTES": "2000000"}, "kafka.max_message_bytes"),
+        ({"RAGPULSE_RECEIVER__RETRY_AFTER_S": "0"}, "receiver.retry_after_s"),
         ({"RAGPULSE_SCHEDULER__WINDOWS": "1h,fortnight"}, "fortnight"),
         ({"RAGPULSE_EMBEDDINGS__PRECISION": "fp16"}, "embeddings.precision"),
         ({"RAGPULSE_JUDGE__TRANSIENT_RETRIES": "-1"}, "judge.transient_retries"),

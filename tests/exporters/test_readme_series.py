@@ -9,6 +9,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from collector.ingest.kafka.stats import ConsumerStats
+from collector.ingest.otlp_http.stats import ReceiverStats
 from evaluators.judge import JudgeClient, JudgeConfig
 from exporters.evaluation_counts import EventCounters, EventCounts
 from exporters.explanations import Explanations
@@ -41,6 +42,7 @@ def _explanations() -> Explanations:
 def _exported() -> set[str]:
     registry = CollectorRegistry()
     ConsumerStats(registry)
+    ReceiverStats(registry)
     OperationsMetrics(registry)
     registry.register(QualityCollector(ResultsCache()))
     registry.register(ScoreHistograms())

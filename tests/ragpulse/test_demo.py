@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -156,10 +157,38 @@ def _check_prometheus(header: str, metrics_url: str) -> str | None:
     return url
 
 
+def _sdk_traces(database: Path) -> int:
+    """Traces the demo's OpenTelemetry SDK apps sent through the receiver, stored."""
+    if not database.exists():
+        return 0
+    with sqlite3.connect(database) as conn:
+        try:
+            row = conn.execute(
+                "SELECT count(*) FROM traces WHERE source = 'otlp' "
+                "AND json_extract(tags, '$.channel') = 'otlp-app'"
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return 0
+    return int(row[0])
+
+
+def _wait_for_sdk_traces(database: Path, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while _sdk_traces(database) == 0:
+        assert time.monotonic() < deadline, "no trace came through the receiver"
+        time.sleep(0.5)
+
+
 @pytest.mark.timeout(90)
 def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
-    env.update({"RAGPULSE_EXPORTER__PORT": "0", "RAGPULSE_SCHEDULER__INITIAL_DELAY_S": "3600"})
+    env.update(
+        {
+            "RAGPULSE_EXPORTER__PORT": "0",
+            "RAGPULSE_RECEIVER__PORT": "0",
+            "RAGPULSE_SCHEDULER__INITIAL_DELAY_S": "3600",
+        }
+    )
     process = subprocess.Popen(
         [
             sys.executable,
@@ -193,8 +222,14 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         metrics_url = next(
             line.split()[1] for line in header.splitlines() if line.strip().startswith("metrics")
         )
+        receiver_url = next(
+            line.split()[1] for line in header.splitlines() if line.strip().startswith("receiver")
+        )
+        _wait_for_sdk_traces(database)
         with urllib.request.urlopen(metrics_url, timeout=10) as response:
             exposition = response.read().decode()
+        with urllib.request.urlopen(receiver_url + "/readyz", timeout=10) as response:
+            assert response.status == 200
         prometheus_url = _check_prometheus(header, metrics_url)
         # a second terminal in the same folder finds the demo's store without settings
         while_running = _ragpulse(["traces", "--metric", "hit_rate@1"], env, tmp_path)
@@ -224,4 +259,9 @@ def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> Non
         reasons = {r for (r,) in conn.execute("SELECT DISTINCT reason FROM dead_letters")}
     assert sources.get("json", 0) >= 100
     assert "ragpulse_traces_stored_total" in exposition
+    # a part of the traffic came as OTLP through the receiver, from the SDK apps
+    accepted = re.search(
+        r'^ragpulse_receiver_spans_total\{outcome="accepted"\} (\S+)$', exposition, re.M
+    )
+    assert accepted is not None and float(accepted.group(1)) > 0
     assert reasons <= {"invalid_json", "missing_field", "wrong_type", "not_utf8", "empty"}
