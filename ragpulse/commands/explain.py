@@ -86,20 +86,21 @@ def run(args: argparse.Namespace) -> int:
             "a change (try a longer --since, or `ragpulse jobs run`)"
         )
         return 1
+    shown = found.slices[: args.top]
+    note = found.mix_note(shown)
     if args.json:
         print(
             json.dumps(
                 {
                     "metric": found.metric,
                     "headline": found.headline(),
+                    "mix_note": note,
                     "window_mean": found.window_mean,
                     "baseline_mean": found.baseline_mean,
                     "delta": found.delta,
                     "n_window": found.n_window,
                     "n_baseline": found.n_baseline,
-                    "slices": [
-                        {"slice": dict(c.slice), **_fields(c)} for c in found.slices[: args.top]
-                    ],
+                    "slices": [{"slice": dict(c.slice), **_fields(c)} for c in shown],
                 },
                 ensure_ascii=False,
             )
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"  {'slice':34s} {'share':>11s} {'mean':>15s} {'contribution [95% CI]':>28s} {'of Δ':>6s}"
     )
-    for c in found.slices[: args.top]:
+    for c in shown:
         mean_b = "-" if c.mean_baseline is None else f"{c.mean_baseline:.3f}"
         mean_w = "-" if c.mean_window is None else f"{c.mean_window:.3f}"
         print(
@@ -121,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
             f"{mean_b:>6s}→{mean_w:<6s} {c.contribution:+8.4f} [{c.low:+.4f}, {c.high:+.4f}] "
             f"{c.fraction:6.0%}"
         )
+    if note is not None:
+        print(f"  {note}")
     return 0
 
 
