@@ -1,4 +1,6 @@
-"""`ragpulse explain` puts a share of the change beyond ±100% (a mix effect) into words."""
+"""`ragpulse explain` on a young store: it says how much history there is instead of
+refusing for a reason it does not name, explains with the shorter baseline it has (and
+says so), and puts a share of the change beyond ±100% (a mix effect) into words."""
 
 from __future__ import annotations
 
@@ -48,6 +50,38 @@ def _spread(span: timedelta, count: int) -> list[tuple[datetime, float, str]]:
 def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code = main(["explain", "--metric", "hit_rate@1", "--until", UNTIL, *argv])
     return code, capsys.readouterr().out
+
+
+def test_a_fresh_store_says_what_is_missing_and_which_flags_fit(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _outcomes(sqlite_url, _spread(timedelta(minutes=20), 200))
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)  # the defaults: a 1h window, a 7d baseline
+    assert code == 1
+    assert out.startswith(
+        "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h. "
+        "With the history there is: ragpulse explain --metric hit_rate@1 --since 5m "
+        f"--baseline 15m --until {UNTIL}"
+    )
+    code, out = _explain(capsys, "--since", "5m", "--baseline", "15m")
+    assert code == 0, out
+    assert "of history before the window" not in out  # the 15m baseline is all there
+
+
+def test_a_shorter_baseline_is_used_and_said(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _outcomes(sqlite_url, _spread(timedelta(hours=3), 600))
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)
+    assert code == 0, out
+    assert "baseline n=400 (the 2h of history before the window, 7d asked: " in out
+    assert "2026-11-25 09:00 – 2026-11-25 11:00 UTC" in out
+    code, out = _explain(capsys, "--json")
+    found = json.loads(out)
+    assert found["baseline_from"] == "2026-11-25T09:00:00+00:00"
+    assert found["baseline_asked"] == "7d"
 
 
 def _mixed() -> list[tuple[datetime, float, str]]:
