@@ -198,8 +198,9 @@ def _from_store(args: argparse.Namespace, wanted: list[str]) -> tuple[Any, Any, 
     if not wanted:
         raise UserError("--metric is required with --a/--b (e.g. --metric hit_rate@1,mrr)")
     settings = load_settings(args.config)
-    jobs = sorted({j for m in wanted for j in metric_target(settings, m).jobs})
-    metrics = [metric_target(settings, m).metric for m in wanted]
+    targets = [metric_target(settings, m, from_traces=True) for m in wanted]
+    jobs = sorted({j for t in targets for j in t.jobs})
+    metrics = [t.metric for t in targets]
     since, until = window(args.since, args.until)
     url = settings.database.url.get_secret_value()
     require_migrated(url)
