@@ -283,6 +283,8 @@ def test_live_compare_and_the_report_agree_on_judge_accuracy(
                 reported[metric, f"version={version}"].value
             ), (metric, version)
     assert rows["judge_accuracy"]["n_a"] == reported["judge_accuracy", "version=v6"].n
+    # the store holds six hours: the 24h window says so
+    assert doc["history"] == "6h of history: the 24h window holds only that"
 
     # judge_f1 is no mean of per-trace scores: said precisely, with what can be compared
     code = main(["compare", "--metric", "judge_f1", "--a", "v6", "--b", "v7", "--until", until])
