@@ -10,12 +10,18 @@ These equal scikit-learn's accuracy/precision/recall/f1_score; a zero denominato
 `Skipped` with the reason instead of sklearn's warning and 0. Intervals: Wilson for the
 three proportions (over their denominators), a seeded bootstrap for F1.
 `judge_latency_ms` is the mean of `judge.latency_ms` (lower is better).
+
+Accuracy, precision and recall are shares of traces, so each has a per-trace form
+(`DECISION_SCORES`): a trace's 1/0 "the decision was right", over the traces the metric
+counts (precision: those the judge showed; recall: those labelled show). Their mean is the
+metric, which lets two versions' traces be compared on it (`ragpulse compare --a/--b`)
+although the jobs compute it over whole windows. F1 is no mean of anything per trace.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,6 +74,27 @@ def recall(c: Confusion) -> float | Skipped:
 
 def f1(c: Confusion) -> float | Skipped:
     return _ratio(2 * c.tp, 2 * c.tp + c.fp + c.fn, "F1 undefined: no true or predicted show")
+
+
+def _accuracy_score(decision: bool, label: bool) -> float | None:
+    return float(decision == label)
+
+
+def _precision_score(decision: bool, label: bool) -> float | None:
+    return float(label) if decision else None
+
+
+def _recall_score(decision: bool, label: bool) -> float | None:
+    return float(decision) if label else None
+
+
+DECISION_SCORES: dict[str, Callable[[bool, bool], float | None]] = {
+    "judge_accuracy": _accuracy_score,
+    "judge_precision": _precision_score,
+    "judge_recall": _recall_score,
+}
+"""metric -> a trace's score from (judge.decision, judge_label), None where the trace is
+outside the metric's denominator; the mean of the scores is the metric."""
 
 
 def _labelled(samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:

@@ -43,6 +43,8 @@ class Sides:
     a: str
     b: str
     """What A and B are: a run file, or a version and its window."""
+    history: str | None = None
+    """The store's history when the window asked is longer ("4 min of history: ...")."""
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -58,6 +60,7 @@ def render_table(found: RowsComparison, sides: Sides) -> str:
     lines = [
         f"A = {sides.a}",
         f"B = {sides.b}",
+        *([sides.history] if sides.history else []),
         f"{found.describe()}; {CORRECTIONS.get(cmp.correction, cmp.correction)} correction "
         f"across {len(cmp.metrics)} metrics, alpha {cmp.alpha:g}, {cmp.resamples} resamples",
         "",
@@ -114,6 +117,8 @@ def document(found: RowsComparison, sides: Sides, failed: Sequence[str]) -> dict
             row["direction"] = direction(c.metric)
             row["verdict"] = verdict(c) or None
     out["a"], out["b"] = sides.a, sides.b
+    if sides.history:
+        out["history"] = sides.history
     out["failed_on"] = list(failed)
     return out
 

@@ -1,27 +1,36 @@
 """`ragpulse plan`: what the current traffic can page on, and what a target would cost.
 
 For every per-trace metric with a direction and every group, the live volume (the traces
-behind the newest 7d value in `metric_results`, a week's worth), the metric's level and spread (a
-share's sqrt(p(1-p)); otherwise from the 7d interval's width, sd = width / 3.92 x sqrt(n))
-give, with the paging detector's false-page budget (`collector.jobs.drift`, the same
-arithmetic `evaluators.drift` uses to set its threshold):
+behind the newest 7d value in `metric_results` over the history they span: a week, or
+less on a young store), the metric's level and spread (a share's sqrt(p(1-p)); otherwise
+from the 7d interval's width, sd = width / 3.92 x sqrt(n)) give, with the paging
+detector's false-page budget (`collector.jobs.drift`, the same arithmetic
+`evaluators.drift` uses to set its threshold):
 
-- the smallest relative drop paged within the target delay at today's volume, and
+- the smallest relative drop paged within the target delay at today's volume (None when
+  no drop under 100% is: a drop over 100% is not a drop a share or a score can make), and
 - the traces an hour needed to page on the asked drop within the asked delay; for LLM-judge
   metrics also the judge sampling rate that gives them, and the judge's cost a day at that
   rate (the average cost of a judged trace over the last 7 days, from `judgments`).
+
+The volume is per hour of the history behind the 7d value (`collector.store.history`): a
+week's count over a week, an hour-old store's count over its hour. With less history than
+the rule asks (the shortest evaluation window, 1h by default) the volume is not
+extrapolated: the volume, the drop it pages on and the judge rate are left out, and the
+row's `note` says how much history there is.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from collector.settings import Settings
+from collector.store.history import History, short_of, shortest_window, shortfall, stored_history
 from collector.store.models import Judgment, MetricResult
 from evaluators.drift import detectable_shift, samples_needed
 from evaluators.errors import UnknownMetricError
@@ -33,13 +42,22 @@ from ragpulse.job_setup import drift_config
 class PlanRow:
     metric: str
     group: str
-    per_hour: float
+    per_hour: float | None
+    """Traces an hour (None: too little history to measure it, see `note`)."""
     detectable: float | None
-    """Relative drop paged within the delay at today's volume (None: cannot say)."""
+    """Relative drop paged within the delay at today's volume, below 1 (None: cannot
+    say, or no drop under 100% is paged: see `note`)."""
     needed_per_hour: float | None
     judged: bool
     judge_rate: float | None = None
     judge_usd_per_day: float | None = None
+    history_s: float | None = None
+    """Seconds of history behind the volume (at most the 7d window's)."""
+    note: str | None = None
+    """Why a number is left out: too little history, or no drop under 100% paged."""
+
+
+NOT_DETECTABLE = "no drop under 100% is paged within the delay at this volume"
 
 
 def _latest_7d(session: Session) -> list[MetricResult]:
@@ -91,6 +109,16 @@ def _needed_per_hour(shift: float, within_s: float, arl_per_weekly_sample: float
     return needed
 
 
+def _history(session: Session, job: str, cache: dict[str, History]) -> History:
+    """The history of the job's outcomes, else of the stored traces (jobs that keep no
+    per-trace outcomes); with neither (results kept longer than what they were computed
+    from), the result's window is all that is known: `History(None, None)`."""
+    if job not in cache:
+        found = stored_history(session, jobs=[job])
+        cache[job] = found if found.first is not None else stored_history(session)
+    return cache[job]
+
+
 def plan(
     session: Session, settings: Settings, detect: float, within_s: float, now: datetime
 ) -> list[PlanRow]:
@@ -102,6 +130,10 @@ def plan(
     rows = _latest_7d(session)
     groups = {r.group_key for r in rows} or {""}
     cost = judge_cost_per_trace(session, now)
+    minimum = shortest_window(settings.scheduler.windows)
+    histories: dict[str, History] = {}
+    # the detector's in-control run per weekly sample (the threshold grows with volume)
+    arl_per_weekly = page.series_metrics * len(groups) / page.false_alarms_per_week
     out = []
     for row in sorted(rows, key=lambda r: (r.metric, r.group_key)):
         try:
@@ -114,18 +146,36 @@ def plan(
         ):
             continue
         judged = bool(getattr(spec, "uses_judge", False))
-        per_week = float(row.n)  # the 7d window's traces
-        arl = page.series_metrics * len(groups) * per_week / page.false_alarms_per_week
+        history = _history(session, row.job, histories)
+        start, end = row.window_start, row.window_end
+        if history.first is None:
+            history = History(start, end)
+        covered = history.inside(start, end)
+        per_hour: float | None = None
+        note = None
+        if short_of(history, start, end, minimum):
+            note = shortfall(history, end, f"the {row.window} volume", end - start, minimum)
+        else:
+            per_hour = float(row.n) / (covered.total_seconds() / 3600.0)
         level = _spread(row, bool(getattr(spec, "proportion", False)))
-        per_hour = per_week / 168.0
-        if level is None or arl <= 1:
-            out.append(PlanRow(row.metric, row.group_key, per_hour, None, None, judged))
+        base = PlanRow(
+            row.metric, row.group_key, per_hour, None, None, judged,
+            history_s=covered.total_seconds(), note=note,
+        )  # fmt: skip
+        if level is None or (per_hour is not None and arl_per_weekly * per_hour * 168.0 <= 1):
+            out.append(base)
             continue
         mu, sd = level
         scale = abs(mu) / sd  # a relative change in standard deviations, per unit
+        needed = _needed_per_hour(detect * scale, within_s, arl_per_weekly)
+        if per_hour is None:
+            out.append(replace(base, needed_per_hour=needed))
+            continue
+        arl = arl_per_weekly * per_hour * 168.0
         shift = detectable_shift(per_hour * within_s / 3600.0, arl)
         detectable = shift / scale if math.isfinite(shift) else None
-        needed = _needed_per_hour(detect * scale, within_s, arl / per_week)
+        if detectable is None or detectable >= 1.0:
+            detectable, note = None, NOT_DETECTABLE
         rate = usd = None
         if judged and per_hour > 0 and settings.sampling.judge > 0:
             rate = settings.sampling.judge * needed / per_hour
@@ -133,6 +183,13 @@ def plan(
                 traffic_per_day = per_hour / settings.sampling.judge * 24
                 usd = min(rate, 1.0) * traffic_per_day * cost
         out.append(
-            PlanRow(row.metric, row.group_key, per_hour, detectable, needed, judged, rate, usd)
+            replace(
+                base,
+                detectable=detectable,
+                needed_per_hour=needed,
+                judge_rate=rate,
+                judge_usd_per_day=usd,
+                note=note,
+            )
         )
     return out

@@ -7,6 +7,11 @@ and `evaluators.attribution.attribute` decomposes the change of the mean over th
 slices of every single dimension and every pair of dimensions. The headline names the
 slice with the largest share of the change, narrowed to a pair ("tenant acme, version
 v7") when that pair alone carries at least `NARROW` of the single slice's contribution.
+
+A share beyond ±100% is a mix effect, not an error: the slices of a dimension add up to
+the whole change, so when one moved the mean by more than the net change, the others
+moved it the other way by the difference. The headline and `mix_note` say so in words
+("127% of the rise is version v1, while the other slices together moved −27% against it").
 """
 
 from __future__ import annotations
@@ -76,9 +81,39 @@ class Explanation:
             f"({self.baseline_mean:.3g} -> {self.window_mean:.3g})"
         )
         if self.top is not None and self.delta != 0:
-            what = "drop" if self.delta < 0 else "rise"
-            text += f"; {self.top.fraction:.0%} of the {what} is {self.top.name}"
+            text += f"; {self.top.fraction:.0%} of the {self.what} is {self.top.name}"
+            if self.top.fraction > 1:
+                text += (
+                    f", while the other slices together moved {1 - self.top.fraction:.0%} "
+                    "against it"
+                )
         return text
+
+    @property
+    def what(self) -> str:
+        return "drop" if self.delta < 0 else "rise"
+
+    def mix_note(self, shown: Sequence[SliceChange]) -> str | None:
+        """Words for the shares beyond ±100% among `shown` (None when there is none)."""
+        beyond = [c for c in shown if abs(c.fraction) > 1]
+        if not beyond or self.delta == 0:
+            return None
+        c = max(beyond, key=lambda c: abs(c.fraction))
+        text = (
+            f"shares beyond ±100% are mix effects: {c.name} alone moved the mean "
+            f"{c.contribution:+.3g}, {c.fraction:.0%} of the net {self.what} of "
+            f"{self.delta:+.3g}, and the other {_dimensions(c)} slices together "
+            f"{self.delta - c.contribution:+.3g} ({1 - c.fraction:.0%}), the other way; "
+            "a dimension's slices add up to 100%"
+        )
+        if abs(c.fraction) > 3:
+            text += ", so a share this large says the slices largely cancelled out"
+        return text
+
+
+def _dimensions(c: SliceChange) -> str:
+    """ "version", "tenant × version": the dimensions whose slices `c` is one of."""
+    return " × ".join(d for d, _ in c.slice)
 
 
 def _fold(tab: CrossTab, max_values: int) -> list[tuple[str, ...]]:

@@ -6,6 +6,13 @@ compare. A trace has a row per job that scored it; its scores are merged over th
 asked for, keeping numbers only (a skipped or failed evaluation is no score). The
 question and the trace's `question_id` tag come along: two versions that answered the
 same question (shadow or replay traffic) are compared pairwise on it.
+
+The production judge's accuracy, precision and recall are computed over whole windows
+(from a confusion matrix), so no job stores them per trace; their per-trace form
+(`evaluators.classification.DECISION_SCORES`) is read from the trace's own
+`judge_decision` and `judge_label`, for the traces the jobs asked for scored (the
+judge_pipeline job scores every labelled trace): the mean over a version's traces is the
+value the report shows for that version and window.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from collector.store.models import JobOutcome, Trace
 from collector.store.worst import json_text, slice_filters
+from evaluators.classification import DECISION_SCORES
 
 VERSION = "version"
 PAIR_TAG = "question_id"
@@ -82,8 +90,16 @@ def version_scores(
     """The numeric scores of `metrics` of every trace of `version` in `[since, until)`,
     in time order (traces without any of them are left out)."""
     wanted = set(metrics)
+    derived = {m: DECISION_SCORES[m] for m in metrics if m in DECISION_SCORES}
     query = (
-        select(JobOutcome.trace_id, JobOutcome.outcomes, Trace.question, Trace.tags)
+        select(
+            JobOutcome.trace_id,
+            JobOutcome.outcomes,
+            Trace.question,
+            Trace.tags,
+            Trace.judge_decision,
+            Trace.judge_label,
+        )
         .join(Trace, Trace.trace_id == JobOutcome.trace_id)
         .where(JobOutcome.job.in_(list(jobs)), JobOutcome.ts >= since, JobOutcome.ts < until)
         # an outcome's ts is its trace's timestamp: the bound lets PostgreSQL read only the
@@ -93,12 +109,17 @@ def version_scores(
         .order_by(JobOutcome.ts, JobOutcome.trace_id)
     )
     merged: dict[str, ScoredTrace] = {}
-    for trace_id, outcomes, question, tags in session.execute(query):
+    for trace_id, outcomes, question, tags, decision, label in session.execute(query):
         scores = {
             name: float(value)
             for name, value in (outcomes or {}).items()
             if name in wanted and isinstance(value, int | float) and not isinstance(value, bool)
         }
+        if derived and decision is not None and label is not None:
+            for name, score in derived.items():
+                value = score(bool(decision), bool(label))
+                if value is not None:
+                    scores[name] = value
         found = merged.get(trace_id)
         if found is None:
             tag = (tags or {}).get(PAIR_TAG)

@@ -184,6 +184,7 @@ def _from_store(args: argparse.Namespace, wanted: list[str]) -> tuple[Any, Any, 
     from sqlalchemy.orm import Session
 
     from collector.errors import UserError
+    from collector.store.history import have_text, stored_history
     from collector.store.session import make_engine
     from collector.store.version_scores import version_scores
     from ragpulse.compare_render import Sides
@@ -198,14 +199,16 @@ def _from_store(args: argparse.Namespace, wanted: list[str]) -> tuple[Any, Any, 
     if not wanted:
         raise UserError("--metric is required with --a/--b (e.g. --metric hit_rate@1,mrr)")
     settings = load_settings(args.config)
-    jobs = sorted({j for m in wanted for j in metric_target(settings, m).jobs})
-    metrics = [metric_target(settings, m).metric for m in wanted]
+    targets = [metric_target(settings, m, from_traces=True) for m in wanted]
+    jobs = sorted({j for t in targets for j in t.jobs})
+    metrics = [t.metric for t in targets]
     since, until = window(args.since, args.until)
     url = settings.database.url.get_secret_value()
     require_migrated(url)
     engine = make_engine(url)
     try:
         with Session(engine) as session:
+            history = stored_history(session, jobs=jobs, until=until)
             rows = [
                 [
                     (t.pair_key, t.scores)
@@ -224,7 +227,13 @@ def _from_store(args: argparse.Namespace, wanted: list[str]) -> tuple[Any, Any, 
             f"{since:%Y-%m-%d %H:%M} and {until:%Y-%m-%d %H:%M} UTC (versions come from "
             "versions.sources; `ragpulse traces --version V` lists a version's traces)"
         )
-    span = f"{since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC"
+    start = since
+    told = None
+    if history.inside(since, until) < until - since and history.first is not None:
+        # a young store: the window holds all of its history, not the span asked
+        start = history.first
+        told = f"{have_text(history, until)}: the {args.since} window holds only that"
+    span = f"{start:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC"
     return (
         rows[0],
         rows[1],
@@ -232,5 +241,6 @@ def _from_store(args: argparse.Namespace, wanted: list[str]) -> tuple[Any, Any, 
         Sides(
             f"version {args.a}, {len(rows[0])} traces, {span}",
             f"version {args.b}, {len(rows[1])} traces, {span}",
+            told,
         ),
     )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from collector.settings import load_settings
+
+if TYPE_CHECKING:
+    from collector.store.history import History
 
 SHOWN = 10
 
@@ -21,7 +24,10 @@ def register(subparsers: Any) -> None:
         "two dimensions (slices.dimensions: tenant, model, version, language) by their "
         "contribution to the change: share x delta (the slice got worse) plus mix (its "
         "share of the traffic moved), which add up to the overall change, with 95% "
-        "intervals and Welch's test of each slice's own change.",
+        "intervals and Welch's test of each slice's own change. On a young store the "
+        "baseline is the history there is before the window, said in the output; with less "
+        "than the shortest evaluation window (1h) of it, or all of itself when shorter, "
+        "nothing is explained and the output names the --since/--baseline that fit.",
         epilog="example:\n  ragpulse explain --metric hit_rate@1 --since 1h\n"
         "  hit_rate@1 fell 0.12 (0.61 -> 0.49); 80% of the drop is tenant acme, version v7",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -46,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.jobs.explain import explain
     from collector.settings import parse_duration
+    from collector.store.history import short_of, shortest_window, span_text, stored_history
     from collector.store.session import make_engine
     from ragpulse.metric_jobs import metric_target
     from ragpulse.store_check import require_migrated
@@ -54,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     target = metric_target(settings, args.metric)
     since, until = window(args.since, args.until)
+    asked = args.baseline or settings.slices.baseline
     try:
-        baseline = parse_duration(args.baseline or settings.slices.baseline)
+        baseline = parse_duration(asked)
     except ValueError as exc:
         raise UserError(f"--baseline: {exc}") from None
     dimensions = (
@@ -66,15 +74,21 @@ def run(args: argparse.Namespace) -> int:
     url = settings.database.url.get_secret_value()
     require_migrated(url)
     engine = make_engine(url)
+    span = timedelta(seconds=baseline)
+    minimum = shortest_window(settings.scheduler.windows)
     try:
         with Session(engine) as session:
+            history = stored_history(session, jobs=target.jobs, until=until)
+            if short_of(history, since - span, since, minimum):
+                print(_too_short(args, asked, history, until, span, minimum))
+                return 1
             found = explain(
                 session,
                 jobs=target.jobs,
                 metric=target.metric,
                 since=since,
                 until=until,
-                baseline=timedelta(seconds=baseline),
+                baseline=span,
                 dimensions=dimensions,
                 max_values=settings.slices.max_values,
             )
@@ -86,34 +100,46 @@ def run(args: argparse.Namespace) -> int:
             "a change (try a longer --since, or `ragpulse jobs run`)"
         )
         return 1
+    shown = found.slices[: args.top]
+    start = found.baseline_since
+    if history.first is not None and history.first > start:
+        start = history.first
+    short_baseline = start > found.baseline_since
+    note = found.mix_note(shown)
     if args.json:
         print(
             json.dumps(
                 {
                     "metric": found.metric,
                     "headline": found.headline(),
+                    "baseline_from": start.isoformat(),
+                    "baseline_asked": asked,
+                    "mix_note": note,
                     "window_mean": found.window_mean,
                     "baseline_mean": found.baseline_mean,
                     "delta": found.delta,
                     "n_window": found.n_window,
                     "n_baseline": found.n_baseline,
-                    "slices": [
-                        {"slice": dict(c.slice), **_fields(c)} for c in found.slices[: args.top]
-                    ],
+                    "slices": [{"slice": dict(c.slice), **_fields(c)} for c in shown],
                 },
                 ensure_ascii=False,
             )
         )
         return 0
     print(found.headline())
+    baseline_text = (
+        f"the {span_text(found.since - start)} of history before the window, {asked} asked: "
+        if short_baseline
+        else ""
+    )
     print(
-        f"  window n={found.n_window}, baseline n={found.n_baseline} "
-        f"({found.baseline_since:%Y-%m-%d %H:%M} – {found.since:%Y-%m-%d %H:%M} UTC)"
+        f"  window n={found.n_window}, baseline n={found.n_baseline} ({baseline_text}"
+        f"{start:%Y-%m-%d %H:%M} – {found.since:%Y-%m-%d %H:%M} UTC)"
     )
     print(
         f"  {'slice':34s} {'share':>11s} {'mean':>15s} {'contribution [95% CI]':>28s} {'of Δ':>6s}"
     )
-    for c in found.slices[: args.top]:
+    for c in shown:
         mean_b = "-" if c.mean_baseline is None else f"{c.mean_baseline:.3f}"
         mean_w = "-" if c.mean_window is None else f"{c.mean_window:.3f}"
         print(
@@ -121,7 +147,37 @@ def run(args: argparse.Namespace) -> int:
             f"{mean_b:>6s}→{mean_w:<6s} {c.contribution:+8.4f} [{c.low:+.4f}, {c.high:+.4f}] "
             f"{c.fraction:6.0%}"
         )
+    if note is not None:
+        print(f"  {note}")
     return 0
+
+
+def _too_short(
+    args: argparse.Namespace,
+    asked: str,
+    history: History,
+    until: datetime,
+    span: timedelta,
+    minimum: timedelta,
+) -> str:
+    """What is missing, and the --since/--baseline that fit the history there is: its
+    last quarter against the rest (whole units, rounded down)."""
+    from collector.settings import parse_duration
+    from collector.store.history import duration_flag, needed, shortfall, span_text
+
+    what = f"the {asked} baseline before the {args.since} window"
+    text = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
+    have = history.since(until)
+    if have < timedelta(minutes=2):
+        return text + "; wait a few minutes for traffic to be scored, then run it again"
+    window = duration_flag(have / 4)
+    baseline = duration_flag(have - timedelta(seconds=parse_duration(window)))
+    until_flag = f" --until {args.until}" if args.until else ""
+    return (
+        f"{text}. With the history there is: ragpulse explain --metric {args.metric} "
+        f"--since {window} --baseline {baseline}{until_flag} (or wait until "
+        f"{span_text(needed(span, minimum))} of history precedes the window)"
+    )
 
 
 def _fields(c: Any) -> dict[str, Any]:

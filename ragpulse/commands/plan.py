@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from collector.settings import load_settings
@@ -20,7 +20,9 @@ def register(subparsers: Any) -> None:
         "to catch a drop of --detect within --within, and for LLM-judge metrics the judge "
         "sampling rate (RAGPULSE_SAMPLING__JUDGE) that gives them and the judge's cost a "
         "day at that rate. The detector's false-page budget is RAGPULSE_ALERTING__"
-        "FALSE_PAGES_PER_WEEK.",
+        "FALSE_PAGES_PER_WEEK. Volumes are per hour of the history behind the 7d values; "
+        "a store younger than the shortest evaluation window (1h) gets no volume yet, "
+        "rather than one extrapolated from minutes.",
     )
     parser.add_argument("--detect", default="10%", help="relative drop to catch (default 10%%)")
     parser.add_argument("--within", default="1h", help="how fast (default 1h)")
@@ -45,11 +47,30 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _history_lines(rows: list[Any]) -> list[str]:
+    """The line saying the shortest lack of history ("4 min of history; the 7d volume
+    needs ≥ 1h"), else one saying when the volumes stand on less than a week."""
+    from collector.store.history import span_text
+    from ragpulse.planning import NOT_DETECTABLE
+
+    short = [r for r in rows if r.note and r.note != NOT_DETECTABLE]
+    if short:
+        least = min(short, key=lambda r: r.history_s or 0.0)
+        return [f"{least.note}: 'now/h', 'pages on' and the judge rate are left out until then"]
+    spans = [r.history_s for r in rows if r.history_s is not None]
+    if spans and min(spans) < 7 * 86400 - 3600:
+        return [
+            f"volumes per hour over the {span_text(timedelta(seconds=min(spans)))} of "
+            "history (the 7d window is not full yet)"
+        ]
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.settings import parse_duration
     from collector.store.session import make_engine, make_session_factory
-    from ragpulse.planning import plan
+    from ragpulse.planning import NOT_DETECTABLE, plan
     from ragpulse.store_check import require_migrated
 
     detect = _share(args.detect)
@@ -76,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no 7d values yet: run the jobs (or `ragpulse jobs backfill`) first")
         return 0
+    for line in _history_lines(rows):
+        print(line)
     print(
         f"To page on a {_pct(detect)} drop within {args.within} "
         f"(false pages budget {settings.alerting.false_pages_per_week}/week):\n"
@@ -84,16 +107,19 @@ def run(args: argparse.Namespace) -> int:
     print(header + f" {'judge rate':>10s} {'judge $/day':>11s}")
     for r in rows:
         needed = "-" if r.needed_per_hour is None else f"{r.needed_per_hour:.0f}"
+        now = "-" if r.per_hour is None else f"{r.per_hour:.1f}"
+        pages = "none" if r.note == NOT_DETECTABLE else _pct(r.detectable)
         rate = _pct(r.judge_rate) if r.judged else ""
         if r.judge_rate is not None and r.judge_rate > 1:
             rate = ">100%"
         usd = f"{r.judge_usd_per_day:.2f}" if r.judge_usd_per_day is not None else ""
         print(
-            f"{r.metric:24s} {r.group or '(overall)':22s} {r.per_hour:8.1f} "
-            f"{_pct(r.detectable):>9s} {needed:>9s} {rate:>10s} {usd:>11s}"
+            f"{r.metric:24s} {r.group or '(overall)':22s} {now:>8s} "
+            f"{pages:>9s} {needed:>9s} {rate:>10s} {usd:>11s}"
         )
     print(
-        "\n'pages on': the smallest drop paged within the delay at today's volume; "
+        "\n'pages on': the smallest drop paged within the delay at today's volume ('none': "
+        "no drop under 100% is); "
         "'judge rate': the sampling.judge rate giving 'needs/h' judged traces (>100%: "
         "not reachable by sampling alone)."
     )

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
+from evaluators.classification import DECISION_SCORES
 from evaluators.judge_quality import judge_consistency, judge_error_rate, judge_latency_ms_avg
 from evaluators.outcome import Skipped
 from evaluators.registry import DatasetValue, EvalContext
@@ -41,6 +42,20 @@ def test_equal_to_sklearn(seed: int) -> None:
         lo, value, hi = agg[name].ci_lower, agg[name].value, agg[name].ci_upper
         assert lo is not None and value is not None and hi is not None
         assert lo <= value <= hi
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_per_trace_scores_average_to_the_metric(seed: int) -> None:
+    """Accuracy, precision and recall are means of per-trace scores (what live compare
+    reads from the traces); F1 has none."""
+    rng = np.random.default_rng(seed)
+    pred = (rng.random(300) < 0.6).tolist()
+    label = (rng.random(300) < 0.5).tolist()
+    for name, fn in zip(NAMES[:3], SKLEARN[:3], strict=True):
+        scores = [DECISION_SCORES[name](p, y) for p, y in zip(pred, label, strict=True)]
+        counted = [s for s in scores if s is not None]
+        assert np.mean(counted) == pytest.approx(fn(label, pred), abs=1e-12)
+    assert "judge_f1" not in DECISION_SCORES
 
 
 def test_samples_without_decision_or_label_are_left_out() -> None:

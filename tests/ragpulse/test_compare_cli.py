@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from sqlalchemy import select
 
-from collector.store.models import JobOutcome
+from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from ragpulse.cli import main
 from tests.jobs.helpers import add_trace
@@ -223,3 +224,76 @@ def test_versions_in_the_store(
         main(["compare", "--metric", "hit_rate@1", "--a", "v6", "--b", "v9", "--until", until]) == 2
     )
     assert "no scored traces of version v9" in capsys.readouterr().err
+
+
+def _judged(url: str, now: datetime) -> None:
+    """Six hours of labelled production-judge decisions: v6 right 85% of the time, v7 70%."""
+    rng = np.random.default_rng(11)
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        for version, right in (("v6", 0.85), ("v7", 0.7)):
+            for i in range(150):
+                label = bool(rng.random() < 0.6)
+                decision = label if rng.random() < right else not label
+                add_trace(
+                    session,
+                    f"{version}-{i}",
+                    now - timedelta(hours=6) + timedelta(seconds=140 * i + 1),
+                    question=f"{version} q{i}",
+                    tags={"version": version},
+                    judge_decision=decision,
+                    judge_label=label,
+                    judge_latency_ms=float(200 + i % 50),
+                )
+        session.commit()
+    engine.dispose()
+
+
+def test_live_compare_and_the_report_agree_on_judge_accuracy(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """judge_accuracy is computed over whole windows (a confusion matrix): live compare
+    said "A has no scores" while the report showed its value. Per trace it is "the
+    decision was right", read from the trace: the mean is the report's value."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    _judged(sqlite_url, now)
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    assert main(["jobs", "run", "judge_pipeline"]) == 0
+    capsys.readouterr()
+    engine = make_engine(sqlite_url)
+    with make_session_factory(engine)() as session:
+        reported = {
+            (r.metric, r.group_key): r
+            for r in session.scalars(select(MetricResult).where(MetricResult.window == "24h"))
+        }
+    engine.dispose()
+    until = (now + timedelta(seconds=1)).isoformat()
+    metrics = "judge_accuracy,judge_precision,judge_recall,judge_latency_ms"
+    code = main(
+        ["compare", "--metric", metrics, "--a", "v6", "--b", "v7", "--until", until, "--json"]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["skipped"] == []
+    rows = {r["metric"]: r for r in doc["metrics"]}
+    for metric in metrics.split(","):
+        for side, version in (("mean_a", "v6"), ("mean_b", "v7")):
+            assert rows[metric][side] == pytest.approx(
+                reported[metric, f"version={version}"].value
+            ), (metric, version)
+    assert rows["judge_accuracy"]["n_a"] == reported["judge_accuracy", "version=v6"].n
+    # the store holds six hours: the 24h window says so
+    assert doc["history"] == "6h of history: the 24h window holds only that"
+
+    # judge_f1 is no mean of per-trace scores: said precisely, with what can be compared
+    code = main(["compare", "--metric", "judge_f1", "--a", "v6", "--b", "v7", "--until", until])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "judge_f1 is computed over whole windows and is no mean of per-trace scores" in err
+    assert "judge_pipeline has judge_accuracy, judge_precision, judge_recall" in err
+    # explain and traces read stored per-trace outcomes: they say where judge_accuracy is
+    assert main(["explain", "--metric", "judge_accuracy", "--until", until]) == 2
+    err = capsys.readouterr().err
+    assert "judge_accuracy is computed over whole windows and not stored per trace" in err
+    assert "`ragpulse compare --a V1 --b V2 --metric judge_accuracy`" in err

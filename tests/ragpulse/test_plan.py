@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from collector.settings import load_settings
-from collector.store.models import Judgment, MetricResult
+from collector.store.models import JobOutcome, Judgment, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
-from ragpulse.planning import plan
+from ragpulse.planning import NOT_DETECTABLE, plan
 from tests.ragpulse.test_cli_errors import ragpulse
 
 NOW = datetime.now(UTC)
@@ -113,3 +113,66 @@ def test_plan_command_prints_the_table(tmp_path: Path) -> None:
     assert any(line.startswith("faithfulness") for line in done.stdout.splitlines())
     bad = ragpulse("plan", "--detect", "150%", cwd=tmp_path, env=env)
     assert bad.returncode == 2 and "between 0 and 100%" in bad.stderr
+
+
+def _history(url: str, span: timedelta, count: int = 20) -> None:
+    """Per-trace outcomes of job "j" (the rows' job) spread over the `span` before NOW."""
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        for i in range(count):
+            ts = NOW - span + span * i / count
+            session.add(
+                JobOutcome(job="j", trace_id=f"h{i}", trace_updated_at=ts, ts=ts, outcomes={})
+            )
+        session.commit()
+    engine.dispose()
+
+
+def test_minutes_of_history_are_not_extrapolated(tmp_path: Path) -> None:
+    # a fresh store: 134 traces in 4 minutes behind the "7d" value. Read as a week's
+    # worth, that was 0.8 traces an hour and "pages on 458.7%"
+    url = _db(tmp_path, hit_n=134)
+    _history(url, timedelta(minutes=4, seconds=30))
+    rows = _plan(url, 0.1, 3600.0)
+    row = rows[("hit_rate@1", "")]
+    assert row.per_hour is None and row.detectable is None
+    assert row.note == "4 min of history; the 7d volume needs ≥ 1h"
+    assert row.needed_per_hour is not None  # what a target needs does not hang on volume
+    env = {"RAGPULSE_DATABASE__URL": url}
+    done = ragpulse("plan", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("4 min of history; the 7d volume needs ≥ 1h")
+    assert not _over_100(done.stdout)
+
+
+def test_hours_of_history_give_the_hourly_volume(tmp_path: Path) -> None:
+    url = _db(tmp_path, hit_n=600)
+    _history(url, timedelta(hours=3))
+    row = _plan(url, 0.2, 3600.0)[("hit_rate@1", "")]
+    assert row.per_hour == pytest.approx(200.0)  # 600 in 3 hours, not 600 / 168
+    assert row.note is None and 0 < row.detectable < 1
+    assert row.history_s == pytest.approx(3 * 3600.0)
+    done = ragpulse("plan", cwd=tmp_path, env={"RAGPULSE_DATABASE__URL": url})
+    assert "volumes per hour over the 3h of history" in done.stdout.splitlines()[0]
+
+
+def test_a_drop_over_100_percent_is_never_printed(tmp_path: Path) -> None:
+    # a week of history, but few traces: no drop a share can make is paged within the hour
+    url = _db(tmp_path, hit_n=134)
+    _history(url, timedelta(days=7))
+    row = _plan(url, 0.1, 3600.0)[("hit_rate@1", "")]
+    assert row.per_hour == pytest.approx(134 / 168)
+    assert row.detectable is None and row.note == NOT_DETECTABLE
+    done = ragpulse("plan", cwd=tmp_path, env={"RAGPULSE_DATABASE__URL": url})
+    assert done.returncode == 0, done.stderr
+    line = next(s for s in done.stdout.splitlines() if s.startswith("hit_rate@1 "))
+    assert line.split()[3] == "none"
+    assert not _over_100(done.stdout)
+
+
+def _over_100(table: str) -> list[str]:
+    """The 'pages on' cells of the table over 100%."""
+    rows = [line.split() for line in table.splitlines() if line[:1].islower()]
+    cells = [r[3] for r in rows if len(r) > 4 and r[0] != "metric"]
+    assert cells
+    return [c for c in cells if c.endswith("%") and float(c[:-1]) > 100]

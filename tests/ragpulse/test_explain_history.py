@@ -1,0 +1,136 @@
+"""`ragpulse explain` on a young store: it says how much history there is instead of
+refusing for a reason it does not name, explains with the shorter baseline it has (and
+says so), and puts a share of the change beyond ±100% (a mix effect) into words."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from collector.jobs.explain import explain
+from collector.store.models import JobOutcome
+from collector.store.session import make_engine, make_session_factory
+from ragpulse.cli import main
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+UNTIL = NOW.isoformat()
+
+
+def _outcomes(url: str, rows: list[tuple[datetime, float, str]]) -> None:
+    """(time, hit_rate@1, version) per trace, as the real_users_benchmark job stores them."""
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        for i, (ts, hit, version) in enumerate(rows):
+            session.add(
+                JobOutcome(
+                    job="real_users_benchmark",
+                    trace_id=f"t{i}",
+                    trace_updated_at=ts,
+                    ts=ts,
+                    groups={},
+                    outcomes={"hit_rate@1": hit},
+                    slices={"version": version, "tenant": "acme" if i % 2 else "beta"},
+                )
+            )
+        session.commit()
+    engine.dispose()
+
+
+def _spread(span: timedelta, count: int) -> list[tuple[datetime, float, str]]:
+    """`count` traces over the `span` before NOW, the first exactly `span` before it."""
+    return [
+        (NOW - span + span * i / count, float(i % 3 == 0), "v1" if i % 4 else "v2")
+        for i in range(count)
+    ]
+
+
+def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["explain", "--metric", "hit_rate@1", "--until", UNTIL, *argv])
+    return code, capsys.readouterr().out
+
+
+def test_a_fresh_store_says_what_is_missing_and_which_flags_fit(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _outcomes(sqlite_url, _spread(timedelta(minutes=20), 200))
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)  # the defaults: a 1h window, a 7d baseline
+    assert code == 1
+    assert out.startswith(
+        "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h. "
+        "With the history there is: ragpulse explain --metric hit_rate@1 --since 5m "
+        f"--baseline 15m --until {UNTIL}"
+    )
+    code, out = _explain(capsys, "--since", "5m", "--baseline", "15m")
+    assert code == 0, out
+    assert "of history before the window" not in out  # the 15m baseline is all there
+
+
+def test_a_shorter_baseline_is_used_and_said(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _outcomes(sqlite_url, _spread(timedelta(hours=3), 600))
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)
+    assert code == 0, out
+    assert "baseline n=400 (the 2h of history before the window, 7d asked: " in out
+    assert "2026-11-25 09:00 – 2026-11-25 11:00 UTC" in out
+    code, out = _explain(capsys, "--json")
+    found = json.loads(out)
+    assert found["baseline_from"] == "2026-11-25T09:00:00+00:00"
+    assert found["baseline_asked"] == "7d"
+
+
+def _mixed() -> list[tuple[datetime, float, str]]:
+    """Baseline: v1 and v2 at 0.5 each. Window: v1 up to 0.754, v2 down to 0.446, both
+    still half the traffic: the mean rises 0.1, v1 moved it +0.127 (127%), v2 -0.027."""
+    rows = []
+    for version, hits in (("v1", 377), ("v2", 223)):
+        for i in range(500):
+            rows.append((NOW - timedelta(hours=2, seconds=i), float(i < 250), version))
+            rows.append((NOW - timedelta(seconds=i + 1), float(i < hits), version))
+    return rows
+
+
+def test_a_share_beyond_100_percent_is_put_into_words(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _outcomes(sqlite_url, _mixed())
+    engine = make_engine(sqlite_url)
+    with make_session_factory(engine)() as session:
+        found = explain(
+            session,
+            jobs=["real_users_benchmark"],
+            metric="hit_rate@1",
+            since=NOW - timedelta(hours=1),
+            until=NOW,
+            baseline=timedelta(hours=7),
+            dimensions=["version"],
+        )
+    engine.dispose()
+    assert found is not None and found.top is not None
+    assert found.delta == pytest.approx(0.1)
+    assert found.top.name == "version v1" and found.top.fraction == pytest.approx(1.27)
+    assert found.headline() == (
+        "hit_rate@1 rose 0.1 (0.5 -> 0.6); 127% of the rise is version v1, while the other "
+        "slices together moved -27% against it"
+    )
+    note = found.mix_note(found.slices)
+    assert note == (
+        "shares beyond ±100% are mix effects: version v1 alone moved the mean +0.127, 127% "
+        "of the net rise of +0.1, and the other version slices together -0.027 (-27%), the "
+        "other way; a dimension's slices add up to 100%"
+    )
+
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys, "--baseline", "7h", "--dimensions", "version")
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == found.headline() and lines[-1] == f"  {note}"
+    code, out = _explain(capsys, "--baseline", "7h", "--dimensions", "version", "--json")
+    assert json.loads(out)["mix_note"] == note
+    # shares within ±100% need no words
+    assert found.mix_note([c for c in found.slices if abs(c.fraction) <= 1]) is None
