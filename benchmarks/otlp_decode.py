@@ -26,7 +26,6 @@ process, single-threaded, and the ratios (rate / the reference's rate) are what 
 from __future__ import annotations
 
 import argparse
-import base64
 import gc
 import json
 import os
@@ -44,9 +43,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from google.protobuf.json_format import MessageToDict  # noqa: E402
 from opentelemetry import trace  # noqa: E402
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
@@ -65,6 +62,7 @@ from collector.ingest.otlp_http.signals import TRACES  # noqa: E402
 from collector.ingest.otlp_store import merge_span_sets  # noqa: E402
 from collector.store.records import TraceRecord  # noqa: E402
 from ragpulse.demo.knowledge import DOCUMENTS, MODELS, QUESTIONS  # noqa: E402
+from tests.collector.otlp_traces import json_message, proto_message  # noqa: E402
 from tests.collector.traces import trace_bytes  # noqa: E402
 
 BATCH = 50
@@ -185,23 +183,6 @@ def record_traces(count: int, seed: int = 28) -> list[list[ReadableSpan]]:
         assert finished.context is not None
         by_trace.setdefault(finished.context.trace_id, []).append(finished)
     return list(by_trace.values())
-
-
-def proto_message(spans: Sequence[ReadableSpan]) -> bytes:
-    data: bytes = encode_spans(spans).SerializeToString()
-    return data
-
-
-def json_message(spans: Sequence[ReadableSpan]) -> bytes:
-    """OTLP/JSON as the Collector's Kafka exporter and OTLP/HTTP JSON clients write it."""
-    obj = MessageToDict(encode_spans(spans))
-    for rs in obj.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return orjson.dumps(obj)
 
 
 def json_trace(record: TraceRecord) -> bytes:

@@ -11,15 +11,11 @@ library put on a span, for checks that nothing the library emitted was left behi
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -30,6 +26,7 @@ from collector.ingest.pipeline import BatchResult, Ingestor, RawMessage
 from collector.settings import load_settings
 from collector.store.models import Trace
 from collector.store.session import make_engine, make_session_factory
+from tests.collector.otlp_traces import json_message, proto_message
 
 OTLP_TOPIC = "otlp_spans"
 
@@ -90,24 +87,11 @@ def collector_messages(
 
 
 def _encode(spans: Sequence[ReadableSpan], encoding: str) -> bytes:
-    request = encode_spans(spans)
     if encoding == "otlp_proto":
-        data: bytes = request.SerializeToString()
-        return data
+        return proto_message(spans)
     if encoding != "otlp_json":
         raise ValueError(f"unknown encoding {encoding!r}; known: otlp_proto, otlp_json")
-    obj = MessageToDict(request)  # camelCase, int64 as strings, ids base64 ...
-    for rs in obj.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:  # ... which the Collector writes as hex
-                        span[key] = _b64_hex(span[key])
-    return json.dumps(obj, ensure_ascii=False).encode("utf-8")
-
-
-def _b64_hex(text: str) -> str:
-    return base64.b64decode(text).hex()
+    return json_message(spans)  # camelCase, int64 as strings, hex ids: as the Collector
 
 
 def ingest(url: str, messages: Sequence[bytes], topic: str = OTLP_TOPIC) -> BatchResult:
