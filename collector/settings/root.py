@@ -39,6 +39,7 @@ class Settings(BaseSettings):
         env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
+        use_attribute_docstrings=True,
     )
 
     database: DatabaseSettings = DatabaseSettings()
@@ -61,6 +62,7 @@ class Settings(BaseSettings):
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """The logging level of every ragpulse logger (`--log-level` overrides it)."""
 
     def _longest_window_s(self) -> float:
         return max(parse_duration(w) for w in self.scheduler.windows)
