@@ -32,7 +32,8 @@ ENV_PREFIX = "RAGPULSE_"
 
 
 class Settings(BaseSettings):
-    """The whole configuration; see the README for every variable."""
+    """The whole configuration; the settings reference (docs/reference/settings.md,
+    generated from these classes) lists every variable."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,

@@ -28,7 +28,7 @@ prometheus-client also adds a `<name>_created` gauge (the creation time) to each
 and histogram; a histogram's series are `<name>_bucket` (with `le`), `<name>_sum` and
 `<name>_count`. Labels are listed where a family declares them up front; the quality
 families' labels (`metric`, `window` and the group labels) are described in
-[Prometheus and Grafana](../guides/monitoring.md).
+[Reading the series](../concepts/series.md).
 
 """
 
