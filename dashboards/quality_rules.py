@@ -272,7 +272,7 @@ OPEN_PANEL = (
 )
 DETECTOR = (
     "The jobs test the last 24 hours of {{ $labels.metric }} against the rest of the "
-    "7-day window with a CUSUM (README: Alerting) whose threshold keeps false alarms "
+    "7-day window with a CUSUM (docs: Alerting and detectors) whose threshold keeps false alarms "
     "within the configured weekly budget over every series together, so this is not noise "
     "at the usual rate of one false alarm in weeks."
 )

@@ -46,7 +46,8 @@ class EmbeddingSettings(Group):
 
 class UXSettings(Group):
     # The similarity thresholds, unset, are the embedding model's calibrated defaults
-    # (cosines differ across models; see evaluators/embedding_models.py and the README):
+    # (cosines differ across models; see evaluators/embedding_models.py and
+    # docs/concepts/embeddings.md):
     # MiniLM 0.85 / 0.85 / 0.7. A value set here applies whatever the model.
     threshold_mode: Literal["balanced", "strict"] = "balanced"
     """Operating point of the calibrated defaults: "balanced" (precision >= 0.9 with the
