@@ -30,9 +30,9 @@ runbook page or no `runbook_url`.
 
 SILENCE = """## Silence it safely
 
-Silence only what you are working on, for as long as you work on it: match the alert's
-name **and** the labels of this firing, give an expiry and say why. A silence on the
-alert name alone hides the same problem everywhere else (every tenant, every metric).
+Silence only what you are working on, for as long as you work on it: {scope} Give it an
+expiry and say why. amtool finds Alertmanager with `--alertmanager.url=http://HOST:9093`
+or its config file (`~/.config/amtool/config.yml`).
 
 ```sh
 {command}
@@ -60,10 +60,11 @@ def render_runbook(book: Runbook, alert_rules: list[Rule]) -> str:
     for rule in alert_rules:
         parts.append(f"```promql\n{rule.expr}\n```\n\n")
     parts.append("## Confirm it\n\n")
-    parts.append(
-        "Fill in the labels of the firing alert (shown in the notification) where a "
-        "command names one in braces.\n\n"
-    )
+    if any("{" in command for command in book.confirm):
+        parts.append(
+            "Fill in the labels of the firing alert (shown in the notification) where a "
+            "command names one in braces.\n\n"
+        )
     parts.append("```sh\n" + "\n".join(book.confirm) + "\n```\n\n")
     parts.append("## Common causes\n\n")
     parts.append("".join(f"- {cause}\n" for cause in book.causes) + "\n")
@@ -72,7 +73,18 @@ def render_runbook(book: Runbook, alert_rules: list[Rule]) -> str:
         f"amtool silence add {matchers} \\\n"
         f'  --duration=2h --comment="<ticket>: <what you are doing>"'
     )
-    parts.append(SILENCE.format(command=command, matchers=matchers))
+    if book.scope:
+        labels = ", ".join(code(label) for label in book.scope)
+        scope = (
+            f"match the alert's name **and** the labels of this firing ({labels}). A "
+            "silence on the alert name alone hides the same problem everywhere else."
+        )
+    else:
+        scope = (
+            "this alert fires once for the whole service, so its name is the only matcher "
+            "and the silence hides the next outage too: keep it short."
+        )
+    parts.append(SILENCE.format(command=command, matchers=matchers, scope=scope))
     return "".join(parts)
 
 
