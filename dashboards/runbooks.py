@@ -165,7 +165,7 @@ _RUNBOOKS = (
         "RagpulseLabelValuesFolded",
         "More distinct values of a group label arrive than labels.max_values allows; the "
         "rarest are counted together as `other`, so their series are no longer separate.",
-        ("ragpulse traces --metric hit_rate@5 --since 1h --json",),
+        ("curl -s http://127.0.0.1:9464/metrics | grep -E '^ragpulse_label_values'",),
         (
             "A client writes an id (a user or request id) into the tag.",
             "A real growth in tenants or versions: raise labels.max_values, or list the "

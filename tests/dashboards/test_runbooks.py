@@ -4,11 +4,14 @@ every link, hand-written files included."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from pathlib import Path
 
 import yaml
 
 from dashboards import build, runbooks
+from ragpulse.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "dashboards" / "prometheus" / "rules"
@@ -60,3 +63,21 @@ def test_another_site_address_rewrites_every_link() -> None:
         text = files[path]
         assert runbooks.DOCS_URL not in text, path
         assert f"runbook_url: {elsewhere}runbooks/Ragpulse" in text, path
+
+
+def test_the_runbooks_commands_are_valid_ragpulse_commands() -> None:
+    """Every `ragpulse ...` line a runbook tells on-call to run parses with the real CLI
+    (its labels in braces filled in), so a renamed flag cannot leave a runbook wrong."""
+    parser = build_parser()
+    checked = 0
+    for book in runbooks.RUNBOOKS.values():
+        for command in book.confirm:
+            if not command.startswith("ragpulse "):
+                continue
+            words = shlex.split(re.sub(r"\{(\w+)\}", r"\1", command))[1:]
+            try:
+                parser.parse_args(words)
+            except SystemExit as exc:
+                raise AssertionError(f"{book.alert}: {command}") from exc
+            checked += 1
+    assert checked > 20
