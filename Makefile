@@ -15,7 +15,7 @@ FIND_LINKS := $(if $(wildcard $(WHEELS)),--find-links $(WHEELS),)
 TORCH_SOURCE := $(if $(wildcard $(WHEELS)/torch-*.whl),--find-links $(WHEELS),--index-url $(TORCH_INDEX))
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-instrumentation lint typecheck bench clean help
+.PHONY: venv demo test test-instrumentation lint typecheck docs bench clean help
 
 help:
 	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics);"
@@ -23,6 +23,7 @@ help:
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
 	@echo "make test-instrumentation [UPGRADE=1]  the real instrumentation libraries' tests (on their newest releases)"
 	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
+	@echo "make docs   regenerate the reference pages and runbooks (docs/) and build the site strictly (site/)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +65,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy ragpulse collector evaluators exporters migrations dashboards
 
+# The documentation site: the generated references and runbooks, then a strict build
+# (offline; `$(BIN)/mkdocs serve` serves it at http://127.0.0.1:8000/).
+docs: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m ragpulse.docs
+	$(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.metrics
 	$(BIN)/python -m benchmarks.judge
@@ -81,4 +88,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.comparison
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache ragpulse.db*

@@ -8,11 +8,17 @@ one row per scheduled job and a panel for every metric the job produces
 (`metrics_view.scheduled`): a metric added to a job gets its panel here, and, once it
 declares a direction in the registry, colours and drift rules. Colours follow the seeds'
 bands (`metrics_view.BANDS`: seed 004 §11.2, seed 000).
+
+Every alert's `runbook_url` points at its page under the documentation site
+(`dashboards/runbooks.py`): `RAGPULSE_DOCS_URL=https://docs.example.org/ragpulse/ python
+dashboards/build.py` writes another site address into the generated rules and into the
+hand-written ones (`operations.yml`) and their promtool tests.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,22 +28,37 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
 
-from dashboards import boards, drift_rule_tests, metrics_view, quality_rules  # noqa: E402
+from dashboards import (  # noqa: E402
+    boards,
+    drift_rule_tests,
+    metrics_view,
+    quality_rules,
+    runbooks,
+)
 
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
+HAND_WRITTEN = (
+    HERE / "prometheus" / "rules" / "operations.yml",
+    HERE / "prometheus" / "tests" / "operations_test.yml",
+    HERE / "prometheus" / "tests" / "quality_test.yml",
+)
+"""Rule files and promtool tests written by hand: only their `runbook_url` lines are
+rewritten (to the site address given)."""
 
 
-def generated() -> dict[Path, str]:
-    """Every generated file and its content."""
+def generated(docs_url: str = runbooks.DOCS_URL) -> dict[Path, str]:
+    """Every generated file and its content, runbook links under `docs_url`."""
     files = {
         OUT / name: json.dumps(board().build(), cls=JSONEncoder, indent=2, ensure_ascii=False)
         + "\n"
         for name, board in boards.BOARDS.items()
     }
-    files[RULES] = quality_rules.render()
-    files[DRIFT_TESTS] = drift_rule_tests.render()
+    files[RULES] = quality_rules.render(docs_url)
+    files[DRIFT_TESTS] = drift_rule_tests.render(docs_url)
+    for path in HAND_WRITTEN:
+        files[path] = runbooks.relink(path.read_text(encoding="utf-8"), docs_url)
     return files
 
 
@@ -50,7 +71,8 @@ def main() -> None:
             "drift rules for them (declare direction= in their MetricSpec)",
             file=sys.stderr,
         )
-    for path, text in generated().items():
+    docs_url = os.environ.get("RAGPULSE_DOCS_URL", runbooks.DOCS_URL)
+    for path, text in generated(docs_url).items():
         path.write_text(text, encoding="utf-8")
 
 

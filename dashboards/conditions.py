@@ -52,7 +52,7 @@ SESSIONS = Condition(
 )
 HUMAN_LABELS = Condition(
     "human_labels",
-    "No human labels yet: send feedback events with labels (README: Human labels)",
+    "No human labels yet: send feedback events with labels (docs: LLM judge and human labels)",
 )
 CANARY = Condition(
     "canary",

@@ -7,7 +7,8 @@
   cutoff, §3.4.3 for silhouette, seed 000 for context relevance, seed 002 for its
   metrics) as Grafana threshold steps, ordered by the metric's direction
   (`tests/dashboards/test_seed_bands.py` lists where each comes from).
-- `GOALS`: seed 004 §11.1, which metrics answer which question (README and stat panels).
+- `GOALS`: seed 004 §11.1, which metrics answer which question (docs/concepts/metrics.md
+  and stat panels).
 
 Seed 002's bands share their bounds (0.7–0.9, 0.9–1.0): a bound belongs to the band it
 starts, as in seed 000's percentages. Grafana colours a value with the highest step whose

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from dashboards.runbooks import DOCS_URL, runbook_url
 from evaluators.labels import LABEL_SCALES
 from evaluators.registry import FAMILIES, JOB_METRICS, known_names
 
@@ -271,7 +272,7 @@ OPEN_PANEL = (
 )
 DETECTOR = (
     "The jobs test the last 24 hours of {{ $labels.metric }} against the rest of the "
-    "7-day window with a CUSUM (README: Alerting) whose threshold keeps false alarms "
+    "7-day window with a CUSUM (docs: Alerting and detectors) whose threshold keeps false alarms "
     "within the configured weekly budget over every series together, so this is not noise "
     "at the usual rate of one false alarm in weeks."
 )
@@ -394,8 +395,9 @@ def canary_rule() -> dict[str, Any]:
     }
 
 
-def rules() -> dict[str, Any]:
-    return {
+def rules(docs_url: str = DOCS_URL) -> dict[str, Any]:
+    """Every quality rule, each with the `runbook_url` of its page under `docs_url`."""
+    groups: dict[str, list[dict[str, Any]]] = {
         "groups": [
             {
                 "name": "ragpulse-quality-thresholds",
@@ -405,6 +407,10 @@ def rules() -> dict[str, Any]:
             {"name": "ragpulse-canary", "rules": [canary_rule()]},
         ]
     }
+    for group in groups["groups"]:
+        for rule in group["rules"]:
+            rule["annotations"]["runbook_url"] = runbook_url(rule["alert"], docs_url)
+    return groups
 
 
 class _Dumper(yaml.SafeDumper):
@@ -420,8 +426,8 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def render() -> str:
+def render(docs_url: str = DOCS_URL) -> str:
     body = yaml.dump(
-        rules(), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000, indent=2
+        rules(docs_url), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000, indent=2
     )
     return HEADER + body

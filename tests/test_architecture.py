@@ -1,5 +1,5 @@
-"""The layers contracts (pyproject `[tool.importlinter]`, README "Architecture") hold, and
-they are not vacuous: an upward import planted in a copy of the tree breaks them, also one
+"""The layers contracts (pyproject `[tool.importlinter]`, docs/concepts/architecture.md)
+hold, and they are not vacuous: an upward import planted in a copy of the tree breaks them, also one
 between two modules of `collector.jobs`, and a module added there without a layer."""
 
 from __future__ import annotations

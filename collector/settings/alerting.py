@@ -26,6 +26,7 @@ class AlertingSettings(Group):
     """The jobs' drift detectors behind the page and ticket alerts (`collector.jobs.drift`)."""
 
     enabled: bool = True
+    """Run the drift detectors (ragpulse_drift_score) in the jobs."""
     false_pages_per_week: float = Field(0.5, gt=0)
     """Family-wise: false pages a week over every paged metric x group series together."""
     false_tickets_per_week: float = Field(2.0, gt=0)

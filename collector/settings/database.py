@@ -11,8 +11,12 @@ from collector.settings.fields import Group
 
 class DatabaseSettings(Group):
     url: SecretStr = SecretStr("sqlite:///ragpulse.db")
+    """SQLAlchemy URL of the store: sqlite:///FILE or
+    postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB."""
     echo: bool = False
+    """Log every SQL statement (SQLAlchemy echo), for debugging."""
     pool_size: int = Field(5, ge=1)
+    """Connections kept open in the pool (PostgreSQL)."""
     retention: str | None = None
     """Traces whose timestamp is older than this are removed every hour by the scheduler,
     with their per-job outcomes and the samples, feedback, human labels, evaluation events

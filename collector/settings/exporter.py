@@ -17,10 +17,15 @@ class HttpEndpointSettings(Group):
     `/metrics` endpoint here, the OTLP receiver in `receiver.py`)."""
 
     host: str = "127.0.0.1"
+    """Address the HTTP endpoint listens on."""
     port: int = Field(9464, ge=0, le=65535)
+    """Port of the HTTP endpoint (0: a free one)."""
     tls_cert_file: Path | None = None
+    """PEM certificate: serve HTTPS (with tls_key_file)."""
     tls_key_file: Path | None = None
+    """PEM private key of tls_cert_file."""
     basic_auth_username: str | None = None
+    """Require HTTP basic auth with this user (and basic_auth_password)."""
     basic_auth_password: SecretStr | None = None
     """Basic auth guards every path but /healthz and /readyz."""
     max_connections: int = Field(64, ge=1)
@@ -45,7 +50,9 @@ class ExporterSettings(HttpEndpointSettings):
 
 class OtelSettings(Group):
     endpoint: str | None = None
+    """OTLP/HTTP endpoint for ragpulse's own spans (unset: none exported)."""
     service_name: str = "ragpulse"
+    """service.name of ragpulse's own spans."""
 
 
 class EvaluationEventsSettings(Group):
@@ -54,6 +61,7 @@ class EvaluationEventsSettings(Group):
     come from the standard `OTEL_EXPORTER_OTLP_*` / `OTEL_EXPORTER_OTLP_LOGS_*` variables."""
 
     enabled: bool = False
+    """Export every stored score as a gen_ai.evaluation.result event over OTLP."""
     queue_size: int = Field(10_000, ge=1, le=1_000_000)
     """Events held in memory waiting for export; beyond it new events are dropped and
     counted (`ragpulse_evaluation_events_dropped_total{reason="queue_full"}`)."""

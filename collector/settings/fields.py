@@ -13,9 +13,10 @@ CSV = Annotated[list[str], NoDecode]
 
 
 class Group(BaseModel):
-    """A nested group of settings: frozen, and an unknown key is an error."""
+    """A nested group of settings: frozen, and an unknown key is an error. The docstring
+    under a field is its description (the generated settings reference shows it)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 def split_csv(value: Any) -> Any:

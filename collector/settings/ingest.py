@@ -15,21 +15,33 @@ from evaluators.ground_truth import check_priority
 
 class KafkaSettings(Group):
     bootstrap_servers: CSV = ["127.0.0.1:9092"]
+    """Kafka brokers to connect to (host:port, comma-separated)."""
     topics: CSV = ["rag.traces", "rag.feedback", "otlp_spans"]
+    """Topics consumed: traces, feedback and OTLP spans (and otlp_logs when listed)."""
     feedback_topic: str = "rag.feedback"
+    """The topic whose messages are feedback events, not traces."""
     otlp_topic: str = "otlp_spans"
+    """The topic whose messages are OTLP span batches (a Collector's Kafka exporter)."""
     otlp_encoding: Literal["otlp_proto", "otlp_json"] = "otlp_proto"
+    """Encoding of the OTLP messages: otlp_proto (binary protobuf) or otlp_json."""
     otlp_logs_topic: str = "otlp_logs"
     """Messages on this topic are OTLP log requests (`ExportLogsServiceRequest`, protobuf
     or JSON, as the Collector's Kafka exporter writes logs); their `gen_ai.evaluation.result`
     records become external scores. Read only when it is listed in `topics`."""
     group_id: str = "ragpulse"
+    """Kafka consumer group: replicas sharing it split the partitions."""
     client_id: str = "ragpulse"
+    """Kafka client id (shows in the brokers' logs and quotas)."""
     max_poll_records: int = Field(5000, ge=1)
+    """Messages fetched per poll: the batch stored and committed together."""
     max_poll_interval_ms: int = Field(300_000, ge=1000)
+    """Longest time between polls before Kafka considers the consumer dead."""
     session_timeout_ms: int = Field(10_000, ge=1000)
+    """Heartbeat timeout after which the group rebalances without this consumer."""
     poll_timeout_ms: int = Field(500, ge=1)
+    """How long one poll waits for messages when there are none."""
     max_message_bytes: int = Field(1024 * 1024, ge=1)
+    """Largest message accepted; a larger one is a dead letter."""
     max_partition_fetch_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     """Most bytes fetched per partition per request (bigger batches, fewer round trips)."""
     fetch_max_bytes: int = Field(64 * 1024 * 1024, ge=1024)
@@ -45,9 +57,13 @@ class KafkaSettings(Group):
     unready_after_failures: int = Field(3, ge=1)
     """`/readyz` answers 503 once the same batch failed this many times (any reason)."""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """Kafka security protocol (TLS and/or SASL)."""
     sasl_mechanism: str | None = None
+    """SASL mechanism (e.g. PLAIN, SCRAM-SHA-512) when SASL is used."""
     sasl_username: str | None = None
+    """SASL user name."""
     sasl_password: SecretStr | None = None
+    """SASL password."""
 
     _csv = field_validator("bootstrap_servers", "topics", mode="before")(split_csv)
 
@@ -74,7 +90,9 @@ class DecodeSettings(Group):
 
 class SamplingSettings(Group):
     real_users_benchmark: float = Field(0.1, ge=0.0, le=1.0)
+    """Share of traces (0-1, decided on the trace id's hash) the real_users_benchmark job scores."""
     judge: float = Field(0.05, ge=0.0, le=1.0)
+    """Share of traces (0-1, decided on the trace id's hash) sent to the LLM judge."""
     tag_filters: dict[str, list[str]] = {}
     """Only traces whose tag has one of the listed values are sampled (all when empty)."""
 

@@ -15,6 +15,7 @@ class ReceiverSettings(HttpEndpointSettings):
     port: int = Field(4318, ge=0, le=65535)
     """4318 is the OTLP/HTTP port of the OpenTelemetry specification."""
     request_timeout_s: float = Field(30.0, gt=0)
+    """Longest time a request may take to arrive and be acknowledged by Kafka, in seconds."""
     max_body_bytes: int | None = Field(None, ge=1)
     """Largest request body, compressed and after gzip decompression (413 past either);
     unset: `kafka.max_message_bytes`, the largest message the consumer accepts."""

@@ -32,13 +32,15 @@ ENV_PREFIX = "RAGPULSE_"
 
 
 class Settings(BaseSettings):
-    """The whole configuration; see the README for every variable."""
+    """The whole configuration; the settings reference (docs/reference/settings.md,
+    generated from these classes) lists every variable."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
         frozen=True,
+        use_attribute_docstrings=True,
     )
 
     database: DatabaseSettings = DatabaseSettings()
@@ -61,6 +63,7 @@ class Settings(BaseSettings):
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """The logging level of every ragpulse logger (`--log-level` overrides it)."""
 
     def _longest_window_s(self) -> float:
         return max(parse_duration(w) for w in self.scheduler.windows)

@@ -12,10 +12,12 @@ from collector.settings.fields import CSV, Group, split_csv
 
 class SchedulerSettings(Group):
     windows: CSV = ["1h", "24h", "7d"]
+    """The windows every metric is aggregated over (each job run computes all of them)."""
     group_labels: CSV = ["tenant", "version"]
     """Trace tags results are grouped by, one label at a time; `version` is the trace's
     version as `versions.sources` makes it (not a raw tag)."""
     interval_s: float = Field(60.0, gt=0)
+    """Seconds between two runs of each job."""
     initial_delay_s: float = Field(5.0, ge=0)
     """Seconds after start-up before the first run of each job (then every interval_s)."""
     jobs: CSV = []

@@ -57,7 +57,7 @@ def heatmap_panel(metric: str) -> heatmap.Panel:
             f"How many traces scored in each bucket of {metric} per interval (darker: more "
             "traces). The dots are exemplars: hover one and follow its trace_id to the "
             "trace (needs Prometheus' exemplar storage and the datasource's trace link, see "
-            f"README). {metrics_view.panel_text(metric)}"
+            f"docs: Score histograms). {metrics_view.panel_text(metric)}"
         )
         .with_target(
             prometheus.Dataquery()

@@ -1,5 +1,8 @@
-"""The README's `/metrics` table names every series family the service registers, and
-nothing it does not: a new counter without documentation fails here."""
+"""The hand-written table of the documentation's "Reading the series" page
+(`docs/concepts/series.md`, once the README's `/metrics` table) names every series family
+the service registers, and nothing it does not: a new counter without an explanation of
+its labels and meaning fails here. (The generated reference, `docs/reference/series.md`,
+lists them from the code; tests/ragpulse/test_docs_site.py checks that one.)"""
 
 from __future__ import annotations
 
@@ -17,12 +20,11 @@ from exporters.prometheus import JudgeStateCollector, OperationsMetrics, Quality
 from exporters.quality import ResultsCache
 from exporters.score_histograms import ScoreHistograms
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SERIES = Path(__file__).resolve().parents[2] / "docs" / "concepts" / "series.md"
 
 
 def _documented() -> set[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## `/metrics` series", 1)[1].split("\n## ", 1)[0]
+    section = SERIES.read_text(encoding="utf-8")
     rows = [line for line in section.splitlines() if line.startswith("| `ragpulse_")]
     return {name for row in rows for name in re.findall(r"`(ragpulse_\w+)`", row.split("|")[1])}
 
@@ -58,7 +60,7 @@ def _exported() -> set[str]:
     return names
 
 
-def test_readme_documents_every_metrics_series() -> None:
+def test_the_docs_explain_every_metrics_series() -> None:
     documented, exported = _documented(), _exported()
-    assert exported - documented == set(), "add these to README.md's `/metrics` series table"
-    assert documented - exported == set(), "README.md documents series nobody exports"
+    assert exported - documented == set(), "add these to docs/concepts/series.md's table"
+    assert documented - exported == set(), "docs/concepts/series.md explains series nobody exports"

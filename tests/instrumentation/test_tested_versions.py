@@ -1,6 +1,7 @@
 """One place pins the instrumentation libraries the OTLP mapping is tested against (the
-`instrumentation` extra); the README's table names exactly those versions, and they are
-the ones installed (so a test run is a run against the versions the README promises)."""
+`instrumentation` extra); the README's table (which the site's "Connect your app" page
+includes) names exactly those versions, and they are the ones installed (so a test run is
+a run against the versions the README promises)."""
 
 from __future__ import annotations
 
