@@ -2,8 +2,9 @@
 
 Run `python dashboards/build.py` after changing a metric, a job's metrics, a band or a
 panel; the generated files are what ships (tests/dashboards/test_generated.py checks they
-are up to date). The dashboards are built with grafana-foundation-sdk's builders
-(`dashboards/boards.py` assembles the sections of `dashboards/panels/`); the overview has
+are up to date), and so are their Kubernetes forms (`dashboards/kubernetes.py`,
+tests/deploy/test_kubernetes.py). The dashboards are built with grafana-foundation-sdk's
+builders (`dashboards/boards.py` assembles the sections of `dashboards/panels/`); the overview has
 one row per scheduled job and a panel for every metric the job produces
 (`metrics_view.scheduled`): a metric added to a job gets its panel here, and, once it
 declares a direction in the registry, colours and drift rules. Colours follow the seeds'
@@ -22,7 +23,13 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
 
-from dashboards import boards, drift_rule_tests, metrics_view, quality_rules  # noqa: E402
+from dashboards import (  # noqa: E402
+    boards,
+    drift_rule_tests,
+    kubernetes,
+    metrics_view,
+    quality_rules,
+)
 
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
@@ -52,6 +59,9 @@ def main() -> None:
         )
     for path, text in generated().items():
         path.write_text(text, encoding="utf-8")
+    # the same rules and dashboards as Kubernetes objects (deploy/kubernetes/), made from
+    # the files just written and the hand-written rules beside them
+    kubernetes.write()
 
 
 if __name__ == "__main__":
