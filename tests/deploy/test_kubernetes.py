@@ -7,7 +7,8 @@ the rendered rules must be exactly the shipped rules files and pass their promto
 tests, the rendered dashboards exactly the shipped dashboards; the settings the pods get
 must pass ragpulse's settings validation with the secrets taken by reference; and the
 migration Job's and the exporter's own commands are run with that environment against
-PostgreSQL, the exporter's probes answered on the paths and port the manifests name."""
+PostgreSQL, the exporter's probes answered on the paths and port the manifests name; and
+the consumer's command, on the embedded broker, shows why its replicas = partitions."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import yaml
 
 from collector.settings import load_settings
 from dashboards import kubernetes as generated_manifests
+from tests.fixtures.broker import KafkaTopics
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -398,3 +400,67 @@ def test_the_migration_job_and_the_exporter_run_as_the_manifests_say(
             process.wait(timeout=30)
     finally:
         drop_postgres_database(url)
+
+
+@pytest.mark.timeout(300)
+def test_consumers_past_the_partitions_are_not_ready(
+    rendered: dict[str, list[dict[str, Any]]], kafka_topics: KafkaTopics, postgres_url: str
+) -> None:
+    """Why consumer replicas = partitions: the consumer Deployment's command, with the pod's
+    environment, on topics of 3 partitions (the base's annotation): 3 consumers are all
+    ready; a 4th joins, holds no partition and one of the 4 answers /readyz with 503."""
+    objects = rendered["base"]
+    consumer = _of(objects, "Deployment")["ragpulse-consumer"]
+    assert consumer["metadata"]["annotations"]["ragpulse.dev/kafka-partitions"] == "3"
+    container = consumer["spec"]["template"]["spec"]["containers"][0]
+    readyz = container["readinessProbe"]["httpGet"]["path"]
+    healthz = container["livenessProbe"]["httpGet"]["path"]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+    base_env.update(_settings_map(objects)["data"])
+    base_env.update(kafka_topics.env(postgres_url), PYTHONPATH=str(ROOT))
+    ports: list[int] = []
+    processes: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        port = _free_port()
+        env = {**base_env, "RAGPULSE_EXPORTER__PORT": str(port)}
+        command = [sys.executable, "-m", "ragpulse", *container["args"][1:]]
+        processes.append(subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL))
+        ports.append(port)
+
+    def ready() -> list[bool] | None:
+        """Each consumer's readiness; None while one does not serve yet (not live)."""
+        for process in processes:
+            assert process.poll() is None, "a consumer exited"
+        if any(_get(f"http://127.0.0.1:{port}{healthz}") != 200 for port in ports):
+            return None
+        return [_get(f"http://127.0.0.1:{port}{readyz}") == 200 for port in ports]
+
+    def settle(want: int, timeout_s: float) -> list[bool]:
+        """The readiness once every consumer is live and `want` of them are ready, 3
+        polls in a row."""
+        deadline, streak, states = time.monotonic() + timeout_s, 0, ready()
+        while streak < 3 or states is None:
+            assert time.monotonic() < deadline, f"ready: {states}, want {want}"
+            time.sleep(1)
+            states = ready()
+            streak = streak + 1 if states is not None and sum(states) == want else 0
+        return states
+
+    try:
+        for _ in range(3):
+            start()
+        assert settle(3, 120) == [True, True, True]
+        start()
+        states = settle(3, 120)
+        assert sorted(states) == [False, True, True, True]
+        idle = ports[states.index(False)]
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"http://127.0.0.1:{idle}{readyz}", timeout=5)
+        checks = json.loads(answer.value.read())["checks"]
+        assert checks["consumer"] == "no partition assigned", checks
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
