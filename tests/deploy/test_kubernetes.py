@@ -6,9 +6,10 @@ PrometheusRules against the Prometheus Operator's schemas (node, tests/deploy/cr
 the rendered rules must be exactly the shipped rules files and pass their promtool unit
 tests, the rendered dashboards exactly the shipped dashboards; the settings the pods get
 must pass ragpulse's settings validation with the secrets taken by reference; and the
-migration Job's and the exporter's own commands are run with that environment against
-PostgreSQL, the exporter's probes answered on the paths and port the manifests name; and
-the consumer's command, on the embedded broker, shows why its replicas = partitions."""
+migration Job's, the exporter's and the jobs workers' own commands are run with that
+environment against PostgreSQL, their probes answered on the paths and port the manifests
+name; and the consumer's command, on the embedded broker, shows why its replicas =
+partitions."""
 
 from __future__ import annotations
 
@@ -350,55 +351,93 @@ def _get(url: str) -> int:
         return 0
 
 
-@pytest.mark.timeout(240)
-def test_the_migration_job_and_the_exporter_run_as_the_manifests_say(
-    rendered: dict[str, list[dict[str, Any]]],
+def _command(container: dict[str, Any]) -> list[str]:
+    """The container's command, run from this checkout."""
+    args = list(container["args"])
+    assert args[0] == "ragpulse"
+    return [sys.executable, "-m", "ragpulse", *args[1:]]
+
+
+def _wait_ready(container: dict[str, Any], port: int, process: subprocess.Popen[bytes]) -> None:
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while _get(base + container["readinessProbe"]["httpGet"]["path"]) != 200:
+        assert process.poll() is None, f"{container['args']} exited"
+        assert time.monotonic() < deadline, f"{container['args']} never became ready"
+        time.sleep(0.5)
+    assert _get(base + container["livenessProbe"]["httpGet"]["path"]) == 200
+
+
+def _job_runs(port: int) -> dict[str, float]:
+    """ragpulse_job_runs_total of one process, summed by status."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    runs: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("ragpulse_job_runs_total{"):
+            status = line.split('status="', 1)[1].split('"', 1)[0]
+            runs[status] = runs.get(status, 0.0) + float(line.rsplit(" ", 1)[1])
+    return runs
+
+
+@pytest.mark.timeout(300)
+def test_the_migration_job_then_the_exporter_and_jobs_workers_run_as_the_manifests_say(
+    rendered: dict[str, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
-    """The Job's command migrates an empty PostgreSQL database; the exporter's command,
-    with the pod's environment, then answers its liveness and readiness probes."""
+    """With the pods' environment against an empty PostgreSQL database: the exporter exits
+    asking for the migration (a pod restarts until the Job ran); the Job's command
+    migrates; then the exporter and two jobs workers (sharing the jobs' shards) answer
+    their liveness and readiness probes, and the workers run the jobs without an error."""
     objects = rendered["base"]
     (job,) = _of(objects, "Job").values()
-    exporter = _of(objects, "Deployment")["ragpulse-exporter"]
+    deployments = _of(objects, "Deployment")
     url = create_postgres_database("ragpulse_k8s")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
     env.update(_settings_map(objects)["data"])
-    port = _free_port()
-    env.update(
-        RAGPULSE_DATABASE__URL=url,
-        RAGPULSE_EXPORTER__PORT=str(port),  # a free port here; the pod's own in a pod
-        PYTHONPATH=str(ROOT),
-    )
-
-    def command(container: dict[str, Any]) -> list[str]:
-        args = list(container["args"])
-        assert args[0] == "ragpulse"
-        return [sys.executable, "-m", "ragpulse", *args[1:]]
-
+    env.update(RAGPULSE_DATABASE__URL=url, PYTHONPATH=str(ROOT))
+    exporter = deployments["ragpulse-exporter"]["spec"]["template"]["spec"]["containers"][0]
+    jobs = deployments["ragpulse-jobs"]["spec"]["template"]["spec"]["containers"][0]
+    processes: list[tuple[dict[str, Any], int, subprocess.Popen[bytes]]] = []
     try:
+        early = subprocess.run(
+            _command(exporter), env=env, capture_output=True, text=True, timeout=120
+        )
+        assert early.returncode != 0
+        assert "ragpulse migrate" in early.stderr
         migrate = subprocess.run(
-            command(job["spec"]["template"]["spec"]["containers"][0]),
+            _command(job["spec"]["template"]["spec"]["containers"][0]),
             env=env,
             capture_output=True,
             text=True,
             timeout=120,
         )
         assert migrate.returncode == 0, migrate.stderr
-        container = exporter["spec"]["template"]["spec"]["containers"][0]
-        process = subprocess.Popen(
-            command(container), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while _get(base + container["readinessProbe"]["httpGet"]["path"]) != 200:
-                assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                assert time.monotonic() < deadline, "the exporter never became ready"
-                time.sleep(0.5)
-            assert _get(base + container["livenessProbe"]["httpGet"]["path"]) == 200
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        for i, container in enumerate((exporter, jobs, jobs)):
+            port = _free_port()  # each its own here; in a pod, the pod's own 9464
+            with (tmp_path / f"{i}.log").open("wb") as log:
+                process = subprocess.Popen(
+                    _command(container),
+                    env={**env, "RAGPULSE_EXPORTER__PORT": str(port)},
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            processes.append((container, port, process))
+        for container, port, process in processes:
+            _wait_ready(container, port, process)
+        deadline = time.monotonic() + 120  # the first runs start 5 s after start-up
+        for _, port, process in processes[1:]:
+            while not _job_runs(port).get("ok"):
+                assert process.poll() is None, "a jobs worker exited"
+                assert time.monotonic() < deadline, "no job ran"
+                time.sleep(1)
+        for i, (container, port, process) in enumerate(processes[1:], start=1):
+            assert not _job_runs(port).get("error"), (tmp_path / f"{i}.log").read_text()
+            _wait_ready(container, port, process)
     finally:
+        for _, _, process in processes:
+            process.terminate()
+        for _, _, process in processes:
+            process.wait(timeout=60)
         drop_postgres_database(url)
 
 
