@@ -2,8 +2,9 @@
 
 Run `python dashboards/build.py` after changing a metric, a job's metrics, a band or a
 panel; the generated files are what ships (tests/dashboards/test_generated.py checks they
-are up to date). The dashboards are built with grafana-foundation-sdk's builders
-(`dashboards/boards.py` assembles the sections of `dashboards/panels/`); the overview has
+are up to date), and so are their Kubernetes forms (`dashboards/kubernetes.py`,
+tests/deploy/test_kubernetes.py). The dashboards are built with grafana-foundation-sdk's
+builders (`dashboards/boards.py` assembles the sections of `dashboards/panels/`); the overview has
 one row per scheduled job and a panel for every metric the job produces
 (`metrics_view.scheduled`): a metric added to a job gets its panel here, and, once it
 declares a direction in the registry, colours and drift rules. Colours follow the seeds'
@@ -31,6 +32,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
 from dashboards import (  # noqa: E402
     boards,
     drift_rule_tests,
+    kubernetes,
     metrics_view,
     quality_rules,
     runbooks,
@@ -74,6 +76,9 @@ def main() -> None:
     docs_url = os.environ.get("RAGPULSE_DOCS_URL", runbooks.DOCS_URL)
     for path, text in generated(docs_url).items():
         path.write_text(text, encoding="utf-8")
+    # the same rules and dashboards as Kubernetes objects (deploy/kubernetes/), made from
+    # the files just written and the hand-written rules beside them
+    kubernetes.write()
 
 
 if __name__ == "__main__":
