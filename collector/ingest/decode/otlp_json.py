@@ -145,8 +145,14 @@ def _bytes(value: Any) -> bytes:
 
 def _enum(value: Any, field: FieldDescriptor) -> None:
     """Check an enum value `ParseDict` would take as it is (its number is not needed)."""
-    if type(value) is str and value in field.enum_type.values_by_name:
-        return
+    if type(value) is str:
+        if value in field.enum_type.values_by_name:
+            return
+        try:
+            int(value)
+        except ValueError:
+            return  # an unknown name: ParseDict ignores it (ignore_unknown_fields)
+        raise Unusual  # a number as a string
     _int(value, _INT32)
 
 
@@ -174,6 +180,21 @@ def attributes(items: Any, depth: int = 0) -> dict[str, Any]:
     """An OTLP/JSON `KeyValue` list -> plain dict, as `otlp.attributes` gives it."""
     out: dict[str, Any] = {}
     for kv in _list(items):
+        if type(kv) is dict and len(kv) == 2:
+            key = kv.get("key")
+            value = kv.get("value")
+            if type(key) is str and type(value) is dict and len(value) == 1:
+                # the common case, a string or an integer as the Collector writes them
+                text = value.get("stringValue")
+                if type(text) is str:
+                    out[key] = text
+                    continue
+                text = value.get("intValue")
+                if type(text) is str and _DIGITS.fullmatch(text):
+                    number = int(text)
+                    if _INT64[0] <= number <= _INT64[1]:
+                        out[key] = number
+                        continue
         if type(kv) is dict and len(kv) == 2 and "key" in kv and "value" in kv:
             key, value = kv["key"], kv["value"]
             if type(key) is not str:
