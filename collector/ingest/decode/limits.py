@@ -96,12 +96,9 @@ def _keys_in_text(raw: bytes) -> int:
 
     Every candidate is counted, then the escaped ones are taken back: only those need their
     backslashes looked at, and they are few (JSON text inside string values, as in OTLP
-    `input.value`). Without whitespace after any quote, a candidate is exactly `":`, which
-    a byte count finds faster than the regex."""
-    if b'" ' in raw or b'"\n' in raw or b'"\t' in raw or b'"\r' in raw:
-        keys = len(_KEY_END.findall(raw))
-    else:
-        keys = raw.count(b'":')
+    `input.value`). Patterns that start with a literal let the regex engine jump between
+    candidates."""
+    keys = len(_KEY_END.findall(raw))
     if b'\\"' not in raw:
         return keys
     for match in _ESCAPED_KEY_END.finditer(raw):
