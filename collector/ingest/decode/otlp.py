@@ -5,6 +5,9 @@ OTLP/JSON (`otlp_json`: camelCase keys, ids as hex strings, 64-bit integers as s
 The encoding is sniffed (a protobuf request never starts with `{`), so a topic carrying
 either works whatever `kafka.otlp_encoding` says. JSON ids are accepted as hex (the OTLP
 spec) or base64 (protobuf's canonical JSON, e.g. `MessageToJson`): the lengths differ.
+OTLP/JSON is read straight from the parsed dict (`otlp_json`); a shape that reader leaves
+alone goes through protobuf's `ParseDict` as before. Both encodings yield `SpanView`s for
+one fragment builder (`fragments_from_spans`).
 
 Each message yields one `OtlpFragment` per trace id it contains: the span summaries of that
 trace (see `otlp_mapping`), later merged with the other fragments of the same trace. A
