@@ -3,8 +3,9 @@ writes them, through ragpulse's ingest into a real store.
 
 A test runs a small RAG app over fake models with a real, unmodified instrumentor attached
 to `Capture`'s tracer provider, then `collector_messages` encodes the finished spans as
-the Collector would (`otlp_proto` or `otlp_json` with hex ids), optionally splitting each
-trace over two messages (children first, the root last), and `ingest` stores them with the
+the Collector would (`otlp_proto` or `otlp_json` with hex ids; each OTLP/JSON message is
+checked to decode through the direct reader as through `ParseDict`), optionally splitting
+each trace over two messages (children first, the root last), and `ingest` stores them with the
 real `Ingestor` and returns the stored rows. `emitted_strings` lists every string value the
 library put on a span, for checks that nothing the library emitted was left behind.
 """
@@ -26,6 +27,7 @@ from collector.ingest.pipeline import BatchResult, Ingestor, RawMessage
 from collector.settings import load_settings
 from collector.store.models import Trace
 from collector.store.session import make_engine, make_session_factory
+from tests.collector.otlp_json_reference import check_same
 from tests.collector.otlp_traces import json_message, proto_message
 
 OTLP_TOPIC = "otlp_spans"
@@ -91,7 +93,11 @@ def _encode(spans: Sequence[ReadableSpan], encoding: str) -> bytes:
         return proto_message(spans)
     if encoding != "otlp_json":
         raise ValueError(f"unknown encoding {encoding!r}; known: otlp_proto, otlp_json")
-    return json_message(spans)  # camelCase, int64 as strings, hex ids: as the Collector
+    message = json_message(spans)  # camelCase, int64 as strings, hex ids: as the Collector
+    # every real library's message is read by the direct OTLP/JSON reader (no ParseDict
+    # fallback) and decodes as it did through ParseDict (issue 28)
+    check_same(message, direct_read=True)
+    return message
 
 
 def ingest(url: str, messages: Sequence[bytes], topic: str = OTLP_TOPIC) -> BatchResult:

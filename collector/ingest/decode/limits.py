@@ -92,18 +92,21 @@ def depth_within(value: Any, max_depth: int) -> bool:
 
 def _keys_in_text(raw: bytes) -> int:
     """Keys in valid JSON text: each `"` followed by `:` ends a key, unless an odd number of
-    backslashes escapes it (`\\":` inside a string; `\\\\":` does end a key). Patterns that
-    start with a literal let the regex engine jump between candidates."""
-    count = len(_KEY_END.findall(raw))
-    if b"\\" not in raw or not _ESCAPED_KEY_END.search(raw):
-        return count
-    keys = 0
-    for match in _KEY_END.finditer(raw):
-        quote = match.start()
+    backslashes escapes it (`\\":` inside a string; `\\\\":` does end a key).
+
+    Every candidate is counted, then the escaped ones are taken back: only those need their
+    backslashes looked at, and they are few (JSON text inside string values, as in OTLP
+    `input.value`). Patterns that start with a literal let the regex engine jump between
+    candidates."""
+    keys = len(_KEY_END.findall(raw))
+    if b'\\"' not in raw:
+        return keys
+    for match in _ESCAPED_KEY_END.finditer(raw):
+        quote = match.start() + 1
         start = quote
         while start and raw[start - 1] == 0x5C:  # backslash
             start -= 1
-        keys += not (quote - start) & 1
+        keys -= (quote - start) & 1
     return keys
 
 

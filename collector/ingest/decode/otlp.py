@@ -5,6 +5,9 @@ OTLP/JSON (`otlp_json`: camelCase keys, ids as hex strings, 64-bit integers as s
 The encoding is sniffed (a protobuf request never starts with `{`), so a topic carrying
 either works whatever `kafka.otlp_encoding` says. JSON ids are accepted as hex (the OTLP
 spec) or base64 (protobuf's canonical JSON, e.g. `MessageToJson`): the lengths differ.
+OTLP/JSON is read straight from the parsed dict (`otlp_json`); a shape that reader leaves
+alone goes through protobuf's `ParseDict` as before. Both encodings yield `SpanView`s for
+one fragment builder (`fragments_from_spans`).
 
 Each message yields one `OtlpFragment` per trace id it contains: the span summaries of that
 trace (see `otlp_mapping`), later merged with the other fragments of the same trace. A
@@ -17,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +35,9 @@ from collector.ingest.decode.errors import EMPTY, INVALID_OTLP, OVERSIZED, TOO_D
 from collector.ingest.decode.evaluations import span_evaluations
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
 from collector.ingest.decode.optional import FieldIssues
+from collector.ingest.decode.otlp_json import Unusual, json_spans
 from collector.ingest.decode.otlp_mapping import summarize_span
+from collector.ingest.decode.otlp_view import SpanView
 from collector.ingest.decode.trace_json import DEFAULT_MAX_BYTES, decode_json_message
 
 _ID_BYTES = {"traceId": 16, "spanId": 8, "parentSpanId": 8}
@@ -63,9 +68,27 @@ def decode_otlp_message(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> list[OtlpFragment]:
     """Decode one OTLP message into per-trace fragments, or raise `DecodeError`."""
-    return fragments_from_request(
-        parse_otlp_request(value, encoding, max_bytes, max_depth), max_depth
-    )
+    return fragments_from_spans(parse_otlp_spans(value, encoding, max_bytes, max_depth), max_depth)
+
+
+def parse_otlp_spans(
+    value: bytes | None,
+    encoding: str = "otlp_proto",
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Iterable[SpanView]:
+    """The spans of one OTLP message (protobuf or JSON, sniffed), or `DecodeError`.
+
+    OTLP/JSON is read directly from the parsed dict (`otlp_json`); only a shape that reader
+    leaves alone goes through protobuf's `ParseDict`, as every JSON message did before."""
+    payload, is_json = otlp_payload(value, encoding, max_bytes)
+    if not is_json:
+        return request_spans(_parse_proto(payload))
+    obj = decode_json_message(payload, max_bytes, max_depth)
+    try:
+        return json_spans(obj)
+    except Unusual:
+        return request_spans(_request_from_json(obj))
 
 
 def parse_otlp_request(
@@ -107,7 +130,11 @@ def _parse_proto(value: bytes) -> ExportTraceServiceRequest:
 
 
 def _parse_json(value: bytes, max_bytes: int, max_depth: int) -> ExportTraceServiceRequest:
-    obj = decode_json_message(value, max_bytes, max_depth)
+    return _request_from_json(decode_json_message(value, max_bytes, max_depth))
+
+
+def _request_from_json(obj: Any) -> ExportTraceServiceRequest:
+    """An OTLP/JSON dict as a protobuf request through `ParseDict` (ids rewritten in place)."""
     try:
         for i, rs in enumerate(_list(obj, "resourceSpans")):
             for j, ss in enumerate(_list(rs, "scopeSpans")):
@@ -152,48 +179,78 @@ def fragments_from_request(
 ) -> list[OtlpFragment]:
     """Group the request's spans by trace id and summarize each span. With `used`, each
     (trace id, span id) gets the attribute keys the mapping read (the inspect command)."""
-    by_trace: dict[str, dict[str, dict[str, Any]]] = {}
-    warned: dict[str, list[str]] = {}
-    total = 0
+    return fragments_from_spans(request_spans(request), max_depth, used)
+
+
+def request_spans(request: ExportTraceServiceRequest) -> Iterator[SpanView]:
+    """The spans of a protobuf request, in request order."""
     for i, rs in enumerate(request.resource_spans):
         resource = attributes(rs.resource.attributes)
         for j, ss in enumerate(rs.scope_spans):
             for k, span in enumerate(ss.spans):
-                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                trace_id = _hex_id(span.trace_id, 16, f"{path}.traceId")
-                span_id = _hex_id(span.span_id, 8, f"{path}.spanId")
-                parent = span.parent_span_id
-                parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
-                issues = FieldIssues()
-                span_attrs = attributes(span.attributes)
-                read = None if used is None else used.setdefault((trace_id, span_id), set())
-                events = [(e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events]
-                summary = summarize_span(
-                    span_attrs,
-                    parent=parent_hex,
+                yield SpanView(
+                    path=f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]",
+                    trace_id=span.trace_id,
+                    span_id=span.span_id,
+                    parent_span_id=span.parent_span_id,
                     name=span.name,
                     start_ns=span.start_time_unix_nano,
-                    end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
+                    end_ns=span.end_time_unix_nano,
+                    attributes=attributes(span.attributes),
+                    events=[
+                        (e.name, e.time_unix_nano, attributes(e.attributes)) for e in span.events
+                    ],
                     resource=resource,
                     scope=ss.scope.name,
-                    events=[(name, attrs) for name, _, attrs in events],
-                    issues=issues,
-                    max_depth=max_depth,
-                    used=read,
                 )
-                seen = span_attrs if read is None else RecordingAttrs(span_attrs, read)
-                evals = span_evaluations(seen, events, summary["end"])
-                if evals:
-                    summary["evals"] = evals  # gen_ai.evaluation.result events/attributes
-                warned.setdefault(trace_id, []).extend(issues.fields)
-                if b"\\u0000" in orjson.dumps(summary):
-                    raise DecodeError(
-                        INVALID_OTLP,
-                        f"{path}: a string contains U+0000 (NUL), which cannot be stored",
-                    )
-                spans = by_trace.setdefault(trace_id, {})
-                spans[span_id] = _later(spans.get(span_id), summary)
-                total += 1
+
+
+def fragments_from_spans(
+    views: Iterable[SpanView],
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    used: dict[tuple[str, str], set[str]] | None = None,
+) -> list[OtlpFragment]:
+    """Group spans (of either encoding) by trace id and summarize each span. With `used`,
+    each (trace id, span id) gets the attribute keys the mapping read."""
+    by_trace: dict[str, dict[str, dict[str, Any]]] = {}
+    warned: dict[str, list[str]] = {}
+    total = 0
+    for view in views:
+        path = view.path
+        trace_id = _hex_id(view.trace_id, 16, f"{path}.traceId")
+        span_id = _hex_id(view.span_id, 8, f"{path}.spanId")
+        parent = view.parent_span_id
+        parent_hex = _hex_id(parent, 8, f"{path}.parentSpanId") if parent else ""
+        issues = FieldIssues()
+        span_attrs = view.attributes
+        read = None if used is None else used.setdefault((trace_id, span_id), set())
+        events = view.events
+        summary = summarize_span(
+            span_attrs,
+            parent=parent_hex,
+            name=view.name,
+            start_ns=view.start_ns,
+            end_ns=max(view.end_ns, view.start_ns),
+            resource=view.resource,
+            scope=view.scope,
+            events=[(name, attrs) for name, _, attrs in events],
+            issues=issues,
+            max_depth=max_depth,
+            used=read,
+        )
+        seen = span_attrs if read is None else RecordingAttrs(span_attrs, read)
+        evals = span_evaluations(seen, events, summary["end"])
+        if evals:
+            summary["evals"] = evals  # gen_ai.evaluation.result events/attributes
+        warned.setdefault(trace_id, []).extend(issues.fields)
+        if b"\\u0000" in orjson.dumps(summary):
+            raise DecodeError(
+                INVALID_OTLP,
+                f"{path}: a string contains U+0000 (NUL), which cannot be stored",
+            )
+        spans = by_trace.setdefault(trace_id, {})
+        spans[span_id] = _later(spans.get(span_id), summary)
+        total += 1
     if total == 0:
         raise DecodeError(INVALID_OTLP, "the request holds no spans")
     return [
