@@ -5,8 +5,9 @@ it must agree with the loop over every candidate it replaced, for texts full of 
 quotes, backslash runs, colons and JSON inside strings, written compact, spaced and
 indented; and with the decoded objects' key count (what the check compares it with) when
 no string starts with `:`. (Both counts take the opening quote of a string that starts
-with `:`, such as ":authority", for the end of a key: then a message holding a backslash is
-refused as repeating a key. Kept as it was: the OTLP/JSON work must not change refusals.)
+with `:`, such as ":authority", for the end of a key; the count is only a filter, and a
+mismatch is settled by parsing again, so such a message is not refused:
+`test_a_value_starting_with_a_colon_is_no_duplicate_key`.)
 """
 
 from __future__ import annotations
@@ -83,3 +84,19 @@ def test_backslash_runs_before_a_key_end() -> None:
         obj = {"a" + "\\" * run: "x" + "\\" * run + '":', "b": {"c" + "\\" * run: '\\":'}}
         for raw in (orjson.dumps(obj), json.dumps(obj, indent=1).encode()):
             assert _keys_in_text(raw) == _replaced(raw) == 3, raw
+
+
+def test_a_value_starting_with_a_colon_is_no_duplicate_key() -> None:
+    from collector.ingest.decode.errors import DecodeError
+    from collector.ingest.decode.limits import check_structure
+
+    # an HTTP/2 pseudo-header as a value, beside a string with an escaped quote
+    raw = b'{"method": ":authority", "q": "say \\"hi\\""}'
+    check_structure(raw, orjson.loads(raw))  # accepted
+    twice = b'{"method": ":authority", "q": "say \\"hi\\"", "q": "again"}'
+    try:
+        check_structure(twice, orjson.loads(twice))
+    except DecodeError as exc:
+        assert "'q' appears twice" in str(exc)
+    else:
+        raise AssertionError("a repeated key was accepted")
