@@ -24,6 +24,9 @@ from exporters.report.promapi import (
 )
 from exporters.report.svg import PALETTE, Line, time_chart
 from exporters.report.units import format_value
+from exporters.report.verdict import judge_all
+from exporters.report.verdict_data import anchor, fetch_all, overview, tiers
+from exporters.report.verdict_html import verdict_html
 
 POINTS = 240
 STAT_TYPES = ("stat", "gauge", "bargauge")
@@ -241,7 +244,10 @@ def render_panel(
     values: Mapping[str, str],
     span: TimeRange,
     drill: Drill | None = None,
+    worst: dict[str, str] | None = None,
 ) -> PanelHtml:
+    """One panel; the first worst-traces table of each metric gets an id, recorded in
+    `worst` (metric -> id) for the verdict's links."""
     queries = tuple(substitute(t.expr, values) for t in panel.targets)
 
     def done(body: str, state: str) -> PanelHtml:
@@ -257,9 +263,19 @@ def render_panel(
             start = span.start - window
             drilled = drill(metric, start, span.end, values.get("tenant") or None)
             if drilled is not None:
-                body += drill_html(drilled)
+                ident = None
+                if worst is not None and drilled.rows and metric not in worst:
+                    ident = worst[metric] = "worst-" + anchor(metric)
+                body += drill_html(drilled, ident)
         return PanelHtml(
-            panel.title, body, state, panel.width, panel.description, panel.row, queries
+            panel.title,
+            body,
+            state,
+            panel.width,
+            panel.description,
+            panel.row,
+            queries,
+            panel.no_value if state == "nodata" else None,
         )
 
     if panel.type == "text":
@@ -290,16 +306,20 @@ def render_report(
     chosen: Mapping[str, str] | None = None,
     drill: Drill | None = None,
 ) -> tuple[str, ReportSummary]:
-    """The whole page and what it holds (panels with data, empty ones, failed ones)."""
+    """The whole page and what it holds (panels with data, empty ones, failed ones): the
+    verdict first, then the overview dashboard, then the others."""
     scrape_s = client.scrape_interval()
     summary = ReportSummary()
     sections = []
     shown_vars: dict[str, str] = {}
-    for dashboard in dashboards:
+    worst: dict[str, str] = {}
+    main_board = overview(dashboards)
+    ordered = sorted(dashboards, key=lambda d: d is not main_board)
+    for dashboard in ordered:
         span = time_range(client, dashboard, now, since)
         values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
         shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
-        panels = [render_panel(client, p, values, span, drill) for p in dashboard.panels]
+        panels = [render_panel(client, p, values, span, drill, worst) for p in dashboard.panels]
         for source, p in zip(dashboard.panels, panels, strict=True):
             summary.panels += 1
             where = f"{dashboard.title}: {p.title}"
@@ -314,11 +334,15 @@ def render_report(
             datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
             for t in (span.start, span.end)
         )
+        prefix = "" if dashboard is main_board else f"{anchor(dashboard.uid)}-"
         sections.append(
             f'<h2 class="dashboard" id="{escape(dashboard.uid)}">{escape(dashboard.title)}</h2>'
             f'<p class="meta">{escape(dashboard.description)} · {when} · step '
-            f"{span.step:g}s · {escape(dashboard.path.name)}</p>" + grid_html(panels)
+            f"{span.step:g}s · {escape(dashboard.path.name)}</p>" + grid_html(panels, prefix)
         )
+    first = ""
+    if main_board is not None:
+        first = _verdict_section(client, main_board, worst, now, since)
     header = [
         f"Prometheus {client.url} · generated "
         f"{datetime.fromtimestamp(now, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
@@ -326,4 +350,25 @@ def render_report(
     ]
     if shown_vars:
         header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))
-    return page("ragpulse dashboards", header, "".join(sections)), summary
+    return page("ragpulse quality report", header, first + "".join(sections)), summary
+
+
+def _verdict_section(
+    client: PromClient,
+    board: Dashboard,
+    worst: Mapping[str, str],
+    now: float,
+    since: float | None,
+) -> str:
+    """The first screen, from the overview's tiers and what Prometheus holds now."""
+    span = time_range(client, board, now, since)
+    tier_list, stats = tiers(board)
+    found, alerts, slices = fetch_all(client, tier_list, stats, now, span.start)
+    held = (now - span.start) / 60
+    basis = (
+        f"From Prometheus at {datetime.fromtimestamp(now, UTC).strftime('%H:%M UTC')}, "
+        f"holding {held:.0f} min of data here: a critical alert pages; a warning alert, a "
+        "drift detector at its threshold, a 1h 95% CI wholly worse than the 7-day value or a "
+        "1h value in a band that needs attention is to watch."
+    )
+    return verdict_html(judge_all(tier_list, found, alerts, slices), stats, worst, now, basis)

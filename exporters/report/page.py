@@ -22,8 +22,40 @@ body { margin: 0; padding: 16px 20px 40px; font: 13px/1.4 system-ui, -apple-syst
 header h1 { font-size: 20px; margin: 0 0 4px; }
 header p, .meta { color: var(--muted); margin: 2px 0; }
 h2.dashboard { font-size: 17px; margin: 26px 0 2px; }
-h3.row { grid-column: 1 / -1; font-size: 14px; margin: 14px 0 0; padding-bottom: 3px;
+h3.row { font-size: 14px; margin: 14px 0 6px; padding-bottom: 3px;
   border-bottom: 1px solid var(--line); }
+details.fold { margin: 8px 0 0; font-size: 12px; color: var(--muted); }
+details.fold > summary { padding: 3px 0; }
+details.fold > summary b { color: var(--fg); }
+details.fold[open] > .grid { margin-top: 6px; }
+.verdict { background: #fff; border: 1px solid var(--line); border-left-width: 6px;
+  border-radius: 6px; padding: 8px 12px; margin: 10px 0 4px; }
+.verdict h2 { font-size: 18px; margin: 0 0 2px; }
+.verdict[data-level="paging"] { border-left-color: #cf222e; }
+.verdict[data-level="watch"] { border-left-color: #d4a72c; }
+.verdict[data-level="fine"] { border-left-color: #2da44e; }
+table.tiers { border-collapse: collapse; width: 100%; margin-top: 6px; font-size: 12px; }
+table.tiers th { text-align: left; color: var(--muted); font-weight: 600; padding: 2px 6px;
+  border-bottom: 1px solid var(--line); }
+table.tiers td { padding: 4px 6px; border-bottom: 1px solid #eaeef2; vertical-align: top; }
+table.tiers td.name { font-weight: 600; width: 17%; }
+table.tiers td.changed { width: 34%; }
+table.tiers td.alerts { width: 26%; }
+table.tiers a { color: #0969da; text-decoration: none; }
+.badge { display: inline-block; min-width: 56px; text-align: center; border-radius: 10px;
+  padding: 1px 8px; font-weight: 600; color: #fff; background: #8c959f; white-space: nowrap; }
+tr[data-level="paging"] .badge { background: #cf222e; }
+tr[data-level="watch"] .badge { background: #bf8700; }
+tr[data-level="fine"] .badge { background: #2da44e; }
+tr[data-level="no data"] td { color: var(--muted); }
+.verdict .why, .verdict .none { color: var(--muted); }
+.alert { margin-bottom: 4px; }
+.alert .sev { text-transform: uppercase; font-size: 10px; font-weight: 700; color: #bf8700; }
+.alert[data-severity="critical"] .sev { color: #cf222e; }
+.alert .runbook { color: var(--muted); font-size: 11px; cursor: pointer; overflow: hidden;
+  display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; }
+.alert .runbook.full { display: block; }
+.other-alerts { margin-top: 6px; font-size: 12px; }
 .grid { display: grid; grid-template-columns: repeat(24, minmax(0, 1fr)); gap: 10px; }
 .panel { position: relative; background: #fff; border: 1px solid var(--line); border-radius: 6px;
   padding: 8px 10px; min-width: 0; }
@@ -140,6 +172,20 @@ SCRIPT = """
     });
   }
   document.querySelectorAll('svg.chart[data-plot]').forEach(hover);
+  document.querySelectorAll('.alert .runbook').forEach(function (text) {
+    text.addEventListener('click', function () { text.classList.toggle('full'); });
+  });
+  // a link to a table in a closed <details> (or a folded row) opens it first
+  function reveal(id) {
+    var target = document.getElementById(id);
+    for (var node = target; node; node = node.parentElement) {
+      if (node.tagName === 'DETAILS') { node.open = true; }
+    }
+  }
+  document.querySelectorAll('a[href^="#"]').forEach(function (a) {
+    a.addEventListener('click', function () { reveal(a.getAttribute('href').slice(1)); });
+  });
+  if (location.hash) { reveal(location.hash.slice(1)); }
   var panels = document.querySelectorAll('.panel');
   var withData = 0;
   panels.forEach(function (p) {
@@ -165,6 +211,8 @@ class PanelHtml:
     description: str = ""
     row: str = ""
     queries: tuple[str, ...] = ()
+    empty_reason: str | None = None
+    """Why a panel without data has none (its `noValue`), for a folded row's summary."""
 
 
 def legend_html(entries: Sequence[tuple[str, str, str]]) -> str:
@@ -190,17 +238,36 @@ def panel_html(panel: PanelHtml) -> str:
     )
 
 
-def grid_html(panels: Sequence[PanelHtml]) -> str:
-    """Panels in a 24-column grid, a heading before each new row title."""
-    parts = ['<div class="grid">']
-    row = None
+def _row_html(title: str, panels: Sequence[PanelHtml], ident: str) -> str:
+    """A row's heading and its panels; a row where no panel has data is folded, its
+    summary saying why (the panels' own reasons, once each)."""
+    grid = '<div class="grid">' + "".join(panel_html(p) for p in panels) + "</div>"
+    heading = f'<h3 class="row">{escape(title)}</h3>' if title else ""
+    if panels and all(p.state == "nodata" for p in panels):
+        reasons = list(dict.fromkeys(p.empty_reason for p in panels if p.empty_reason))
+        why = "; ".join(reasons) or "no data"
+        name = escape(title or "panels")
+        return (
+            f'<details class="fold" id="{escape(ident)}"><summary><b>{name}</b> — '
+            f"nothing to show: {escape(why)}</summary>{grid}</details>"
+        )
+    if title:
+        heading = f'<h3 class="row" id="{escape(ident)}">{escape(title)}</h3>'
+    return heading + grid
+
+
+def grid_html(panels: Sequence[PanelHtml], id_prefix: str = "") -> str:
+    """Panels in 24-column grids, one per row title; `id_prefix` keeps the rows' ids
+    unique when several dashboards share row titles."""
+    groups: list[tuple[str, list[PanelHtml]]] = []
     for panel in panels:
-        if panel.row and panel.row != row:
-            anchor = re.sub(r"[^a-z0-9]+", "-", panel.row.lower()).strip("-")
-            parts.append(f'<h3 class="row" id="{escape(anchor)}">{escape(panel.row)}</h3>')
-        row = panel.row
-        parts.append(panel_html(panel))
-    parts.append("</div>")
+        if not groups or groups[-1][0] != panel.row:
+            groups.append((panel.row, []))
+        groups[-1][1].append(panel)
+    parts = []
+    for title, members in groups:
+        ident = id_prefix + re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+        parts.append(_row_html(title, members, ident))
     return "".join(parts)
 
 

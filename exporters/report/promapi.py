@@ -1,4 +1,5 @@
-"""A small client of Prometheus's HTTP API (query_range, config) for the static report."""
+"""A small client of Prometheus's HTTP API (query, query_range, alerts, config) for the
+static report."""
 
 from __future__ import annotations
 
@@ -103,6 +104,23 @@ class PromClient:
                     values.append(number)
             out.append(Series(dict(item.get("metric", {})), tuple(times), tuple(values)))
         return out
+
+    def query(self, expr: str, at: float) -> list[tuple[dict[str, str], float]]:
+        """An instant vector at `at`: (labels, value) of every finite sample."""
+        data = self._get("query", {"query": expr, "time": f"{at:.3f}"})
+        out = []
+        for item in data.get("result", []) if data.get("resultType") == "vector" else []:
+            number = float(item.get("value", [0, "NaN"])[1])
+            if math.isfinite(number):
+                out.append((dict(item.get("metric", {})), number))
+        return out
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The active alerts with their labels, state, `activeAt` and annotations (the
+        rule's runbook text, templates already expanded by Prometheus)."""
+        data = self._get("alerts", {})
+        found = data.get("alerts", []) if isinstance(data, dict) else []
+        return [a for a in found if isinstance(a, dict)]
 
     def first_sample_time(self, start: float, end: float) -> float | None:
         """When the server first scraped anything in [start, end] (`up` exists from the
