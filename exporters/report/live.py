@@ -3,6 +3,7 @@ into one static HTML page — the same PromQL, legends, units and thresholds as 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -14,6 +15,7 @@ from typing import Any
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
 from exporters.report.drilldown import Drill, drill_html, panel_metric
 from exporters.report.figures import sparkline
+from exporters.report.heatmap import Cells, Exemplar, cells, exemplars_of, heatmap_div
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
 from exporters.report.promapi import (
     PromClient,
@@ -238,6 +240,21 @@ def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange) -> str:
     return svg + legend_html(entries)
 
 
+def heatmap_body(
+    client: PromClient, panel: Panel, queries: Sequence[str], grid: Cells, span: TimeRange
+) -> str:
+    """The Plotly heatmap of a bucket panel, with the exemplars of its queries (none when
+    Prometheus keeps no exemplars or rejects the query)."""
+    found: list[Exemplar] = []
+    for expr in queries:
+        try:
+            found.extend(exemplars_of(client.exemplars(expr, span.start, span.end)))
+        except QueryError:
+            continue
+    key = hashlib.sha1("\n".join((panel.title, *queries)).encode()).hexdigest()[:12]
+    return heatmap_div(grid, found, f"heatmap-{key}")
+
+
 def render_panel(
     client: PromClient,
     panel: Panel,
@@ -290,6 +307,10 @@ def render_panel(
     if not named:
         why = escape(panel.no_value or "no data")
         return done(f'<div class="status nodata">{why}</div>', "nodata")
+    if panel.type == "heatmap":
+        grid = cells([item.series for item in named])
+        if grid is not None:
+            return done(heatmap_body(client, panel, queries, grid, span), "ok")
     if panel.type in STAT_TYPES:
         return done(stat_body(panel, named), "ok")
     if panel.type == "table":

@@ -189,7 +189,8 @@ SCRIPT = """
   var panels = document.querySelectorAll('.panel');
   var withData = 0;
   panels.forEach(function (p) {
-    var drawn = p.querySelector('svg .series, svg circle, svg rect, .stat, table.values, pre.text');
+    var drawn = p.querySelector(
+      'svg .series, svg circle, svg rect, .stat, table.values, pre.text, .plotly-heatmap .hm');
     if (p.getAttribute('data-state') === 'ok' && drawn) { withData += 1; }
   });
   var root = document.documentElement;
@@ -271,13 +272,22 @@ def grid_html(panels: Sequence[PanelHtml], id_prefix: str = "") -> str:
     return "".join(parts)
 
 
+def plotly_script() -> str:
+    """plotly.js, embedded once (~4.8 MB) so a page with Plotly figures loads nothing."""
+    from plotly.offline import get_plotlyjs
+
+    return f'<script id="plotly-js">{get_plotlyjs()}</script>'
+
+
 def page(title: str, header_lines: Sequence[str], body: str) -> str:
+    """The page; plotly.js is embedded only when the body holds a Plotly figure."""
     lines = "".join(f"<p>{escape(line)}</p>" for line in header_lines)
+    library = plotly_script() if 'class="plotly-heatmap"' in body else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<title>{escape(title)}</title><style>{CSS}</style>{library}</head>"
         f"<body><header><h1>{escape(title)}</h1>{lines}</header>{body}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )

@@ -122,6 +122,14 @@ class PromClient:
         found = data.get("alerts", []) if isinstance(data, dict) else []
         return [a for a in found if isinstance(a, dict)]
 
+    def exemplars(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        """`/api/v1/query_exemplars` of the selectors in `expr` over [start, end]: groups of
+        `seriesLabels` and `exemplars` (empty when the server keeps none)."""
+        data = self._get(
+            "query_exemplars", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        )
+        return [g for g in data if isinstance(g, dict)] if isinstance(data, list) else []
+
     def first_sample_time(self, start: float, end: float) -> float | None:
         """When the server first scraped anything in [start, end] (`up` exists from the
         first scrape on), so a young server's report is not a thin line at the right."""

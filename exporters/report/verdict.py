@@ -44,13 +44,15 @@ class Reading:
 
     @property
     def ci_worse(self) -> bool:
-        """The 1h CI lies wholly on the bad side of the 7d value."""
+        """The 1h CI lies wholly on the bad side of the 7d value (by more than rounding:
+        on a young series both windows hold the same samples)."""
         if self.week is None:
             return False
+        slack = 1e-9 * max(1.0, abs(self.week))
         if self.direction == "higher":
-            return self.hour_high is not None and self.hour_high < self.week
+            return self.hour_high is not None and self.hour_high < self.week - slack
         if self.direction == "lower":
-            return self.hour_low is not None and self.hour_low > self.week
+            return self.hour_low is not None and self.hour_low > self.week + slack
         return False
 
 

@@ -36,7 +36,7 @@ def reading_text(reading: Reading, stat: Panel | None, now: float, reasons: tupl
     parts = [f"<b>{escape(reading.metric)}</b> {escape(_fmt(reading.hour, stat))}"]
     if reading.hour_low is not None and reading.hour_high is not None:
         low, high = _fmt(reading.hour_low, stat), _fmt(reading.hour_high, stat)
-        parts.append(f" (95% CI {escape(low)}–{escape(high)})")
+        parts.append(f" (95% CI {escape(low)} to {escape(high)})")
     if reading.week is not None:
         parts.append(f" vs {escape(_fmt(reading.week, stat))} over 7d")
     delta = reading.delta

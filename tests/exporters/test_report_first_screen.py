@@ -47,7 +47,7 @@ ragpulse_metric_value{metric="silhouette",window="7d"} 0.61
 
 
 class _Metrics(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = METRICS.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4")
@@ -101,9 +101,7 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     firing = 'ALERTS{alertname="RagpulseQualityDropPage",alertstate="firing"}'
     assert prom.wait_for(firing, timeout=60), prom.log.read_text()[-2000:]
     output = tmp_path / "report.html"
-    code = main(
-        ["report", "--prometheus", prom.url, "--output", str(output), "--no-traces"]
-    )
+    code = main(["report", "--prometheus", prom.url, "--output", str(output), "--no-traces"])
     assert code == 0, capsys.readouterr().err
 
     page = chromium.open(output.as_uri())
@@ -124,19 +122,19 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     # the paging tier: what changed (1h with its CI against 7d, the delta, since when),
     # the top slice, the firing alert with its runbook text (expanded by Prometheus)
     assert generation["level"] == "paging"
-    assert "faithfulness 0.62 (95% CI 0.55–0.69) vs 0.81 over 7d: −0.19" in generation["changed"]
-    assert "worse since" in generation["changed"] and "drift detector at 1.6×" in generation[
-        "changed"
-    ]
+    assert "faithfulness 0.62 (95% CI 0.55 to 0.69) vs 0.81 over 7d: −0.19" in generation["changed"]
+    assert (
+        "worse since" in generation["changed"] and "drift detector at 1.6×" in generation["changed"]
+    )
     assert "tenant=acme: 80% of the faithfulness change" in generation["slice"]
     assert "CRITICAL RagpulseQualityDropPage (faithfulness)" in generation["alerts"]
     assert "80% of the last hour's change is tenant=acme" in generation["alerts"]
     assert generation["runbook"] == [True]
     retrieval = by_tier["Retrieval (Tier 1, real-users benchmark)"]
     assert retrieval["level"] == "watch"  # mrr 0.45 is in seed 004's "needs attention"
-    assert "mrr 0.45" in retrieval["changed"] and "band that needs attention" in retrieval[
-        "changed"
-    ]
+    assert (
+        "mrr 0.45" in retrieval["changed"] and "band that needs attention" in retrieval["changed"]
+    )
     assert retrieval["alerts"] == "none firing"
     embeddings = by_tier["Embeddings (Tier 0)"]
     assert embeddings["level"] == "fine" and "no change beyond noise" in embeddings["changed"]

@@ -26,6 +26,7 @@ from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
 from exporters.report.dashboards import load_dashboards
+from exporters.report.verdict_data import overview
 from ragpulse.cli import main
 from ragpulse.monitoring import Monitoring
 from tests.dashboards.test_prometheus_e2e import _traffic
@@ -152,7 +153,9 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     feed.sync()
     assert monitoring.server is not None
     rules = sorted((DASHBOARDS.parents[1] / "prometheus" / "rules").glob("*.yml"))
-    prom = prometheus_server([f"127.0.0.1:{monitoring.server.port}"], rules)
+    prom = prometheus_server(
+        [f"127.0.0.1:{monitoring.server.port}"], rules, features=["exemplar-storage"]
+    )
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps(EXTRA))
     output = tmp_path / "report.html"
@@ -191,7 +194,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         engine.dispose()
     out, err = capsys.readouterr()
     assert code == 0, err
-    boards = load_dashboards([DASHBOARDS, extra])
+    loaded = load_dashboards([DASHBOARDS, extra])
+    boards = sorted(loaded, key=lambda b: b is not overview(loaded))  # the page's order
     panels = [p for b in boards for p in b.panels]
     assert len(panels) == sum(
         1
@@ -228,8 +232,12 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         for m in ("faithfulness", "answer_relevance", "context_relevance")
     )
     assert "<small>" in judged
+    # self-contained: nothing loaded from the network (plotly.js is embedded whole, its
+    # own source names URLs it never loads here; the browser check below covers it)
+    mine = re.sub(r'<script id="plotly-js">.*?</script>', "", html, flags=re.S)
+    assert html.count('<script id="plotly-js">') == 1
     for fetching in ("<link", "src=", "@import", "url(", 'href="http'):
-        assert fetching not in html  # self-contained: nothing loaded from the network
+        assert fetching not in mine
 
     page = chromium.open(output.as_uri())
     shot = page.screenshot(tmp_path / "report.png")
@@ -237,6 +245,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "report.png")
         shutil.copy(output, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "report.html")
     assert page.console_errors == []
+    assert page.evaluate("performance.getEntriesByType('resource').length") == 0
     root = page.evaluate(
         "[document.documentElement.dataset.report, document.documentElement.dataset.panels,"
         " document.documentElement.dataset.panelsWithData]"
@@ -248,6 +257,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         " width: p.getBoundingClientRect().width,"
         " queries: Array.from(p.querySelectorAll('pre.query')).map(q => q.textContent),"
         " lines: p.querySelectorAll('svg polyline.series, svg circle').length,"
+        " heatmap: p.querySelectorAll('.plotly-heatmap g.hm image').length,"
         " stats: Array.from(p.querySelectorAll('.stat')).map("
         "   s => [parseFloat(s.dataset.value), s.dataset.color]),"
         " rows: p.querySelectorAll('table.values tr').length - 1}))"
@@ -276,6 +286,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             assert drawn["rows"] >= 8  # value, CI and n of the traffic's two versions
         elif panel.type == "table":
             assert drawn["rows"] == 2  # the two tenants of the traffic
+        elif panel.type == "heatmap":
+            assert drawn["heatmap"] == 1, panel.title  # a Plotly heatmap, not lines
         else:
             assert drawn["lines"] > 0, panel.title
     # Hovering a chart reads out every series' value at that time.
@@ -289,5 +301,44 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     )
     assert tip[0] == "block" and " UTC" in tip[1] and tip[1].count(": ") >= 1, tip
     assert page.console_errors == []
+    # A heatmap: buckets x time; hovering a cell (a real mouse move) reads out its count,
+    # and the exemplars carry the trace ids of the histogram.
+    heat = page.evaluate(
+        "(() => { const div = document.querySelector('.plotly-heatmap .js-plotly-plot');"
+        " div.scrollIntoView(); const box = div.querySelector('.nsewdrag')"
+        ".getBoundingClientRect(); return {id: div.id, x: box.left + box.width * 0.9,"
+        " y: box.top + box.height * 0.5, rows: div.data[0].y.length,"
+        " traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
+    )
+    assert heat["rows"] >= 2, heat
+    assert heat["traces"] and all(isinstance(t, str) and t for t in heat["traces"]), heat
+    page.browser.call(
+        "Input.dispatchMouseEvent",
+        {"type": "mouseMoved", "x": heat["x"], "y": heat["y"]},
+        page.session,
+    )
+    time.sleep(0.3)
+    hover = page.evaluate(
+        f"document.getElementById('{heat['id']}').querySelector('.hoverlayer').textContent"
+    )
+    assert " UTC" in hover and ("traces" in hover or "trace " in hover), hover
+    # The first screen: a verdict per tier, the tiers with data link to their worst
+    # traces, and following a link opens the (folded) table it points to.
+    verdict = page.evaluate(
+        "Array.from(document.querySelectorAll('#verdict tr.tier')).map(r => ({"
+        " level: r.dataset.level, tier: r.dataset.tier,"
+        " links: Array.from(r.querySelectorAll('a.worst')).map(a => a.getAttribute('href'))}))"
+    )
+    assert verdict and all(r["level"] in ("fine", "watch", "paging", "no data") for r in verdict)
+    generation = next(r for r in verdict if r["tier"].startswith("Generation"))
+    assert generation["links"], verdict  # judged traces in the store: links to the worst
+    link = generation["links"][0]
+    opened = page.evaluate(
+        "(() => { const a = document.querySelector('a.worst[href=\"" + link + "\"]');"
+        " const target = document.getElementById('" + link[1:] + "');"
+        " const before = target.open; a.click();"
+        " return [before, target.open, target.querySelectorAll('tbody tr').length]; })()"
+    )
+    assert opened[0] is False and opened[1] is True and opened[2] > 0, opened
     gauge = next(r for r in rendered if r["title"] == "mrr gauge")
     assert gauge["stats"][0][1] == "#b877d9"  # Grafana's "purple": the step above 0.01

@@ -61,6 +61,9 @@ def test_drift_ci_and_band_each_make_a_tier_to_watch() -> None:
         assert verdict.level == "watch", reading
         assert verdict.findings[0].reasons == (reason,)
     assert judge(GEN, {"faithfulness": ci_overlaps}, [], []).level == "fine"
+    # both windows over the same samples (a young series): equal up to rounding, not worse
+    same = Reading("faithfulness", "higher", 1.0, 0.87, 0.9999999999999999, 1.0)
+    assert judge(GEN, {"faithfulness": same}, [], []).level == "fine"
     # a size (direction none) is never worse
     size = Reading("faithfulness", "none", 5.0, 4.0, 4.5, 9.0)
     assert judge(GEN, {"faithfulness": size}, [], []).level == "fine"
