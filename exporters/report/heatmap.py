@@ -84,11 +84,15 @@ def _iso(epoch: float) -> str:
 def heatmap_div(grid: Cells, exemplars: Sequence[Exemplar], div_id: str) -> str:
     """A `<div>` with the Plotly heatmap (plotly.js itself is embedded once per page)."""
     x = [_iso(t) for t in grid.times]
+    top = max((c for row in grid.counts for c in row), default=0.0)
     figure = go.Figure(
         go.Heatmap(
             x=x,
             y=list(grid.rows),
-            z=[list(row) for row in grid.counts],
+            # an empty cell is blank, as Grafana hides counts <= 1e-9 (`filterValues`)
+            z=[[c if c > 1e-9 else None for c in row] for row in grid.counts],
+            zmin=0,
+            zmax=max(1.0, top),
             colorscale="Oranges",
             colorbar={"title": {"text": "traces"}, "thickness": 10},
             hovertemplate="%{x} UTC<br>score %{y}: %{z:.0f} traces<extra></extra>",
@@ -123,7 +127,14 @@ def heatmap_div(grid: Cells, exemplars: Sequence[Exemplar], div_id: str) -> str:
         div_id=div_id,
         config={"displayModeBar": False, "responsive": True},
     )
-    return f'<div class="plotly-heatmap" data-cells="{json.dumps(len(grid.rows))}">{html}</div>'
+    note = (
+        ""
+        if top > 1e-9
+        else '<p class="status">no trace scored in this range: every cell is empty</p>'
+    )
+    return (
+        f'<div class="plotly-heatmap" data-cells="{json.dumps(len(grid.rows))}">{html}{note}</div>'
+    )
 
 
 def exemplars_of(found: Sequence[dict[str, object]]) -> list[Exemplar]:

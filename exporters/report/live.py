@@ -25,6 +25,7 @@ from exporters.report.promapi import (
     parse_duration,
 )
 from exporters.report.svg import PALETTE, Line, time_chart
+from exporters.report.tables import Cell, merged_table, merges
 from exporters.report.units import format_value
 from exporters.report.verdict import judge_all
 from exporters.report.verdict_data import anchor, fetch_all, overview, tiers
@@ -53,6 +54,8 @@ class TimeRange:
 class Named:
     name: str
     series: Series
+    ref: str = ""
+    """The refId of the query that returned the series."""
 
 
 def time_range(
@@ -99,7 +102,7 @@ def fetch(
         expr = substitute(target.expr, values)
         for series in client.query_range(expr, span.start, span.end, span.step):
             if series.values:
-                out.append(Named(legend(target.legend, series.labels), series))
+                out.append(Named(legend(target.legend, series.labels), series, target.ref_id))
     return out
 
 
@@ -155,6 +158,9 @@ def stat_body(panel: Panel, named: Sequence[Named]) -> str:
 
 
 def table_body(panel: Panel, named: Sequence[Named]) -> str:
+    if merges(panel):
+        cells = [Cell(n.ref, n.series.labels, n.series.values[-1]) for n in named]
+        return merged_table(panel, cells)
     rows = []
     for item in named:
         value = item.series.values[-1]

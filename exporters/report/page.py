@@ -190,7 +190,7 @@ SCRIPT = """
   var withData = 0;
   panels.forEach(function (p) {
     var drawn = p.querySelector(
-      'svg .series, svg circle, svg rect, .stat, table.values, pre.text, .plotly-heatmap .hm');
+      'svg .series, svg circle, svg rect, .stat, table.values, pre.text, .plotly-heatmap');
     if (p.getAttribute('data-state') === 'ok' && drawn) { withData += 1; }
   });
   var root = document.documentElement;

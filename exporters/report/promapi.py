@@ -136,10 +136,18 @@ class PromClient:
         step = max(1.0, (end - start) / 500)
         try:
             series = self.query_range("count(up)", start, end, step)
+            times = [s.times[0] for s in series if s.times]
+            if not times or step <= 1.0:
+                return min(times) if times else None
+            # the coarse step finds it up to a step late (minutes on a day's range):
+            # look again at that step before it, to the second
+            coarse = min(times)
+            fine = max(1.0, step / 200)
+            series = self.query_range("count(up)", max(start, coarse - step), coarse, fine)
         except QueryError:
             return None
-        times = [s.times[0] for s in series if s.times]
-        return min(times) if times else None
+        found = [s.times[0] for s in series if s.times]
+        return min(found, default=coarse)
 
     def has_series(self, pattern: str, start: float, end: float) -> bool:
         """Whether any series whose name matches `pattern` (a PromQL regex) has a sample in

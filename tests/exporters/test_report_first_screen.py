@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from exporters.report.dashboards import load_dashboard
+from exporters.report.promapi import PromClient
 from exporters.report.verdict_data import tiers
 from ragpulse.cli import main
 
@@ -144,3 +146,18 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     assert "needs traces with judge and judge_label" in judge_tier["changed"]
     # rows with nothing to show are folded: the page is a fraction of the old ~15,600 px
     assert seen["height"] < 6000, seen["height"]
+
+
+@pytest.mark.timeout(60)
+def test_the_charts_start_at_the_first_sample_not_a_coarse_step_later(
+    prometheus_server: Any, metrics_target: str
+) -> None:
+    prom = prometheus_server([metrics_target])
+    assert prom.wait_for("up")
+    time.sleep(3)
+    raw = prom.query("up[1h]")[0]["values"]
+    first = float(raw[0][0])
+    now = time.time()
+    # a day's range: the coarse search alone would step 173 s at a time
+    found = PromClient(prom.url).first_sample_time(now - 86400, now)
+    assert found is not None and first <= found <= first + 2.0, (found, first)

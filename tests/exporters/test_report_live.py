@@ -257,10 +257,12 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         " width: p.getBoundingClientRect().width,"
         " queries: Array.from(p.querySelectorAll('pre.query')).map(q => q.textContent),"
         " lines: p.querySelectorAll('svg polyline.series, svg circle').length,"
-        " heatmap: p.querySelectorAll('.plotly-heatmap g.hm image').length,"
+        " heatmap: Array.from(p.querySelectorAll('.plotly-heatmap .js-plotly-plot')).map("
+        "   d => d.data[0].type + ':' + (d.querySelector('.main-svg') !== null)),"
         " stats: Array.from(p.querySelectorAll('.stat')).map("
         "   s => [parseFloat(s.dataset.value), s.dataset.color]),"
-        " rows: p.querySelectorAll('table.values tr').length - 1}))"
+        " rows: p.querySelectorAll('table.values tr').length - 1,"
+        " columns: p.querySelectorAll('table.values tr:first-child th').length}))"
     )
     assert [r["title"] for r in rendered] == [p.title for p in panels]
     for panel, drawn in zip(panels, rendered, strict=True):
@@ -283,11 +285,12 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             for value, color in drawn["stats"]:
                 assert color == panel.threshold_color(value) or not panel.thresholds
         elif panel.type == "table" and panel.row.startswith("Versions"):
-            assert drawn["rows"] >= 8  # value, CI and n of the traffic's two versions
+            # merged as Grafana does: a row per metric and version with value, CI and n
+            assert drawn["rows"] >= 4 and drawn["columns"] >= 5, drawn
         elif panel.type == "table":
             assert drawn["rows"] == 2  # the two tenants of the traffic
         elif panel.type == "heatmap":
-            assert drawn["heatmap"] == 1, panel.title  # a Plotly heatmap, not lines
+            assert drawn["heatmap"] == ["heatmap:true"], panel.title  # Plotly's, not lines
         else:
             assert drawn["lines"] > 0, panel.title
     # Hovering a chart reads out every series' value at that time.
@@ -304,24 +307,53 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     # A heatmap: buckets x time; hovering a cell (a real mouse move) reads out its count,
     # and the exemplars carry the trace ids of the histogram.
     heat = page.evaluate(
-        "(() => { const div = document.querySelector('.plotly-heatmap .js-plotly-plot');"
-        " div.scrollIntoView(); const box = div.querySelector('.nsewdrag')"
-        ".getBoundingClientRect(); return {id: div.id, x: box.left + box.width * 0.9,"
-        " y: box.top + box.height * 0.5, rows: div.data[0].y.length,"
-        " traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
+        "(() => { const panel = Array.from(document.querySelectorAll('.panel')).find("
+        "   p => p.querySelector('h4').textContent === 'faithfulness: per-trace distribution');"
+        " const div = panel.querySelector('.js-plotly-plot'); div.scrollIntoView();"
+        " const z = div.data[0].z; let best = [0, 0, -1];"
+        " z.forEach((row, i) => row.forEach((c, j) => { if (c !== null && c > best[2]) {"
+        "   best = [i, j, c]; } }));"
+        " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;"
+        " const box = div.querySelector('.main-svg').getBoundingClientRect();"
+        " return {id: div.id, count: best[2], rows: div.data[0].y.length,"
+        "  x: box.left + xa._offset + xa.c2p(xa.d2c(div.data[0].x[best[1]])),"
+        "  y: box.top + ya._offset + ya.c2p(ya.d2c(div.data[0].y[best[0]])),"
+        "  cells: z.flatMap((row, i) => row.filter(c => c !== null).map("
+        "    c => div.data[0].y[i] + ': ' + Math.round(c) + ' traces')),"
+        "  traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
     )
+    assert heat["count"] > 0, heat  # the judged traffic of the ticks: cells with traces
     assert heat["rows"] >= 2, heat
     assert heat["traces"] and all(isinstance(t, str) and t for t in heat["traces"]), heat
-    page.browser.call(
-        "Input.dispatchMouseEvent",
-        {"type": "mouseMoved", "x": heat["x"], "y": heat["y"]},
-        page.session,
+
+    def hover_at(x: float, y: float) -> str:
+        page.browser.call(
+            "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, page.session
+        )
+        time.sleep(0.3)
+        return str(
+            page.evaluate(
+                f"document.getElementById('{heat['id']}').querySelector('.hoverlayer').textContent"
+            )
+        )
+
+    # the cell, with the exemplar markers hidden (the closest point wins the hover)
+    page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: false}}, [1])")
+    hover = hover_at(heat["x"], heat["y"])
+    read = re.search(r" UTCscore (.+ traces)$", hover)
+    assert read and read.group(1) in heat["cells"], (hover, heat)  # a cell's bucket, count
+    hover_at(5, 5)
+    # an exemplar marker: its trace id
+    page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: true}}, [1])")
+    marker = page.evaluate(
+        f"(() => {{ const div = document.getElementById('{heat['id']}');"
+        " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis, e = div.data[1];"
+        " const box = div.querySelector('.main-svg').getBoundingClientRect();"
+        " return [box.left + xa._offset + xa.c2p(xa.d2c(e.x[e.x.length - 1])),"
+        "  box.top + ya._offset + ya.c2p(ya.d2c(e.y[e.y.length - 1]))]; })()"
     )
-    time.sleep(0.3)
-    hover = page.evaluate(
-        f"document.getElementById('{heat['id']}').querySelector('.hoverlayer').textContent"
-    )
-    assert " UTC" in hover and ("traces" in hover or "trace " in hover), hover
+    hover = hover_at(marker[0], marker[1])
+    assert any(f"trace {t}score" in hover for t in heat["traces"]), (hover, heat)
     # The first screen: a verdict per tier, the tiers with data link to their worst
     # traces, and following a link opens the (folded) table it points to.
     verdict = page.evaluate(
