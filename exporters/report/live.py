@@ -380,6 +380,15 @@ def render_report(
     return page("ragpulse quality report", header, first + "".join(sections)), summary
 
 
+YOUNG_S = 3600.0
+"""Below this much history the drift detectors have not started (they need 1h of results)."""
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
 def _verdict_section(
     client: PromClient,
     board: Dashboard,
@@ -391,11 +400,17 @@ def _verdict_section(
     span = time_range(client, board, now, since)
     tier_list, stats = tiers(board)
     found, alerts, slices = fetch_all(client, tier_list, stats, now, span.start)
-    held = (now - span.start) / 60
+    held = now - span.start
     basis = (
-        f"From Prometheus at {datetime.fromtimestamp(now, UTC).strftime('%H:%M UTC')}, "
-        f"holding {held:.0f} min of data here: a critical alert pages; a warning alert, a "
-        "drift detector at its threshold, a 1h 95% CI wholly worse than the 7-day value or a "
-        "1h value in a band that needs attention is to watch."
+        f"From Prometheus at {datetime.fromtimestamp(now, UTC).strftime('%H:%M UTC')} over "
+        f"the last {_duration(held)}: a critical alert pages; a warning alert, a drift "
+        "detector at its threshold, a 1h 95% CI wholly worse than the 7-day value or a 1h "
+        "value in a band that needs attention is to watch."
     )
+    if held < YOUNG_S:
+        basis += (
+            f" Young history: the drift detectors need 1h of results, Prometheus has "
+            f"{_duration(held)}; until then the 1h and 7d values hold the same traces, so "
+            "only alerts and bands can say more than fine."
+        )
     return verdict_html(judge_all(tier_list, found, alerts, slices), stats, worst, now, basis)

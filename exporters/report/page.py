@@ -91,7 +91,8 @@ svg line.cursor { stroke: #8c959f; stroke-dasharray: 3 3; }
 table.values { border-collapse: collapse; width: 100%; font-size: 12px; }
 table.values th, table.values td { text-align: left; padding: 3px 6px;
   border-bottom: 1px solid #eaeef2; }
-table.values td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.values td.num, table.values th.num { text-align: right;
+  font-variant-numeric: tabular-nums; }
 .swatch { display: inline-block; width: 9px; height: 9px; border-radius: 50%;
   margin-right: 4px; }
 pre.text { white-space: pre-wrap; margin: 0; font: inherit; }

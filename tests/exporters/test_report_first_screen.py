@@ -8,6 +8,7 @@ is fine and why the others have no data."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -85,6 +86,7 @@ FIRST_SCREEN = """(() => {
     link: r.querySelector('td.name a').getAttribute('href')}));
   const head = document.querySelector('#verdict h2');
   return {rows, headline: head.innerText, headSeen: inView(head),
+    basis: document.querySelector('#verdict p.meta').innerText,
     level: document.querySelector('#verdict').dataset.level,
     height: document.documentElement.scrollHeight,
     anchors: rows.map(r => document.getElementById(r.link.slice(1)) !== null)};
@@ -119,6 +121,10 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     assert seen["headSeen"] and all(r["seen"] for r in seen["rows"]), seen
     assert all(seen["anchors"]), seen
     assert seen["level"] == "paging" and seen["headline"].startswith("Quality: PAGING")
+    # a young Prometheus: the page says how much history the detectors need and have
+    assert re.search(
+        r"the drift detectors need 1h of results, Prometheus has \d+ min", seen["basis"]
+    ), seen["basis"]
     by_tier = {r["tier"]: r for r in seen["rows"]}
     generation = next(r for t, r in by_tier.items() if t.startswith("Generation"))
     # the paging tier: what changed (1h with its CI against 7d, the delta, since when),
