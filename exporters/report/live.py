@@ -17,6 +17,7 @@ from exporters.report.drilldown import Drill, drill_html, panel_metric
 from exporters.report.figures import sparkline
 from exporters.report.heatmap import Cells, Exemplar, cells, exemplars_of, heatmap_div
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
+from exporters.report.plotly_chart import Axes, chart_div
 from exporters.report.promapi import (
     PromClient,
     QueryError,
@@ -24,7 +25,7 @@ from exporters.report.promapi import (
     format_duration,
     parse_duration,
 )
-from exporters.report.svg import PALETTE, Line, time_chart
+from exporters.report.svg import PALETTE, Line
 from exporters.report.tables import Cell, merged_table, merges
 from exporters.report.units import format_value
 from exporters.report.verdict import judge_all
@@ -209,41 +210,41 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
     )
 
 
-def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange) -> str:
+def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange, div_id: str) -> str:
+    """A Plotly time-series chart, and under it the legend (name: last value); clicking a
+    legend entry hides its series."""
     colors: dict[str, str] = {}
     lines = []
     for i, item in enumerate(named):
         line = _line(panel, i, item, colors)
         colors.setdefault(item.name, line.color)
         lines.append(line)
-    right_unit = next(
-        (panel.series_props(ln.name).get("unit") for ln in lines if ln.right), panel.unit
-    )
-    svg = time_chart(
+    right = next((panel.series_props(ln.name) for ln in lines if ln.right), {})
+    right_unit = right.get("unit", panel.unit)
+    right_decimals = right.get("decimals", panel.decimals)
+    chart = chart_div(
         lines,
-        start=span.start,
-        end=span.end,
-        step=span.step,
+        Axes(span.start, span.end, span.step, panel.unit, right_unit, panel.min, panel.max),
         fmt=lambda v: format_value(v, panel.unit, panel.decimals),
-        right_fmt=lambda v: format_value(v, right_unit),
+        right_fmt=lambda v: format_value(v, right_unit, right_decimals),
         thresholds=[(v, css_color(c)) for v, c in panel.thresholds],
         thresholds_style=panel.thresholds_style,
-        y_min=panel.min,
-        y_max=panel.max,
+        div_id=div_id,
     )
-    entries = [
-        (
-            ln.name,
-            ln.color,
-            f"{ln.name}: "
-            + format_value(
-                ln.values[-1], panel.series_props(ln.name).get("unit", panel.unit), panel.decimals
-            ),
-        )
-        for ln in lines
-        if ln.in_legend
-    ]
-    return svg + legend_html(entries)
+    entries = []
+    for ln in lines:
+        props = panel.series_props(ln.name)
+        if ln.in_legend:
+            last = format_value(
+                ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
+            )
+            entries.append((ln.name, ln.color, f"{ln.name}: {last}"))
+    return chart + legend_html(entries)
+
+
+def _div_id(kind: str, panel: Panel, queries: Sequence[str]) -> str:
+    key = hashlib.sha1("\n".join((panel.title, *queries)).encode()).hexdigest()[:12]
+    return f"{kind}-{key}"
 
 
 def heatmap_body(
@@ -257,8 +258,7 @@ def heatmap_body(
             found.extend(exemplars_of(client.exemplars(expr, span.start, span.end)))
         except QueryError:
             continue
-    key = hashlib.sha1("\n".join((panel.title, *queries)).encode()).hexdigest()[:12]
-    return heatmap_div(grid, found, f"heatmap-{key}")
+    return heatmap_div(grid, found, _div_id("heatmap", panel, queries))
 
 
 def render_panel(
@@ -321,7 +321,7 @@ def render_panel(
         return done(stat_body(panel, named), "ok")
     if panel.type == "table":
         return done(table_body(panel, named), "ok")
-    return done(chart_body(panel, named, span), "ok")
+    return done(chart_body(panel, named, span, _div_id("chart", panel, queries)), "ok")
 
 
 def render_report(

@@ -110,10 +110,16 @@ SCRIPT = """
     item.addEventListener('click', function () {
       var panel = item.closest('.panel');
       var name = item.getAttribute('data-series');
-      item.classList.toggle('off');
+      var off = item.classList.toggle('off');
       panel.querySelectorAll('g[data-series]').forEach(function (g) {
         if (g.getAttribute('data-series') === name) { g.classList.toggle('off'); }
       });
+      var plot = panel.querySelector('.plotly-chart .js-plotly-plot');
+      if (plot && window.Plotly) {
+        var hit = [];
+        plot.data.forEach(function (trace, i) { if (trace.meta === name) { hit.push(i); } });
+        if (hit.length) { Plotly.restyle(plot, {visible: off ? false : true}, hit); }
+      }
     });
   });
   function hover(svg) {
@@ -191,7 +197,8 @@ SCRIPT = """
   var withData = 0;
   panels.forEach(function (p) {
     var drawn = p.querySelector(
-      'svg .series, svg circle, svg rect, .stat, table.values, pre.text, .plotly-heatmap');
+      'svg .series, svg circle, svg rect, .stat, table.values, pre.text, .plotly-heatmap, '
+      + '.plotly-chart');
     if (p.getAttribute('data-state') === 'ok' && drawn) { withData += 1; }
   });
   var root = document.documentElement;
@@ -283,7 +290,8 @@ def plotly_script() -> str:
 def page(title: str, header_lines: Sequence[str], body: str) -> str:
     """The page; plotly.js is embedded only when the body holds a Plotly figure."""
     lines = "".join(f"<p>{escape(line)}</p>" for line in header_lines)
-    library = plotly_script() if 'class="plotly-heatmap"' in body else ""
+    plotted = 'class="plotly-heatmap"' in body or 'class="plotly-chart"' in body
+    library = plotly_script() if plotted else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

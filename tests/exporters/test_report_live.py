@@ -256,7 +256,9 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         " title: p.querySelector('h4').textContent, state: p.dataset.state,"
         " width: p.getBoundingClientRect().width,"
         " queries: Array.from(p.querySelectorAll('pre.query')).map(q => q.textContent),"
-        " lines: p.querySelectorAll('svg polyline.series, svg circle').length,"
+        " lines: Array.from(p.querySelectorAll('.plotly-chart .js-plotly-plot')).map("
+        "   d => d.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length)"
+        "   .reduce((a, b) => a + b, 0),"
         " heatmap: Array.from(p.querySelectorAll('.plotly-heatmap .js-plotly-plot')).map("
         "   d => d.data[0].type + ':' + (d.querySelector('.main-svg') !== null)),"
         " stats: Array.from(p.querySelectorAll('.stat')).map("
@@ -293,16 +295,25 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             assert drawn["heatmap"] == ["heatmap:true"], panel.title  # Plotly's, not lines
         else:
             assert drawn["lines"] > 0, panel.title
-    # Hovering a chart reads out every series' value at that time.
-    tip = page.evaluate(
-        "(() => { const svg = document.querySelectorAll('svg.chart[data-plot]')[5];"
-        " const box = svg.getBoundingClientRect();"
-        " svg.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,"
-        "   clientX: box.left + box.width * 0.8, clientY: box.top + box.height / 2}));"
-        " const tip = svg.closest('.panel').querySelector('.tip');"
-        " return [getComputedStyle(tip).display, tip.innerText]; })()"
+    # Hovering a chart (a real mouse move) reads out the series' values at that time.
+    chart = page.evaluate(
+        "(() => { const div = document.querySelectorAll('.plotly-chart .js-plotly-plot')[5];"
+        " div.scrollIntoView(); const box = div.querySelector('.nsewdrag')"
+        ".getBoundingClientRect(); return {id: div.id, x: box.left + box.width * 0.8,"
+        " y: box.top + box.height / 2, names: div.data.filter(t => t.meta).map(t => t.meta),"
+        " values: div.data.filter(t => t.meta).flatMap(t => t.customdata)}; })()"
     )
-    assert tip[0] == "block" and " UTC" in tip[1] and tip[1].count(": ") >= 1, tip
+    page.browser.call(
+        "Input.dispatchMouseEvent",
+        {"type": "mouseMoved", "x": chart["x"], "y": chart["y"]},
+        page.session,
+    )
+    time.sleep(0.3)
+    tip = page.evaluate(
+        f"document.getElementById('{chart['id']}').querySelector('.hoverlayer').textContent"
+    )
+    assert " UTC" in tip and any(name in tip for name in chart["names"]), (tip, chart)
+    assert any(v and v in tip for v in chart["values"]), (tip, chart)  # the unit's format
     assert page.console_errors == []
     # A heatmap: buckets x time; hovering a cell (a real mouse move) reads out its count,
     # and the exemplars carry the trace ids of the histogram.
