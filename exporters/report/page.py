@@ -1,5 +1,6 @@
-"""The HTML shell of a report: one self-contained page (inline CSS, SVG and a little
-JavaScript; nothing loaded from the network)."""
+"""The HTML shell of a report: one self-contained page (inline CSS, small SVG figures,
+plotly.js when there are Plotly charts, and a little JavaScript; nothing loaded from the
+network)."""
 
 from __future__ import annotations
 
@@ -71,13 +72,6 @@ svg .frame { fill: none; stroke: #d0d7de; }
 svg .axis { fill: var(--muted); font-size: 10px; }
 svg .series { fill: none; stroke-linejoin: round; }
 svg .threshold { stroke-width: 1.2; }
-svg g.off { display: none; }
-svg line.cursor { stroke: #8c959f; stroke-dasharray: 3 3; }
-.tip { position: absolute; display: none; z-index: 10; pointer-events: none;
-  background: rgba(255,255,255,0.96); border: 1px solid var(--line); border-radius: 4px;
-  padding: 4px 6px; font-size: 11px; white-space: nowrap;
-  box-shadow: 0 2px 6px rgba(0,0,0,0.12); }
-.tip b { display: block; font-weight: 600; margin-bottom: 2px; }
 .legend { display: flex; flex-wrap: wrap; gap: 2px 12px; margin-top: 4px; font-size: 11px; }
 .legend span { cursor: pointer; white-space: nowrap; }
 .legend span.off { opacity: 0.35; }
@@ -102,8 +96,9 @@ pre.query { white-space: pre-wrap; word-break: break-all; margin: 2px 0; font-si
 @media (max-width: 900px) { .panel { grid-column: 1 / -1 !important; } }
 """
 
-# Legend clicks hide a series; when the page is laid out, the root element records how
-# many panels drew data (a headless browser test reads it).
+# Legend clicks hide a series of the Plotly chart; links open the folded sections they
+# point into; when the page is laid out, the root element records how many panels drew
+# data (a headless browser test reads it).
 SCRIPT = """
 (function () {
   document.querySelectorAll('.legend span[data-series]').forEach(function (item) {
@@ -111,9 +106,6 @@ SCRIPT = """
       var panel = item.closest('.panel');
       var name = item.getAttribute('data-series');
       var off = item.classList.toggle('off');
-      panel.querySelectorAll('g[data-series]').forEach(function (g) {
-        if (g.getAttribute('data-series') === name) { g.classList.toggle('off'); }
-      });
       var plot = panel.querySelector('.plotly-chart .js-plotly-plot');
       if (plot && window.Plotly) {
         var hit = [];
@@ -122,63 +114,6 @@ SCRIPT = """
       }
     });
   });
-  function hover(svg) {
-    var p = svg.getAttribute('data-plot').split(',').map(Number);
-    var data = JSON.parse(svg.nextElementSibling.textContent);
-    if (!data.t.length) { return; }
-    var panel = svg.closest('.panel');
-    var tip = document.createElement('div');
-    tip.className = 'tip';
-    panel.appendChild(tip);
-    var cursor = document.createElementNS('http://www.w3.org/2000/svg', 'line');
-    cursor.setAttribute('class', 'cursor');
-    cursor.setAttribute('y1', p[5]);
-    cursor.setAttribute('y2', p[5] + p[6]);
-    svg.appendChild(cursor);
-    svg.addEventListener('mousemove', function (ev) {
-      var box = svg.getBoundingClientRect();
-      var x = (ev.clientX - box.left) * p[2] / box.width;
-      var t = p[3] + (x - p[0]) / p[1] * (p[4] - p[3]);
-      var lo = 0, hi = data.t.length - 1;
-      while (lo < hi) {
-        var mid = (lo + hi) >> 1;
-        if (data.t[mid] < t) { lo = mid + 1; } else { hi = mid; }
-      }
-      if (lo > 0 && Math.abs(data.t[lo - 1] - t) < Math.abs(data.t[lo] - t)) { lo -= 1; }
-      var cx = p[0] + (data.t[lo] - p[3]) / (p[4] - p[3]) * p[1];
-      cursor.setAttribute('x1', cx);
-      cursor.setAttribute('x2', cx);
-      cursor.style.display = '';
-      tip.textContent = '';
-      var when = document.createElement('b');
-      var iso = new Date(data.t[lo] * 1000).toISOString();
-      when.textContent = iso.slice(0, 19).replace('T', ' ') + ' UTC';
-      tip.appendChild(when);
-      data.s.forEach(function (s) {
-        if (s.v[lo] === null) { return; }
-        var row = document.createElement('div');
-        var dot = document.createElement('span');
-        dot.className = 'swatch';
-        dot.style.background = s.c;
-        row.appendChild(dot);
-        row.appendChild(document.createTextNode(s.n + ': ' + s.v[lo]));
-        tip.appendChild(row);
-      });
-      var where = panel.getBoundingClientRect();
-      tip.style.display = 'block';
-      var left = ev.clientX - where.left + 14;
-      if (left + tip.offsetWidth > where.width) {
-        left = ev.clientX - where.left - tip.offsetWidth - 14;
-      }
-      tip.style.left = Math.max(0, left) + 'px';
-      tip.style.top = (ev.clientY - where.top + 10) + 'px';
-    });
-    svg.addEventListener('mouseleave', function () {
-      tip.style.display = 'none';
-      cursor.style.display = 'none';
-    });
-  }
-  document.querySelectorAll('svg.chart[data-plot]').forEach(hover);
   document.querySelectorAll('.alert .runbook').forEach(function (text) {
     text.addEventListener('click', function () { text.classList.toggle('full'); });
   });

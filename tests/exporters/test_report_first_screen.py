@@ -150,6 +150,15 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     judge_tier = by_tier["Production judge (judge pipeline)"]
     assert judge_tier["level"] == "no data"
     assert "needs traces with judge and judge_label" in judge_tier["changed"]
+    # a legend entry hides its series in the Plotly chart above it
+    toggled = page.evaluate(
+        "(() => { const item = document.querySelector('.panel .legend span[data-series]');"
+        " const plot = item.closest('.panel').querySelector('.plotly-chart .js-plotly-plot');"
+        " const name = item.dataset.series; item.click();"
+        " return plot.data.filter(t => t.meta === name).map(t => t.visible); })()"
+    )
+    assert toggled and all(v is False for v in toggled), toggled
+    assert page.console_errors == []
     # rows with nothing to show are folded: the page is a fraction of the old ~15,600 px
     assert seen["height"] < 6000, seen["height"]
 
