@@ -261,6 +261,14 @@ def heatmap_body(
     return heatmap_div(grid, found, _div_id("heatmap", panel, queries))
 
 
+def history_note(reason: str, span: TimeRange) -> str:
+    """A "needs history" reason with how much the range holds: the range starts at
+    Prometheus's first sample when that is later than the dashboard's own start."""
+    if not reason.startswith("Needs history"):
+        return reason
+    return f"{reason} (this Prometheus has {_duration(span.end - span.start)})"
+
+
 def render_panel(
     client: PromClient,
     panel: Panel,
@@ -298,7 +306,7 @@ def render_panel(
             panel.description,
             panel.row,
             queries,
-            panel.no_value if state == "nodata" else None,
+            history_note(panel.no_value, span) if state == "nodata" and panel.no_value else None,
         )
 
     if panel.type == "text":
@@ -311,7 +319,7 @@ def render_panel(
     except QueryError as exc:
         return done(f'<div class="status">query failed: {escape(str(exc))}</div>', "error")
     if not named:
-        why = escape(panel.no_value or "no data")
+        why = escape(history_note(panel.no_value or "no data", span))
         return done(f'<div class="status nodata">{why}</div>', "nodata")
     if panel.type == "heatmap":
         grid = cells([item.series for item in named])

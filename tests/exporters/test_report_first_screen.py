@@ -112,6 +112,7 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     shot = page.screenshot(tmp_path / "first.png", {"x": 0, "y": 0, "width": 1400, "height": 900})
     if os.environ.get("REPORT_SCREENSHOTS_DIR"):
         shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "first-screen.png")
+        shutil.copy(output, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "first-screen.html")
     assert page.console_errors == []
     seen = page.evaluate(FIRST_SCREEN)
     overview = load_dashboard(SHIPPED / "overview.json")
@@ -150,6 +151,14 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     judge_tier = by_tier["Production judge (judge pipeline)"]
     assert judge_tier["level"] == "no data"
     assert "needs traces with judge and judge_label" in judge_tier["changed"]
+    # a panel that needs more history says how much there is
+    waiting = page.evaluate(
+        "Array.from(document.querySelectorAll('.panel .status')).map(s => s.textContent)"
+        ".filter(t => t.startsWith('Needs history'))"
+    )
+    assert waiting and all(
+        re.search(r"start after 1h of results \(this Prometheus has \d+ min\)$", t) for t in waiting
+    ), waiting
     # a legend entry hides its series in the Plotly chart above it
     toggled = page.evaluate(
         "(() => { const item = document.querySelector('.panel .legend span[data-series]');"
