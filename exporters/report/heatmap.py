@@ -95,7 +95,8 @@ def heatmap_div(grid: Cells, exemplars: Sequence[Exemplar], div_id: str) -> str:
             zmax=max(1.0, top),
             colorscale="Oranges",
             colorbar={"title": {"text": "traces"}, "thickness": 10},
-            hovertemplate="%{x} UTC<br>score %{y}: %{z:.0f} traces<extra></extra>",
+            # increase() extrapolates: a cell's count need not be whole
+            hovertemplate="%{x} UTC<br>score %{y}: %{z:.3~g} traces<extra></extra>",
             xgap=1,
             ygap=1,
         )

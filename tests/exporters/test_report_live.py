@@ -330,7 +330,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         "  x: box.left + xa._offset + xa.c2p(xa.d2c(div.data[0].x[best[1]])),"
         "  y: box.top + ya._offset + ya.c2p(ya.d2c(div.data[0].y[best[0]])),"
         "  cells: z.flatMap((row, i) => row.filter(c => c !== null).map("
-        "    c => div.data[0].y[i] + ': ' + Math.round(c) + ' traces')),"
+        "    c => [div.data[0].y[i], c])),"
         "  traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
     )
     assert heat["count"] > 0, heat  # the judged traffic of the ticks: cells with traces
@@ -351,8 +351,12 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     # the cell, with the exemplar markers hidden (the closest point wins the hover)
     page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: false}}, [1])")
     hover = hover_at(heat["x"], heat["y"])
-    read = re.search(r" UTCscore (.+ traces)$", hover)
-    assert read and read.group(1) in heat["cells"], (hover, heat)  # a cell's bucket, count
+    read = re.search(r" UTCscore (.+): ([\d.]+) traces$", hover)
+    assert read, (hover, heat)
+    bucket, count = read.group(1), float(read.group(2))
+    assert any(  # a cell's bucket and count (3 significant digits)
+        row == bucket and abs(c - count) <= 0.01 * max(1.0, c) for row, c in heat["cells"]
+    ), (hover, heat)
     hover_at(5, 5)
     # an exemplar marker: its trace id
     page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: true}}, [1])")
