@@ -81,6 +81,8 @@ class Panel:
     """`byRegexp` overrides: (pattern, properties), matched against a series' name."""
     no_value: str | None = None
     """Grafana's `noValue`: what the panel says when it has no data (why it can be empty)."""
+    transformations: tuple[Mapping[str, Any], ...] = ()
+    """Grafana's data transformations (`merge`, `organize`, ...) in order."""
 
     def threshold_color(self, value: float) -> str | None:
         """The colour of the last step whose value is <= `value` (Grafana's rule)."""
@@ -227,6 +229,7 @@ def _panel(item: Mapping[str, Any], row: str) -> Panel:
         options=item.get("options") or {},
         custom=custom,
         pattern_overrides=tuple(patterns),
+        transformations=tuple(t for t in item.get("transformations") or [] if isinstance(t, dict)),
     )
 
 

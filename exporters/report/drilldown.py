@@ -56,16 +56,18 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def drill_html(drilled: Drilled) -> str:
-    """The table (and headline) drawn under the panel."""
+def drill_html(drilled: Drilled, anchor: str | None = None) -> str:
+    """The table (and headline) drawn under the panel; `anchor` is its id, the target of
+    the verdict's "worst traces" links (one table per metric has it)."""
     parts = ['<div class="drill">']
     if drilled.headline:
         parts.append(f'<p class="headline">{escape(drilled.headline)}</p>')
     if not drilled.rows:
         parts.append('<p class="status">no scored traces in this range</p></div>')
         return "".join(parts)
+    ident = f' id="{escape(anchor)}"' if anchor else ""
     parts.append(
-        f"<details><summary>worst traces of {escape(drilled.metric)} "
+        f"<details{ident}><summary>worst traces of {escape(drilled.metric)} "
         f"({len(drilled.rows)})</summary><table><thead><tr><th>trace</th><th>time</th>"
         "<th>tenant</th><th>score</th><th>question / judge</th></tr></thead><tbody>"
     )

@@ -3,6 +3,7 @@ into one static HTML page — the same PromQL, legends, units and thresholds as 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -14,7 +15,9 @@ from typing import Any
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
 from exporters.report.drilldown import Drill, drill_html, panel_metric
 from exporters.report.figures import sparkline
+from exporters.report.heatmap import Cells, Exemplar, cells, exemplars_of, heatmap_div
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
+from exporters.report.plotly_chart import Axes, chart_div
 from exporters.report.promapi import (
     PromClient,
     QueryError,
@@ -22,8 +25,12 @@ from exporters.report.promapi import (
     format_duration,
     parse_duration,
 )
-from exporters.report.svg import PALETTE, Line, time_chart
+from exporters.report.svg import PALETTE, Line
+from exporters.report.tables import Cell, merged_table, merges
 from exporters.report.units import format_value
+from exporters.report.verdict import judge_all
+from exporters.report.verdict_data import anchor, fetch_all, overview, tiers
+from exporters.report.verdict_html import verdict_html
 
 POINTS = 240
 STAT_TYPES = ("stat", "gauge", "bargauge")
@@ -48,6 +55,8 @@ class TimeRange:
 class Named:
     name: str
     series: Series
+    ref: str = ""
+    """The refId of the query that returned the series."""
 
 
 def time_range(
@@ -94,7 +103,7 @@ def fetch(
         expr = substitute(target.expr, values)
         for series in client.query_range(expr, span.start, span.end, span.step):
             if series.values:
-                out.append(Named(legend(target.legend, series.labels), series))
+                out.append(Named(legend(target.legend, series.labels), series, target.ref_id))
     return out
 
 
@@ -150,6 +159,9 @@ def stat_body(panel: Panel, named: Sequence[Named]) -> str:
 
 
 def table_body(panel: Panel, named: Sequence[Named]) -> str:
+    if merges(panel):
+        cells = [Cell(n.ref, n.series.labels, n.series.values[-1]) for n in named]
+        return merged_table(panel, cells)
     rows = []
     for item in named:
         value = item.series.values[-1]
@@ -198,41 +210,63 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
     )
 
 
-def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange) -> str:
+def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange, div_id: str) -> str:
+    """A Plotly time-series chart, and under it the legend (name: last value); clicking a
+    legend entry hides its series."""
     colors: dict[str, str] = {}
     lines = []
     for i, item in enumerate(named):
         line = _line(panel, i, item, colors)
         colors.setdefault(item.name, line.color)
         lines.append(line)
-    right_unit = next(
-        (panel.series_props(ln.name).get("unit") for ln in lines if ln.right), panel.unit
-    )
-    svg = time_chart(
+    right = next((panel.series_props(ln.name) for ln in lines if ln.right), {})
+    right_unit = right.get("unit", panel.unit)
+    right_decimals = right.get("decimals", panel.decimals)
+    chart = chart_div(
         lines,
-        start=span.start,
-        end=span.end,
-        step=span.step,
+        Axes(span.start, span.end, span.step, panel.unit, right_unit, panel.min, panel.max),
         fmt=lambda v: format_value(v, panel.unit, panel.decimals),
-        right_fmt=lambda v: format_value(v, right_unit),
+        right_fmt=lambda v: format_value(v, right_unit, right_decimals),
         thresholds=[(v, css_color(c)) for v, c in panel.thresholds],
         thresholds_style=panel.thresholds_style,
-        y_min=panel.min,
-        y_max=panel.max,
+        div_id=div_id,
     )
-    entries = [
-        (
-            ln.name,
-            ln.color,
-            f"{ln.name}: "
-            + format_value(
-                ln.values[-1], panel.series_props(ln.name).get("unit", panel.unit), panel.decimals
-            ),
-        )
-        for ln in lines
-        if ln.in_legend
-    ]
-    return svg + legend_html(entries)
+    entries = []
+    for ln in lines:
+        props = panel.series_props(ln.name)
+        if ln.in_legend:
+            last = format_value(
+                ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
+            )
+            entries.append((ln.name, ln.color, f"{ln.name}: {last}"))
+    return chart + legend_html(entries)
+
+
+def _div_id(kind: str, panel: Panel, queries: Sequence[str]) -> str:
+    key = hashlib.sha1("\n".join((panel.title, *queries)).encode()).hexdigest()[:12]
+    return f"{kind}-{key}"
+
+
+def heatmap_body(
+    client: PromClient, panel: Panel, queries: Sequence[str], grid: Cells, span: TimeRange
+) -> str:
+    """The Plotly heatmap of a bucket panel, with the exemplars of its queries (none when
+    Prometheus keeps no exemplars or rejects the query)."""
+    found: list[Exemplar] = []
+    for expr in queries:
+        try:
+            found.extend(exemplars_of(client.exemplars(expr, span.start, span.end)))
+        except QueryError:
+            continue
+    return heatmap_div(grid, found, _div_id("heatmap", panel, queries))
+
+
+def history_note(reason: str, span: TimeRange) -> str:
+    """A "needs history" reason with how much the range holds: the range starts at
+    Prometheus's first sample when that is later than the dashboard's own start."""
+    if not reason.startswith("Needs history"):
+        return reason
+    return f"{reason} (this Prometheus has {_duration(span.end - span.start)})"
 
 
 def render_panel(
@@ -241,7 +275,10 @@ def render_panel(
     values: Mapping[str, str],
     span: TimeRange,
     drill: Drill | None = None,
+    worst: dict[str, str] | None = None,
 ) -> PanelHtml:
+    """One panel; the first worst-traces table of each metric gets an id, recorded in
+    `worst` (metric -> id) for the verdict's links."""
     queries = tuple(substitute(t.expr, values) for t in panel.targets)
 
     def done(body: str, state: str) -> PanelHtml:
@@ -257,9 +294,19 @@ def render_panel(
             start = span.start - window
             drilled = drill(metric, start, span.end, values.get("tenant") or None)
             if drilled is not None:
-                body += drill_html(drilled)
+                ident = None
+                if worst is not None and drilled.rows and metric not in worst:
+                    ident = worst[metric] = "worst-" + anchor(metric)
+                body += drill_html(drilled, ident)
         return PanelHtml(
-            panel.title, body, state, panel.width, panel.description, panel.row, queries
+            panel.title,
+            body,
+            state,
+            panel.width,
+            panel.description,
+            panel.row,
+            queries,
+            history_note(panel.no_value, span) if state == "nodata" and panel.no_value else None,
         )
 
     if panel.type == "text":
@@ -272,13 +319,17 @@ def render_panel(
     except QueryError as exc:
         return done(f'<div class="status">query failed: {escape(str(exc))}</div>', "error")
     if not named:
-        why = escape(panel.no_value or "no data")
+        why = escape(history_note(panel.no_value or "no data", span))
         return done(f'<div class="status nodata">{why}</div>', "nodata")
+    if panel.type == "heatmap":
+        grid = cells([item.series for item in named])
+        if grid is not None:
+            return done(heatmap_body(client, panel, queries, grid, span), "ok")
     if panel.type in STAT_TYPES:
         return done(stat_body(panel, named), "ok")
     if panel.type == "table":
         return done(table_body(panel, named), "ok")
-    return done(chart_body(panel, named, span), "ok")
+    return done(chart_body(panel, named, span, _div_id("chart", panel, queries)), "ok")
 
 
 def render_report(
@@ -290,16 +341,20 @@ def render_report(
     chosen: Mapping[str, str] | None = None,
     drill: Drill | None = None,
 ) -> tuple[str, ReportSummary]:
-    """The whole page and what it holds (panels with data, empty ones, failed ones)."""
+    """The whole page and what it holds (panels with data, empty ones, failed ones): the
+    verdict first, then the overview dashboard, then the others."""
     scrape_s = client.scrape_interval()
     summary = ReportSummary()
     sections = []
     shown_vars: dict[str, str] = {}
-    for dashboard in dashboards:
+    worst: dict[str, str] = {}
+    main_board = overview(dashboards)
+    ordered = sorted(dashboards, key=lambda d: d is not main_board)
+    for dashboard in ordered:
         span = time_range(client, dashboard, now, since)
         values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
         shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
-        panels = [render_panel(client, p, values, span, drill) for p in dashboard.panels]
+        panels = [render_panel(client, p, values, span, drill, worst) for p in dashboard.panels]
         for source, p in zip(dashboard.panels, panels, strict=True):
             summary.panels += 1
             where = f"{dashboard.title}: {p.title}"
@@ -314,11 +369,15 @@ def render_report(
             datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
             for t in (span.start, span.end)
         )
+        prefix = "" if dashboard is main_board else f"{anchor(dashboard.uid)}-"
         sections.append(
             f'<h2 class="dashboard" id="{escape(dashboard.uid)}">{escape(dashboard.title)}</h2>'
             f'<p class="meta">{escape(dashboard.description)} · {when} · step '
-            f"{span.step:g}s · {escape(dashboard.path.name)}</p>" + grid_html(panels)
+            f"{span.step:g}s · {escape(dashboard.path.name)}</p>" + grid_html(panels, prefix)
         )
+    first = ""
+    if main_board is not None:
+        first = _verdict_section(client, main_board, worst, now, since)
     header = [
         f"Prometheus {client.url} · generated "
         f"{datetime.fromtimestamp(now, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
@@ -326,4 +385,40 @@ def render_report(
     ]
     if shown_vars:
         header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))
-    return page("ragpulse dashboards", header, "".join(sections)), summary
+    return page("ragpulse quality report", header, first + "".join(sections)), summary
+
+
+YOUNG_S = 3600.0
+"""Below this much history the drift detectors have not started (they need 1h of results)."""
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{minutes:.0f} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def _verdict_section(
+    client: PromClient,
+    board: Dashboard,
+    worst: Mapping[str, str],
+    now: float,
+    since: float | None,
+) -> str:
+    """The first screen, from the overview's tiers and what Prometheus holds now."""
+    span = time_range(client, board, now, since)
+    tier_list, stats = tiers(board)
+    found, alerts, slices = fetch_all(client, tier_list, stats, now, span.start)
+    held = now - span.start
+    basis = (
+        f"From Prometheus at {datetime.fromtimestamp(now, UTC).strftime('%H:%M UTC')} over "
+        f"the last {_duration(held)}: a critical alert pages; a warning alert, a drift "
+        "detector at its threshold, a 1h 95% CI wholly worse than the 7-day value or a 1h "
+        "value in a band that needs attention is to watch."
+    )
+    if held < YOUNG_S:
+        basis += (
+            f" Young history: the drift detectors need 1h of results, Prometheus has "
+            f"{_duration(held)}; until then the 1h and 7d values hold the same traces, so "
+            "only alerts and bands can say more than fine."
+        )
+    return verdict_html(judge_all(tier_list, found, alerts, slices), stats, worst, now, basis)

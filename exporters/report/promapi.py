@@ -1,4 +1,5 @@
-"""A small client of Prometheus's HTTP API (query_range, config) for the static report."""
+"""A small client of Prometheus's HTTP API (query, query_range, alerts, config) for the
+static report."""
 
 from __future__ import annotations
 
@@ -104,16 +105,49 @@ class PromClient:
             out.append(Series(dict(item.get("metric", {})), tuple(times), tuple(values)))
         return out
 
+    def query(self, expr: str, at: float) -> list[tuple[dict[str, str], float]]:
+        """An instant vector at `at`: (labels, value) of every finite sample."""
+        data = self._get("query", {"query": expr, "time": f"{at:.3f}"})
+        out = []
+        for item in data.get("result", []) if data.get("resultType") == "vector" else []:
+            number = float(item.get("value", [0, "NaN"])[1])
+            if math.isfinite(number):
+                out.append((dict(item.get("metric", {})), number))
+        return out
+
+    def alerts(self) -> list[dict[str, Any]]:
+        """The active alerts with their labels, state, `activeAt` and annotations (the
+        rule's runbook text, templates already expanded by Prometheus)."""
+        data = self._get("alerts", {})
+        found = data.get("alerts", []) if isinstance(data, dict) else []
+        return [a for a in found if isinstance(a, dict)]
+
+    def exemplars(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
+        """`/api/v1/query_exemplars` of the selectors in `expr` over [start, end]: groups of
+        `seriesLabels` and `exemplars` (empty when the server keeps none)."""
+        data = self._get(
+            "query_exemplars", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}"}
+        )
+        return [g for g in data if isinstance(g, dict)] if isinstance(data, list) else []
+
     def first_sample_time(self, start: float, end: float) -> float | None:
         """When the server first scraped anything in [start, end] (`up` exists from the
         first scrape on), so a young server's report is not a thin line at the right."""
         step = max(1.0, (end - start) / 500)
         try:
             series = self.query_range("count(up)", start, end, step)
+            times = [s.times[0] for s in series if s.times]
+            if not times or step <= 1.0:
+                return min(times) if times else None
+            # the coarse step finds it up to a step late (minutes on a day's range):
+            # look again at that step before it, to the second
+            coarse = min(times)
+            fine = max(1.0, step / 200)
+            series = self.query_range("count(up)", max(start, coarse - step), coarse, fine)
         except QueryError:
             return None
-        times = [s.times[0] for s in series if s.times]
-        return min(times) if times else None
+        found = [s.times[0] for s in series if s.times]
+        return min(found, default=coarse)
 
     def has_series(self, pattern: str, start: float, end: float) -> bool:
         """Whether any series whose name matches `pattern` (a PromQL regex) has a sample in

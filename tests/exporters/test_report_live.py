@@ -26,6 +26,7 @@ from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
 from exporters.report.dashboards import load_dashboards
+from exporters.report.verdict_data import overview
 from ragpulse.cli import main
 from ragpulse.monitoring import Monitoring
 from tests.dashboards.test_prometheus_e2e import _traffic
@@ -152,7 +153,9 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     feed.sync()
     assert monitoring.server is not None
     rules = sorted((DASHBOARDS.parents[1] / "prometheus" / "rules").glob("*.yml"))
-    prom = prometheus_server([f"127.0.0.1:{monitoring.server.port}"], rules)
+    prom = prometheus_server(
+        [f"127.0.0.1:{monitoring.server.port}"], rules, features=["exemplar-storage"]
+    )
     extra = tmp_path / "extra.json"
     extra.write_text(json.dumps(EXTRA))
     output = tmp_path / "report.html"
@@ -191,7 +194,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         engine.dispose()
     out, err = capsys.readouterr()
     assert code == 0, err
-    boards = load_dashboards([DASHBOARDS, extra])
+    loaded = load_dashboards([DASHBOARDS, extra])
+    boards = sorted(loaded, key=lambda b: b is not overview(loaded))  # the page's order
     panels = [p for b in boards for p in b.panels]
     assert len(panels) == sum(
         1
@@ -228,8 +232,12 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         for m in ("faithfulness", "answer_relevance", "context_relevance")
     )
     assert "<small>" in judged
+    # self-contained: nothing loaded from the network (plotly.js is embedded whole, its
+    # own source names URLs it never loads here; the browser check below covers it)
+    mine = re.sub(r'<script id="plotly-js">.*?</script>', "", html, flags=re.S)
+    assert html.count('<script id="plotly-js">') == 1
     for fetching in ("<link", "src=", "@import", "url(", 'href="http'):
-        assert fetching not in html  # self-contained: nothing loaded from the network
+        assert fetching not in mine
 
     page = chromium.open(output.as_uri())
     shot = page.screenshot(tmp_path / "report.png")
@@ -237,6 +245,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         shutil.copy(shot, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "report.png")
         shutil.copy(output, Path(os.environ["REPORT_SCREENSHOTS_DIR"]) / "report.html")
     assert page.console_errors == []
+    assert page.evaluate("performance.getEntriesByType('resource').length") == 0
     root = page.evaluate(
         "[document.documentElement.dataset.report, document.documentElement.dataset.panels,"
         " document.documentElement.dataset.panelsWithData]"
@@ -247,10 +256,15 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         " title: p.querySelector('h4').textContent, state: p.dataset.state,"
         " width: p.getBoundingClientRect().width,"
         " queries: Array.from(p.querySelectorAll('pre.query')).map(q => q.textContent),"
-        " lines: p.querySelectorAll('svg polyline.series, svg circle').length,"
+        " lines: Array.from(p.querySelectorAll('.plotly-chart .js-plotly-plot')).map("
+        "   d => d.querySelectorAll('.scatterlayer .trace, .barlayer .trace').length)"
+        "   .reduce((a, b) => a + b, 0),"
+        " heatmap: Array.from(p.querySelectorAll('.plotly-heatmap .js-plotly-plot')).map("
+        "   d => d.data[0].type + ':' + (d.querySelector('.main-svg') !== null)),"
         " stats: Array.from(p.querySelectorAll('.stat')).map("
         "   s => [parseFloat(s.dataset.value), s.dataset.color]),"
-        " rows: p.querySelectorAll('table.values tr').length - 1}))"
+        " rows: p.querySelectorAll('table.values tr').length - 1,"
+        " columns: p.querySelectorAll('table.values tr:first-child th').length}))"
     )
     assert [r["title"] for r in rendered] == [p.title for p in panels]
     for panel, drawn in zip(panels, rendered, strict=True):
@@ -273,21 +287,105 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             for value, color in drawn["stats"]:
                 assert color == panel.threshold_color(value) or not panel.thresholds
         elif panel.type == "table" and panel.row.startswith("Versions"):
-            assert drawn["rows"] >= 8  # value, CI and n of the traffic's two versions
+            # merged as Grafana does: a row per metric and version with value, CI and n
+            assert drawn["rows"] >= 4 and drawn["columns"] >= 5, drawn
         elif panel.type == "table":
             assert drawn["rows"] == 2  # the two tenants of the traffic
+        elif panel.type == "heatmap":
+            assert drawn["heatmap"] == ["heatmap:true"], panel.title  # Plotly's, not lines
         else:
             assert drawn["lines"] > 0, panel.title
-    # Hovering a chart reads out every series' value at that time.
-    tip = page.evaluate(
-        "(() => { const svg = document.querySelectorAll('svg.chart[data-plot]')[5];"
-        " const box = svg.getBoundingClientRect();"
-        " svg.dispatchEvent(new MouseEvent('mousemove', {bubbles: true,"
-        "   clientX: box.left + box.width * 0.8, clientY: box.top + box.height / 2}));"
-        " const tip = svg.closest('.panel').querySelector('.tip');"
-        " return [getComputedStyle(tip).display, tip.innerText]; })()"
+    # Hovering a chart (a real mouse move) reads out the series' values at that time.
+    chart = page.evaluate(
+        "(() => { const div = document.querySelectorAll('.plotly-chart .js-plotly-plot')[5];"
+        " div.scrollIntoView(); const box = div.querySelector('.nsewdrag')"
+        ".getBoundingClientRect(); return {id: div.id, x: box.left + box.width * 0.8,"
+        " y: box.top + box.height / 2, names: div.data.filter(t => t.meta).map(t => t.meta),"
+        " values: div.data.filter(t => t.meta).flatMap(t => t.customdata)}; })()"
     )
-    assert tip[0] == "block" and " UTC" in tip[1] and tip[1].count(": ") >= 1, tip
+    page.browser.call(
+        "Input.dispatchMouseEvent",
+        {"type": "mouseMoved", "x": chart["x"], "y": chart["y"]},
+        page.session,
+    )
+    time.sleep(0.3)
+    tip = page.evaluate(
+        f"document.getElementById('{chart['id']}').querySelector('.hoverlayer').textContent"
+    )
+    assert " UTC" in tip and any(name in tip for name in chart["names"]), (tip, chart)
+    assert any(v and v in tip for v in chart["values"]), (tip, chart)  # the unit's format
     assert page.console_errors == []
+    # A heatmap: buckets x time; hovering a cell (a real mouse move) reads out its count,
+    # and the exemplars carry the trace ids of the histogram.
+    heat = page.evaluate(
+        "(() => { const panel = Array.from(document.querySelectorAll('.panel')).find("
+        "   p => p.querySelector('h4').textContent === 'faithfulness: per-trace distribution');"
+        " const div = panel.querySelector('.js-plotly-plot'); div.scrollIntoView();"
+        " const z = div.data[0].z; let best = [0, 0, -1];"
+        " z.forEach((row, i) => row.forEach((c, j) => { if (c !== null && c > best[2]) {"
+        "   best = [i, j, c]; } }));"
+        " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;"
+        " const box = div.querySelector('.main-svg').getBoundingClientRect();"
+        " return {id: div.id, count: best[2], rows: div.data[0].y.length,"
+        "  x: box.left + xa._offset + xa.c2p(xa.d2c(div.data[0].x[best[1]])),"
+        "  y: box.top + ya._offset + ya.c2p(ya.d2c(div.data[0].y[best[0]])),"
+        "  cells: z.flatMap((row, i) => row.filter(c => c !== null).map("
+        "    c => [div.data[0].y[i], c])),"
+        "  traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
+    )
+    assert heat["count"] > 0, heat  # the judged traffic of the ticks: cells with traces
+    assert heat["rows"] >= 2, heat
+    assert heat["traces"] and all(isinstance(t, str) and t for t in heat["traces"]), heat
+
+    def hover_at(x: float, y: float) -> str:
+        page.browser.call(
+            "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, page.session
+        )
+        time.sleep(0.3)
+        return str(
+            page.evaluate(
+                f"document.getElementById('{heat['id']}').querySelector('.hoverlayer').textContent"
+            )
+        )
+
+    # the cell, with the exemplar markers hidden (the closest point wins the hover)
+    page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: false}}, [1])")
+    hover = hover_at(heat["x"], heat["y"])
+    read = re.search(r" UTCscore (.+): ([\d.]+) traces$", hover)
+    assert read, (hover, heat)
+    bucket, count = read.group(1), float(read.group(2))
+    assert any(  # a cell's bucket and count (3 significant digits)
+        row == bucket and abs(c - count) <= 0.01 * max(1.0, c) for row, c in heat["cells"]
+    ), (hover, heat)
+    hover_at(5, 5)
+    # an exemplar marker: its trace id
+    page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: true}}, [1])")
+    marker = page.evaluate(
+        f"(() => {{ const div = document.getElementById('{heat['id']}');"
+        " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis, e = div.data[1];"
+        " const box = div.querySelector('.main-svg').getBoundingClientRect();"
+        " return [box.left + xa._offset + xa.c2p(xa.d2c(e.x[e.x.length - 1])),"
+        "  box.top + ya._offset + ya.c2p(ya.d2c(e.y[e.y.length - 1]))]; })()"
+    )
+    hover = hover_at(marker[0], marker[1])
+    assert any(f"trace {t}score" in hover for t in heat["traces"]), (hover, heat)
+    # The first screen: a verdict per tier, the tiers with data link to their worst
+    # traces, and following a link opens the (folded) table it points to.
+    verdict = page.evaluate(
+        "Array.from(document.querySelectorAll('#verdict tr.tier')).map(r => ({"
+        " level: r.dataset.level, tier: r.dataset.tier,"
+        " links: Array.from(r.querySelectorAll('a.worst')).map(a => a.getAttribute('href'))}))"
+    )
+    assert verdict and all(r["level"] in ("fine", "watch", "paging", "no data") for r in verdict)
+    generation = next(r for r in verdict if r["tier"].startswith("Generation"))
+    assert generation["links"], verdict  # judged traces in the store: links to the worst
+    link = generation["links"][0]
+    opened = page.evaluate(
+        "(() => { const a = document.querySelector('a.worst[href=\"" + link + "\"]');"
+        " const target = document.getElementById('" + link[1:] + "');"
+        " const before = target.open; a.click();"
+        " return [before, target.open, target.querySelectorAll('tbody tr').length]; })()"
+    )
+    assert opened[0] is False and opened[1] is True and opened[2] > 0, opened
     gauge = next(r for r in rendered if r["title"] == "mrr gauge")
     assert gauge["stats"][0][1] == "#b877d9"  # Grafana's "purple": the step above 0.01
