@@ -22,11 +22,21 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
 
-from dashboards import boards, drift_rule_tests, metrics_view, quality_rules  # noqa: E402
+from collector.settings.openslo import load_openslo  # noqa: E402
+from dashboards import (  # noqa: E402
+    boards,
+    drift_rule_tests,
+    metrics_view,
+    quality_rules,
+    slo_rule_tests,
+    slo_rules,
+)
 
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
+SLO_RULES = HERE / "prometheus" / "rules" / "slo.yml"
+SLO_TESTS = {s: HERE / "prometheus" / "tests" / f"slo_{s}_test.yml" for s in ("page", "ticket")}
 
 
 def generated() -> dict[Path, str]:
@@ -38,6 +48,10 @@ def generated() -> dict[Path, str]:
     }
     files[RULES] = quality_rules.render()
     files[DRIFT_TESTS] = drift_rule_tests.render()
+    slos = load_openslo(boards.SLO_EXAMPLE)
+    files[SLO_RULES] = slo_rules.render(slos)
+    for severity, path in SLO_TESTS.items():
+        files[path] = slo_rule_tests.render(slos, severity)
     return files
 
 
