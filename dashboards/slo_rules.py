@@ -69,7 +69,7 @@ def _num(value: float) -> str:
     return f"{value:.6g}"
 
 
-def recording_rules(spec: SloSpec) -> list[dict[str, Any]]:
+def recording_rules(spec: SloSpec, z: float = Z) -> list[dict[str, Any]]:
     """The SLO's ratios per window and its budget remaining."""
     out: list[dict[str, Any]] = []
     slo = f'{{slo="{spec.name}"}}'
@@ -102,6 +102,7 @@ def recording_rules(spec: SloSpec) -> list[dict[str, Any]]:
                 "expr": wilson_lower(
                     f"ragpulse_slo:error_ratio:rate{w}{slo}",
                     f"ragpulse_slo:events:increase{w}{slo}",
+                    z,
                 ),
             }
         )
@@ -167,17 +168,18 @@ def alert_rules(spec: SloSpec) -> list[dict[str, Any]]:
     return out
 
 
-def rules(specs: Sequence[SloSpec]) -> dict[str, Any]:
+def rules(specs: Sequence[SloSpec], z: float = Z) -> dict[str, Any]:
     """The rule groups of every SLO: its recording rules (labelled with the SLO, which the
     series carry anyway, so promtool sees no duplicates), then its alerts."""
     groups = []
     for spec in specs:
-        recorded = [{**r, "labels": {"slo": spec.name}} for r in recording_rules(spec)]
+        recorded = [{**r, "labels": {"slo": spec.name}} for r in recording_rules(spec, z)]
         groups.append({"name": f"ragpulse-slo-{spec.name}", "rules": recorded})
         groups.append({"name": f"ragpulse-slo-{spec.name}-alerts", "rules": alert_rules(spec)})
     return {"groups": groups}
 
 
-def render(specs: Sequence[SloSpec]) -> str:
-    body = yaml.safe_dump(rules(specs), sort_keys=False, allow_unicode=True, width=10_000)
+def render(specs: Sequence[SloSpec], z: float = Z) -> str:
+    """The rules file; `z` = 0 makes the bound the point estimate (the workbook's rule)."""
+    body = yaml.safe_dump(rules(specs, z), sort_keys=False, allow_unicode=True, width=10_000)
     return HEADER + body
