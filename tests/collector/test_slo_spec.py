@@ -32,7 +32,8 @@ spec:
     spec:
       ratioMetric:
         counter: true
-        good: {{metricSource: {{type: ragpulse, spec: {{metric: {metric}, op: ">=", threshold: 0.7}}}}}}
+        good:
+          metricSource: {{type: ragpulse, spec: {{metric: {metric}, op: ">=", threshold: 0.7}}}}
         total: {{metricSource: {{type: ragpulse, spec: {{metric: {metric}}}}}}}
 """
 
