@@ -24,6 +24,7 @@ from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
+from dashboards.boards import SLO_EXAMPLE
 from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
 from exporters.report.dashboards import load_dashboards
 from ragpulse.cli import main
@@ -105,11 +106,14 @@ def _more_traffic(engine: Any, tick: int) -> None:
 def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring) -> Any:
     from collector.jobs.scheduler import build_runner
     from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
+    from ragpulse.slo_setup import slo_recorder
 
+    # as the scheduler role wires them: the score histograms, the SLO events (if any)
+    recorder = slo_recorder(settings, make_session_factory(engine))
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
-        observers=(monitoring.histograms,),  # as the scheduler role wires them
+        observers=(monitoring.histograms, *([recorder] if recorder else [])),
     )
     monitoring.registry.register(monitoring.histograms)
     observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
@@ -141,6 +145,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         },
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40},
         canary={"min_traces": 5},
+        slo={"openslo_file": str(SLO_EXAMPLE)},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)
