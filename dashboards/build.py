@@ -35,8 +35,10 @@ from dashboards import (  # noqa: E402
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
-SLO_RULES = HERE / "prometheus" / "rules" / "slo.yml"
-SLO_TESTS = {s: HERE / "prometheus" / "tests" / f"slo_{s}_test.yml" for s in ("page", "ticket")}
+SLO_RULES = HERE / "prometheus" / "rules"
+SLO_TESTS = HERE / "prometheus" / "tests"
+"""One rules file per SLO (`slo-NAME.yml`) and its page and ticket tests: promtool then
+evaluates only that SLO's rules for each test."""
 
 
 def generated() -> dict[Path, str]:
@@ -48,10 +50,11 @@ def generated() -> dict[Path, str]:
     }
     files[RULES] = quality_rules.render()
     files[DRIFT_TESTS] = drift_rule_tests.render()
-    slos = load_openslo(boards.SLO_EXAMPLE)
-    files[SLO_RULES] = slo_rules.render(slos)
-    for severity, path in SLO_TESTS.items():
-        files[path] = slo_rule_tests.render(slos, severity)
+    for spec in load_openslo(boards.SLO_EXAMPLE):
+        files[SLO_RULES / slo_rules.file_name(spec)] = slo_rules.render([spec])
+        for severity in ("page", "ticket"):
+            name = slo_rule_tests.file_name(spec, severity)
+            files[SLO_TESTS / name] = slo_rule_tests.render([spec], severity)
     return files
 
 

@@ -12,8 +12,9 @@ model). The steady fixture also checks the burn rate and the budget remaining. T
 fixture is the sampled-score case: three events every 15 minutes, most of them bad — the
 point estimate is above the fastest page threshold, the confidence bound is not.
 
-Page tests step by 1 minute (`slo_page_test.yml`), ticket tests, whose windows run to days,
-by 10 minutes (`slo_ticket_test.yml`): promtool evaluates every rule at every step.
+Page tests step by 1 minute (`slo-NAME_page_test.yml`), ticket tests, whose windows run to
+days, by 10 minutes (`slo-NAME_ticket_test.yml`): promtool evaluates every rule of the
+test's rules file (`slo-NAME.yml`, that SLO's only) at every step.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 
 from collector.settings import BurnAlert, SloSpec, parse_duration
 from dashboards.slo_rules import ALERTS, Z, alert_rules
+from dashboards.slo_rules import file_name as file_name_rules
 
 STEP = {"page": 60, "ticket": 600}
 RATE = 60.0
@@ -229,7 +231,13 @@ def sparse_test(spec: SloSpec) -> dict[str, Any]:
     }
 
 
+def file_name(spec: SloSpec, severity: str) -> str:
+    """The shipped test file of one SLO's alerts of one severity."""
+    return f"slo-{spec.name}_{severity}_test.yml"
+
+
 def tests(specs: Sequence[SloSpec], severity: str) -> dict[str, Any]:
+    """The cases of `severity` for `specs`, reading the rules file of the first."""
     cases: list[dict[str, Any]] = []
     for spec in specs:
         if not any(a.severity == severity for a in spec.alerts):
@@ -239,7 +247,7 @@ def tests(specs: Sequence[SloSpec], severity: str) -> dict[str, Any]:
             cases.append(sparse_test(spec))
         cases += [burning_test(spec, a) for a in spec.alerts if a.severity == severity]
     return {
-        "rule_files": ["../rules/slo.yml"],
+        "rule_files": [f"../rules/{file_name_rules(specs[0])}"],
         "evaluation_interval": f"{STEP[severity] // 60}m",
         "tests": cases,
     }

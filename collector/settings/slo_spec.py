@@ -2,10 +2,12 @@
 
 An SLI event is one trace's outcome of one metric, classified good or bad:
 - `threshold`: the metric's score against a threshold (`faithfulness >= 0.7`,
-  `hit_rate@5 == 1`, `judge_accuracy == 1`: the production judge agreed with the label);
+  `hit_rate@5 == 1`, `answer_relevance >= 0.5`);
 - `success`: the metric was computed (good) or its evaluation failed (bad), e.g. a judge
   call that succeeded.
-A trace for which the metric was skipped (no reference, no label yet) is no event.
+A trace for which the metric was skipped (no reference, no label yet) is no event. Only
+metrics with per-trace outcomes make events (not the production judge's confusion-matrix
+metrics such as `judge_accuracy`, computed over sets of traces).
 
 Alerts follow the Google SRE Workbook ("Alerting on SLOs", multi-window multi-burn-rate):
 each `BurnAlert` fires when the error ratio over its long window and its short window both
@@ -29,6 +31,8 @@ from evaluators.registry import resolve
 Kind = Literal["threshold", "success"]
 Severity = Literal["page", "ticket"]
 OPS = (">=", ">", "<=", "<", "==")
+PER_TRACE = ("per_sample", "async_per_sample")
+"""Metric kinds with one outcome per trace: the only ones an SLI event can come from."""
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 
@@ -97,9 +101,15 @@ def validate(spec: SloSpec) -> SloSpec:
     if not NAME.match(spec.name):
         raise SloSpecError(f"{where}: the name must be lower-case letters, digits, - or _")
     try:
-        metric = resolve(spec.metric).name
+        resolved = resolve(spec.metric)
     except UnknownMetricError as exc:
         raise SloSpecError(f"{where}: {exc}") from None
+    metric = resolved.name
+    if resolved.spec.kind not in PER_TRACE:
+        raise SloSpecError(
+            f"{where}: metric {metric!r} is computed over sets of traces: no per-trace "
+            "event to count"
+        )
     if not 0.0 < spec.target < 1.0:
         raise SloSpecError(f"{where}: target {spec.target} must lie in (0, 1)")
     _duration(where, "window", spec.window)

@@ -74,7 +74,7 @@ def test_the_example_file() -> None:
     )
     # no alertPolicies: the workbook's, less the 14.4x a 90% SLO cannot reach
     assert hit.alerts == DEFAULT_ALERTS[1:]
-    assert judge.target == pytest.approx(0.88)  # targetPercent
+    assert (judge.kind, judge.target) == ("success", pytest.approx(0.99))  # targetPercent
 
 
 def test_a_success_sli() -> None:
@@ -91,6 +91,7 @@ def test_a_success_sli() -> None:
             "slo 'faithful': unknown metric 'faithfulnes'; known metrics:",
         ),
         (_slo(target=1.2), "slo 'faithful': target 1.2 must lie in (0, 1)"),
+        (_slo(metric="judge_accuracy"), "'judge_accuracy' is computed over sets of traces"),
         (_slo(target=0), "slo 'faithful': target 0.0 must lie in (0, 1)"),
         (_slo(window="four weeks"), "slo 'faithful': window 'four weeks' is not a duration"),
         (_slo(rolling="false"), "SLO 'faithful': timeWindow must be rolling"),
@@ -150,7 +151,7 @@ def test_settings_declare_slos_and_name_the_file(monkeypatch: pytest.MonkeyPatch
     assert [s.name for s in specs] == [
         "faithfulness",
         "retrieval-hit",
-        "production-judge-agreement",
+        "judge-calls",
         "hits",
     ]
     assert specs[-1].window == "28d" and specs[-1].alerts == DEFAULT_ALERTS
