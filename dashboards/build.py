@@ -52,7 +52,7 @@ def generated() -> dict[Path, str]:
     files[DRIFT_TESTS] = drift_rule_tests.render()
     for spec in load_openslo(boards.SLO_EXAMPLE):
         files[SLO_RULES / slo_rules.file_name(spec)] = slo_rules.render([spec])
-        for severity in ("page", "ticket"):
+        for severity in sorted({a.severity for a in spec.alerts}):
             name = slo_rule_tests.file_name(spec, severity)
             files[SLO_TESTS / name] = slo_rule_tests.render([spec], severity)
     return files
