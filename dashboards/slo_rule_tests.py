@@ -77,12 +77,19 @@ def _lower(p: float, n: float, z: float = Z) -> float:
 
 
 def _burn_ratio(spec: SloSpec, alert: BurnAlert) -> float:
-    """A bad ratio above this condition's threshold and below the next faster one's."""
+    """A bad ratio above this condition's threshold and below the next faster one's of its
+    severity (at most twice its own)."""
     faster = [
         a.factor for a in spec.alerts if a.severity == alert.severity and a.factor > alert.factor
     ]
-    upper = min([*faster, 1.0 / spec.budget]) * spec.budget
+    upper = min([*faster, 2 * alert.factor, 1.0 / spec.budget]) * spec.budget
     return (alert.factor * spec.budget + upper) / 2
+
+
+def _share(steady: float, ratio: float, minutes: float, window_s: float) -> float:
+    """The bad share of a window `minutes` into a burn at `ratio` after `steady`."""
+    burnt = min(minutes, window_s / 60) / (window_s / 60)
+    return steady * (1 - burnt) + ratio * burnt
 
 
 def _fires_at(
@@ -90,18 +97,17 @@ def _fires_at(
 ) -> bool:
     """Whether a condition of `severity` holds `minutes` after a burn at `ratio` started
     (after a steady history at half the budget), in the linear model of the counters, with
-    its threshold times `margin` (the model ignores Prometheus' extrapolation at edges)."""
+    its thresholds times `margin` (the model ignores Prometheus' extrapolation at edges):
+    the long window's lower bound and the short window's share above the threshold."""
     steady = spec.budget / 2
     for a in spec.alerts:
         if a.severity != severity:
             continue
-        long_m = parse_duration(a.long_window) / 60
-        burnt = min(minutes, long_m) / long_m
-        p = steady * (1 - burnt) + ratio * burnt
-        if (
-            _lower(p, RATE * long_m) > margin * a.factor * spec.budget
-            and minutes >= parse_duration(a.short_window) / 60
-        ):
+        threshold = margin * a.factor * spec.budget
+        long_s = parse_duration(a.long_window)
+        lower = _lower(_share(steady, ratio, minutes, long_s), RATE * long_s / 60)
+        short = _share(steady, ratio, minutes, parse_duration(a.short_window))
+        if lower > threshold and short > threshold:
             return True
     return False
 
@@ -194,13 +200,22 @@ def steady_test(spec: SloSpec, severity: str) -> dict[str, Any]:
     }
 
 
-def sparse_test(spec: SloSpec) -> dict[str, Any]:
+def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
     """Sampled scores: one event every 10 minutes (120 traces an hour, 5% judged), and one
-    hour in which 5 of the 6 are bad by chance: the 1h point estimate (0.83) is above the
-    fastest page threshold of a 95% SLO (0.72), so the workbook's condition would page;
-    six events establish no burn, so no page."""
+    hour in which k of the 6 are bad by chance, k the fewest whose share is above the
+    fastest page threshold (5 for a 95% SLO's 0.72): the workbook's condition would page,
+    but k of six events establish no burn, so no page. None when even k of six would be
+    significant (a 99% SLO: one bad of six is above 0.144 and not significant, so it gets a
+    test; a target where no k fits gets none)."""
+    page = [a for a in spec.alerts if a.severity == "page"]
+    if not page:
+        return None
+    threshold = max(a.factor for a in page) * spec.budget
+    k = next((k for k in range(1, 7) if k / 6 > threshold), None)
+    if k is None or any(_lower(k / 6, 6) > a.factor * spec.budget for a in page):
+        return None
     minutes = 360
-    bad_at = {190, 200, 210, 220, 230}  # hour 3: five bad events of six
+    bad_at = set(range(230, 230 - 10 * k, -10))  # hour 3: k bad events of six
     good, bad, values_g, values_b = 0, 0, [], []
     for minute in range(minutes + 1):
         if minute % 10 == 0 and minute > 0:
@@ -212,7 +227,8 @@ def sparse_test(spec: SloSpec) -> dict[str, Any]:
         values_b.append(str(bad))
     labels = f'slo="{spec.name}",tenant="{TENANT}"'
     return {
-        "name": f"RagpulseSloFastBurn {spec.name}: 5 of 6 sampled events bad in an hour is no page",
+        "name": f"RagpulseSloFastBurn {spec.name}: {k} of 6 sampled events bad in an hour "
+        f"(a share above {_fmt(threshold)}) is no page",
         "interval": "1m",
         "input_series": [
             {
@@ -243,8 +259,9 @@ def tests(specs: Sequence[SloSpec], severity: str) -> dict[str, Any]:
         if not any(a.severity == severity for a in spec.alerts):
             continue
         cases.append(steady_test(spec, severity))
-        if severity == "page":
-            cases.append(sparse_test(spec))
+        sparse = sparse_test(spec) if severity == "page" else None
+        if sparse is not None:
+            cases.append(sparse)
         cases += [burning_test(spec, a) for a in spec.alerts if a.severity == severity]
     return {
         "rule_files": [f"../rules/{file_name_rules(specs[0])}"],

@@ -169,13 +169,17 @@ def alert_rules(spec: SloSpec) -> list[dict[str, Any]]:
 
 
 def rules(specs: Sequence[SloSpec], z: float = Z) -> dict[str, Any]:
-    """The rule groups of every SLO: its recording rules (labelled with the SLO, which the
-    series carry anyway, so promtool sees no duplicates), then its alerts."""
+    """One rule group per SLO: its recording rules (labelled with the SLO, which the series
+    carry anyway, so promtool sees no duplicates), then its alerts. One group, because a
+    group's rules run in order at one timestamp: the alerts read this evaluation's ratios.
+    (Across groups Prometheus gives no order, and a ratio recorded one 10-minute step
+    earlier is past the 5-minute look-back.)"""
     groups = []
     for spec in specs:
         recorded = [{**r, "labels": {"slo": spec.name}} for r in recording_rules(spec, z)]
-        groups.append({"name": f"ragpulse-slo-{spec.name}", "rules": recorded})
-        groups.append({"name": f"ragpulse-slo-{spec.name}-alerts", "rules": alert_rules(spec)})
+        groups.append(
+            {"name": f"ragpulse-slo-{spec.name}", "rules": [*recorded, *alert_rules(spec)]}
+        )
     return {"groups": groups}
 
 

@@ -37,10 +37,14 @@ def _run_sparse(tmp_path: Path, z: float) -> subprocess.CompletedProcess[str]:
     (tmp_path / "rules").mkdir(parents=True)
     (tmp_path / "tests").mkdir()
     (tmp_path / "rules" / "slo.yml").write_text(slo_rules.render([FAITHFULNESS], z))
+    sparse = slo_rule_tests.sparse_test(FAITHFULNESS)
+    assert sparse is not None and sparse["name"].endswith(
+        "5 of 6 sampled events bad in an hour (a share above 0.72) is no page"
+    )
     tests = {
         "rule_files": ["../rules/slo.yml"],
         "evaluation_interval": "1m",
-        "tests": [slo_rule_tests.sparse_test(FAITHFULNESS)],
+        "tests": [sparse],
     }
     (tmp_path / "tests" / "sparse.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     assert PROMTOOL is not None

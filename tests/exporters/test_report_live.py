@@ -84,8 +84,9 @@ EXTRA = {
 
 
 def _more_traffic(engine: Any, tick: int) -> None:
-    """A few new judged traces per tick, so the judge is called (and its rates move) in
-    every rate window of the report, as in a live system."""
+    """A few new judged and benchmarked traces per tick, so the judge is called (and its
+    rates move) and the SLOs' events grow in every rate window of the report, as in a live
+    system."""
     now = datetime.now(UTC)
     with make_session_factory(engine)() as session:
         for i in range(3):
@@ -93,8 +94,9 @@ def _more_traffic(engine: Any, tick: int) -> None:
                 session,
                 f"live-{tick}-{i}",
                 now - timedelta(seconds=5),
-                purposes=("judge",),
+                purposes=("judge", "real_users_benchmark"),
                 question=f"how do I reset my password, variant {tick}.{i}",
+                relevant_ids=["d1"],
                 answer=f"Reset it on the portal, step {i}",
                 reference="Reset it on the portal.",
                 contexts=[{"id": "d1", "text": "Reset it on the portal."}],
