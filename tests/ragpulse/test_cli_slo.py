@@ -40,3 +40,15 @@ def test_check_prints_each_slo_and_refuses_a_bad_one(
     assert capsys.readouterr().out.strip() == (
         "ragpulse slo: slo 'faithfulness': target 95.0 must lie in (0, 1)"
     )
+
+
+def test_the_demo_records_the_example_slos_unless_some_are_configured() -> None:
+    from collector.settings import load_settings
+    from ragpulse.commands.demo import demo_settings
+
+    demo = demo_settings(load_settings(), "sqlite:///demo.db", "127.0.0.1:1")
+    assert [s.name for s in demo.slo.specs()] == ["faithfulness", "retrieval-hit", "judge-calls"]
+    own = load_settings(slo={"objectives": [{"name": "m", "metric": "mrr", "target": 0.9}]})
+    assert [s.name for s in demo_settings(own, "sqlite:///d.db", "127.0.0.1:1").slo.specs()] == [
+        "m"
+    ]
