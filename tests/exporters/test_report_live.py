@@ -271,6 +271,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             pattern = (
                 target.expr.replace('tenant=~"$tenant"', 'tenant=~""')
                 .replace('version=~"$version"', 'version=~".+"')
+                .replace('tenant=~"$slo_tenant"', 'tenant=~".*"')
                 .replace("$w", "1h")
             )
             expected = re.escape(pattern).replace(re.escape("$__rate_interval"), r"\d+s")
