@@ -7,7 +7,7 @@
 - operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
-- slo: a section per quality SLO (budget left, burn rate, events, worst traces), built
+- slo: a section per quality SLO (budget left, burn rate, events), built
   from `examples/slo.yaml`; a tenant variable.
 """
 

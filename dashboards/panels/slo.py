@@ -1,15 +1,15 @@
 """The SLO dashboard's sections, one per quality SLO (`dashboards/slo_rules.py` series):
 the error budget left over the SLO's window, the burn rate over the alerts' long windows
-against their thresholds, the events good and bad, and how to list the SLO's worst traces.
+against their thresholds (its description: how to list the SLO's worst traces), the events
+good and bad.
 Every query is per tenant (`$slo_tenant`): an SLO's events always carry one."""
 
 from __future__ import annotations
 
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
-from grafana_foundation_sdk.builders import stat, text
+from grafana_foundation_sdk.builders import stat
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
-from grafana_foundation_sdk.models.text import TextMode
 
 from collector.settings import SloSpec, parse_duration
 from dashboards.panels.common import RATE, lines, query
@@ -60,13 +60,14 @@ def burn(spec: SloSpec) -> Cell:
         f"{spec.name}: burn rate",
         "The error ratio over each alert's long window divided by the budget: 1 spends the "
         f"budget exactly in {spec.window}. The alerts: {thresholds}, once the ratio's lower "
-        "99% bound is past the threshold.",
+        f"99% bound is past the threshold. The traces spending the budget: `ragpulse traces "
+        f"--metric {spec.metric} --since 1h --tenant T` (failed evaluations: `--errors`).",
         [
             (f'ragpulse_slo:burn_rate:rate{w}{{slo="{spec.name}",{TENANT}}}', f"{w} {{{{tenant}}}}")
             for w in windows
         ],
     )
-    return Cell(panel, w=8)
+    return Cell(panel, w=9)
 
 
 def events(spec: SloSpec) -> Cell:
@@ -83,27 +84,11 @@ def events(spec: SloSpec) -> Cell:
         ],
         "reqps",
     )
-    return Cell(panel, w=8)
-
-
-def worst(spec: SloSpec) -> text.Panel:
-    rule = (
-        f"{spec.metric} {spec.op} {spec.threshold:g}"
-        if spec.kind == "threshold"
-        else f"{spec.metric} evaluated without error"
-    )
-    content = (
-        f"**{spec.name}**: {spec.description or rule}\n\n"
-        f"Good event: `{rule}`; objective {spec.target:.4g} over {spec.window}.\n\n"
-        "The traces that spend the budget:\n\n"
-        f"```\nragpulse traces --metric {spec.metric} --since 1h --tenant TENANT\n```\n"
-        f"and their failed evaluations: `ragpulse traces --metric {spec.metric} --errors`."
-    )
-    return text.Panel().title(f"{spec.name}: worst traces").mode(TextMode.MARKDOWN).content(content)
+    return Cell(panel, w=9)
 
 
 def section(spec: SloSpec) -> Section:
     return Section(
         f"SLO {spec.name}",
-        [[Cell(budget(spec), w=4), burn(spec), events(spec), Cell(worst(spec), w=4)]],
+        [[Cell(budget(spec), w=6), burn(spec), events(spec)]],
     )
