@@ -200,6 +200,13 @@ def steady_test(spec: SloSpec, severity: str) -> dict[str, Any]:
     }
 
 
+def _significant(k: int, alert: BurnAlert, spec: SloSpec) -> bool:
+    """Whether k bad events among six an hour, the rest of the long window good, put the
+    window's lower bound above the alert's threshold."""
+    n = 6 * parse_duration(alert.long_window) / 3600
+    return _lower(k / n, n) > alert.factor * spec.budget
+
+
 def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
     """Sampled scores: one event every 10 minutes (120 traces an hour, 5% judged), and one
     hour in which k of the 6 are bad by chance, k the fewest whose share is above the
@@ -212,7 +219,7 @@ def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
         return None
     threshold = max(a.factor for a in page) * spec.budget
     k = next((k for k in range(1, 7) if k / 6 > threshold), None)
-    if k is None or any(_lower(k / 6, 6) > a.factor * spec.budget for a in page):
+    if k is None or any(_significant(k, a, spec) for a in page):
         return None
     minutes = 360
     bad_at = set(range(230, 230 - 10 * k, -10))  # hour 3: k bad events of six
