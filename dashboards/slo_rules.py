@@ -22,10 +22,14 @@ score interval, z = `Z`, 99%) is above the burn threshold: the burn is establish
 (Wilson keeps its coverage where the normal approximation does not), needs no tuning per
 volume (a minimum event count would have to be derived per target, factor and sample
 rate) and tends to the point estimate as events grow, so at high volume the alert is the
-workbook's. The price is a slower page at low volume: with 60 judged events an hour, a
-14.4x burn of a 95% SLO (error ratio 0.72 against a true 0.95 in an incident) shows in the
-bound after about 20 events. The short window keeps its workbook role, resetting the
-alert once the burn stops: its point estimate above the threshold, or no event in it at
+workbook's. The price is paid at low volume, and it is large: with 6 judged events an hour
+(120 traces/h, 5%) even six bad of six give a 1h bound of 0.53, under a 95% SLO's 14.4x
+threshold (0.72), so only the 6h condition (36 events) can page; with 60 an hour (1,200/h)
+the 1h condition needs a share of about 0.86 (a 17x burn), and a burn of exactly 14.4x is
+paged by the 6h condition after about three hours (175 minutes). Whether a lower z or a
+minimum event count serves better is for the alerting benchmark to measure (issue 32, item
+6: not yet run). The short window keeps its workbook role, resetting the alert once the
+burn stops: its point estimate above the threshold, or no event in it at
 all (a sampled SLI's quiet 5 minutes must not hide a burn the long window established).
 """
 
