@@ -7,15 +7,20 @@
 - operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
+- slo: a section per quality SLO (budget left, burn rate, events), built
+  from `examples/slo.yaml`; a tenant variable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from grafana_foundation_sdk.builders import dashboard as builders
 from grafana_foundation_sdk.models import dashboard as model
 
+from collector.settings import SloSpec
+from collector.settings.openslo import load_openslo
 from dashboards import metrics_view
 from dashboards.panels import (
     alerting,
@@ -25,6 +30,7 @@ from dashboards.panels import (
     operations,
     quality,
     retrieval,
+    slo,
     status,
     ux,
     versions,
@@ -131,9 +137,41 @@ def distributions() -> builders.Dashboard:
     return board.with_variable(tenant_variable())
 
 
+SLO_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "slo.yaml"
+"""The OpenSLO file the shipped SLO rules, their tests and the SLO dashboard are built from."""
+
+
+def slo_variable() -> builders.QueryVariable:
+    return (
+        builders.QueryVariable("slo_tenant")
+        .label("Tenant")
+        .datasource(DS)
+        .query({"query": slo.TENANT_QUERY, "refId": "slo_tenant"})
+        .include_all(True)
+        .all_value(".*")
+        .multi(False)
+        .refresh(model.VariableRefresh.ON_TIME_RANGE_CHANGED)
+        .current(model.VariableOption(text="All", value="$__all"))
+        .description("An SLO's events are per tenant; All draws every tenant.")
+    )
+
+
+def slo_board(specs: Sequence[SloSpec] | None = None) -> builders.Dashboard:
+    """One section per SLO (default: those of `SLO_EXAMPLE`)."""
+    found = load_openslo(SLO_EXAMPLE) if specs is None else specs
+    board = _board(
+        "ragpulse-slo",
+        "ragpulse — quality SLOs",
+        "Each quality SLO's error budget left, burn rate and events, per tenant.",
+        [slo.section(spec) for spec in found],
+    )
+    return board.time("now-7d", "now").with_variable(slo_variable())
+
+
 BOARDS = {
     "overview.json": overview,
     "operations.json": operations_board,
     "distributions.json": distributions,
+    "slo.json": slo_board,
 }
 """Each shipped file and the dashboard in it."""

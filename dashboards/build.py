@@ -29,6 +29,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from grafana_foundation_sdk.cog.encoder import JSONEncoder  # noqa: E402
 
+from collector.settings.openslo import load_openslo  # noqa: E402
 from dashboards import (  # noqa: E402
     boards,
     drift_rule_tests,
@@ -36,6 +37,8 @@ from dashboards import (  # noqa: E402
     metrics_view,
     quality_rules,
     runbooks,
+    slo_rule_tests,
+    slo_rules,
 )
 
 OUT = HERE / "grafana" / "dashboards"
@@ -48,6 +51,10 @@ HAND_WRITTEN = (
 )
 """Rule files and promtool tests written by hand: only their `runbook_url` lines are
 rewritten (to the site address given)."""
+SLO_RULES = HERE / "prometheus" / "rules"
+SLO_TESTS = HERE / "prometheus" / "tests"
+"""One rules file per SLO (`slo-NAME.yml`) and its page and ticket tests: promtool then
+evaluates only that SLO's rules for each test."""
 
 
 def generated(docs_url: str = runbooks.DOCS_URL) -> dict[Path, str]:
@@ -61,6 +68,11 @@ def generated(docs_url: str = runbooks.DOCS_URL) -> dict[Path, str]:
     files[DRIFT_TESTS] = drift_rule_tests.render(docs_url)
     for path in HAND_WRITTEN:
         files[path] = runbooks.relink(path.read_text(encoding="utf-8"), docs_url)
+    for spec in load_openslo(boards.SLO_EXAMPLE):
+        files[SLO_RULES / slo_rules.file_name(spec)] = slo_rules.render([spec], docs_url=docs_url)
+        for severity in sorted({a.severity for a in spec.alerts}):
+            name = slo_rule_tests.file_name(spec, severity)
+            files[SLO_TESTS / name] = slo_rule_tests.render([spec], severity, docs_url)
     return files
 
 

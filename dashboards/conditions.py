@@ -73,6 +73,11 @@ NOT_WORSE = Condition(
     "not_worse", "Nothing to explain: no metric is worse than its 7-day baseline now"
 )
 NOTHING_FIRING = Condition("nothing_firing", "Nothing firing")
+SLO_EVENTS = Condition(
+    "slo_events",
+    "No SLO events yet: declare SLOs (RAGPULSE_SLO__OPENSLO_FILE or slo.objectives) and let "
+    "the jobs score their metrics; a burn rate needs events in its window",
+)
 NOT_YET = Condition(
     "not_yet",
     "No data yet: appears once traces arrive and the jobs have run over them "
@@ -94,6 +99,7 @@ RULES: tuple[tuple[re.Pattern[str], Condition], ...] = (
     (re.compile(r"\bALERTS\b"), NOTHING_FIRING),
     (re.compile(r"\bragpulse_canary_"), CANARY),
     (re.compile(r"\bragpulse_change_"), NOT_WORSE),
+    (re.compile(r"\bragpulse_slo"), SLO_EVENTS),
     (re.compile(r"\bragpulse_(drift_score|detectable_drop)\b"), HISTORY),
     (re.compile(r"\bragpulse_(metric_corrected|judge_agreement)"), HUMAN_LABELS),
     (re.compile(r"\bragpulse_judge_(requests|latency|cost|tokens)"), JUDGE),

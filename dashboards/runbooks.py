@@ -344,5 +344,43 @@ _RUNBOOKS = (
     ),
 )
 
-RUNBOOKS: dict[str, Runbook] = {r.alert: r for r in _RUNBOOKS}
+_SLO_CONFIRM = (
+    "ragpulse slo check",
+    "ragpulse traces --metric {metric} --since 6h --tenant {tenant}",
+    "ragpulse explain --metric {metric} --since 6h --baseline 7d",
+)
+_SLO_RUNBOOKS = (
+    Runbook(
+        "RagpulseSloFastBurn",
+        "A quality SLO burns its error budget fast: at this rate the whole budget of the "
+        "SLO's window goes in hours to days (14.4x over 1h and 5m, or 6x over 6h and 30m, "
+        "the lower 99% bound of the bad-event ratio above the threshold, so a handful of "
+        "sampled scores cannot page).",
+        _SLO_CONFIRM,
+        (
+            "A deploy of the RAG application made the SLO's metric worse for everyone or "
+            "for one tenant: `explain` names the slice.",
+            "The retriever or the index lost documents (hit_rate and faithfulness SLOs fall "
+            "together).",
+            "The judge changed (model or prompt): its scores moved, not the answers — the "
+            "judge-consistency panel and the signature on the series tell.",
+        ),
+        ("slo", "tenant"),
+    ),
+    Runbook(
+        "RagpulseSloSlowBurn",
+        "A quality SLO burns its error budget slowly (3x over 1d and 2h, or 1x over 3d and "
+        "6h): the budget runs out before the window ends unless something changes; a ticket, "
+        "not a page.",
+        _SLO_CONFIRM,
+        (
+            "A gradual change in the traffic or the corpus.",
+            "An objective tighter than the system has been meeting: compare the SLO's error "
+            "ratio over its window with its budget on the SLO dashboard.",
+        ),
+        ("slo", "tenant"),
+    ),
+)
+
+RUNBOOKS: dict[str, Runbook] = {r.alert: r for r in (*_RUNBOOKS, *_SLO_RUNBOOKS)}
 """Every shipped alert's runbook by alert name."""

@@ -36,6 +36,7 @@ COMMANDS = (
     "explain",
     "compare",
     "inspect",
+    "slo",
 )
 
 

@@ -9,7 +9,9 @@ processes write every `scheduler.interval_s` and serves the series made of every
 process's work (judge counters from the `judgments` table, change attribution); a `jobs`
 worker, one of several sharing the jobs (`collector.jobs.sharded`), serves only its own
 counters (job runs, score histograms), as a `consumer` does, not series it could not keep
-current. The embedder is created once here and shared by every job.
+current. The embedder is created once here and shared by every job. Quality SLOs: the
+scheduling process records their events, the exporting one serves their counters
+(`slo_setup.py`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from exporters.prometheus import JudgeStateCollector, OperationsMetrics, Quality
 from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
 from exporters.score_histograms import ScoreHistograms
+from exporters.slo import SloCollector
 from ragpulse.job_setup import (
     JudgmentsFeed,
     job_environment,
@@ -40,6 +43,7 @@ from ragpulse.job_setup import (
     observe_scripts,
     storage_maintenance,
 )
+from ragpulse.slo_setup import catch_up, slo_recorder
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +112,9 @@ class Monitoring:
                 logger.info("loaded %d latest metric results for /metrics", loaded)
             except Exception:
                 logger.exception("could not load the latest metric results")
+        specs = self.settings.slo.specs()
+        if self.exports_quality and specs:
+            self.registry.register(SloCollector(specs, factory))
         if self.role == "exporter":
             self.refresher = ResultsRefresher(
                 self.results,
@@ -129,6 +136,13 @@ class Monitoring:
             )
             observe_scripts(env.embedder, self.operations.record_embedding_scripts)
             env.observers = (*env.observers, self.histograms)
+            recorder = slo_recorder(self.settings, factory)
+            if recorder is not None:
+                env.observers = (*env.observers, recorder)
+                try:
+                    catch_up(self.settings, factory)
+                except Exception:
+                    logger.exception("could not record the SLO events of stored outcomes")
             self.registry.register(self.histograms)
             self.runner = build_runner(
                 self.settings,

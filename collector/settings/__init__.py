@@ -10,7 +10,8 @@ One module per area, each holding its groups with their defaults and checks: `da
 `ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
 `scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
 canary, slices), `exporter` (exporter, otel, evaluation_events), `receiver` (the OTLP/HTTP
-receiver); `root` joins them into `Settings`, `loading` builds one (`load_settings`).
+receiver), `slo` (quality SLOs: `slo_spec`, `openslo`); `root` joins them into
+`Settings`, `loading` builds one (`load_settings`).
 Import everything from here.
 """
 
@@ -44,12 +45,16 @@ from collector.settings.loading import ConfigError, load_settings
 from collector.settings.receiver import ReceiverSettings
 from collector.settings.root import ENV_PREFIX, Settings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+from collector.settings.slo import SloObjective, SloSettings
+from collector.settings.slo_spec import DEFAULT_ALERTS, BurnAlert, SloSpec, SloSpecError
 
 __all__ = [
     "CSV",
+    "DEFAULT_ALERTS",
     "ENV_PREFIX",
     "PAGE_METRICS",
     "AlertingSettings",
+    "BurnAlert",
     "CanarySettings",
     "ConfigError",
     "DatabaseSettings",
@@ -70,6 +75,10 @@ __all__ = [
     "SchedulerSettings",
     "Settings",
     "SliceSettings",
+    "SloObjective",
+    "SloSettings",
+    "SloSpec",
+    "SloSpecError",
     "UXSettings",
     "VersionSettings",
     "load_settings",

@@ -27,6 +27,7 @@ from collector.settings.judge import JudgeSettings
 from collector.settings.labels import LabelSettings, VersionSettings
 from collector.settings.receiver import ReceiverSettings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+from collector.settings.slo import SloSettings
 
 ENV_PREFIX = "RAGPULSE_"
 
@@ -62,6 +63,7 @@ class Settings(BaseSettings):
     external: ExternalScoresSettings = ExternalScoresSettings()
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
+    slo: SloSettings = SloSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """The logging level of every ragpulse logger (`--log-level` overrides it)."""
 

@@ -317,6 +317,36 @@ class JobShard(Base):
     """Batches of outcomes stored from the shard (`JobState.aggregated_stores`)."""
 
 
+class SloEvent(Base):
+    """One trace's SLI event of one SLO, recorded once (rev. 0013).
+
+    The primary key refuses a second recording of the same (slo, trace): a job that re-runs,
+    a worker that restarts or an outcome replayed changes no counter
+    (`collector.jobs.slo_events`). Rows older than `slo.event_retention` are deleted; the
+    counts they added stay in `SloEventCount`."""
+
+    __tablename__ = "slo_events"
+    __table_args__ = (Index("ix_slo_events_ts", "ts"),)
+
+    slo: Mapped[str] = mapped_column(String(64), primary_key=True)
+    trace_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    good: Mapped[bool] = mapped_column(Boolean)
+    ts: Mapped[datetime] = mapped_column()
+
+
+class SloEventCount(Base):
+    """Events recorded per SLO, tenant and outcome (`good`/`bad`): the counters behind
+    `ragpulse_slo_events_total`, monotonic across restarts since they live here (rev. 0013)."""
+
+    __tablename__ = "slo_event_counts"
+
+    slo: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(8), primary_key=True)
+    count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
 class JobWorker(Base):
     """A worker process running a job, counted as live until `alive_until` (fair shares)."""
 

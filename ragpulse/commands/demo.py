@@ -73,6 +73,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+EXAMPLE_SLOS = Path(__file__).resolve().parents[2] / "examples" / "slo.yaml"
+"""The OpenSLO file behind the shipped SLO rules and dashboard: the demo records its events."""
+
+
 def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings:
     """The user's settings pointed at the embedded parts (see collector/ingest/kafka/broker.py for
     how the embedded broker treats group timeouts)."""
@@ -90,7 +94,11 @@ def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings
         }
     )
     database = base.database.model_copy(update={"url": SecretStr(database_url)})
-    return base.model_copy(update={"kafka": kafka, "database": database})
+    update: dict[str, Any] = {"kafka": kafka, "database": database}
+    if not base.slo.specs() and EXAMPLE_SLOS.is_file():
+        # the SLOs the shipped SLO rules and dashboard are built from (a source checkout)
+        update["slo"] = base.slo.model_copy(update={"openslo_file": EXAMPLE_SLOS})
+    return base.model_copy(update=update)
 
 
 def handoff_settings(settings: Settings) -> dict[str, Any]:

@@ -81,15 +81,21 @@ def run(args: argparse.Namespace) -> int:
     from exporters.evaluation_events import make_evaluation_events
     from ragpulse.job_setup import job_environment
     from ragpulse.judge import require_reachable, unreachable
+    from ragpulse.slo_setup import catch_up, slo_recorder
     from ragpulse.store_check import require_migrated
 
     settings = load_settings(args.config)
     url = settings.database.url.get_secret_value()
     require_migrated(url)  # before connecting: SQLite would create an empty file
     engine = make_engine(url)
-    events = make_evaluation_events(settings, make_session_factory(engine))
+    factory = make_session_factory(engine)
+    events = make_evaluation_events(settings, factory)
+    recorder = slo_recorder(settings, factory)
+    observers = [o for o in (events, recorder) if o is not None]
     try:
-        env = job_environment(settings, engine, observers=(events,) if events else ())
+        if recorder is not None:
+            catch_up(settings, factory)
+        env = job_environment(settings, engine, observers=observers)
         try:
             runner = build_runner(settings, engine, env, names=args.names or None, once=True)
         except ValueError as exc:

@@ -21,6 +21,7 @@ from collector.settings import load_settings
 from collector.store.models import HumanLabel
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
+from dashboards.boards import SLO_EXAMPLE
 from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
 from evaluators.registry import describe
 from ragpulse.monitoring import Monitoring
@@ -97,6 +98,7 @@ def _panel_exprs() -> list[tuple[str, str]]:
                 expr = (
                     expr.replace('tenant=~"$tenant"', 'tenant=~""')
                     .replace('version=~"$version"', 'version=~".+"')
+                    .replace('tenant=~"$slo_tenant"', 'tenant=~".*"')
                     .replace("$__rate_interval", "30s")
                 )
                 assert "$" not in expr, expr
@@ -130,6 +132,7 @@ def test_dashboards_and_rules_on_a_real_prometheus(
         },
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40},
         canary={"min_traces": 5},
+        slo={"openslo_file": str(SLO_EXAMPLE)},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)
@@ -142,11 +145,14 @@ def test_dashboards_and_rules_on_a_real_prometheus(
 
     from collector.jobs.scheduler import build_runner
     from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
+    from ragpulse.slo_setup import slo_recorder
 
+    recorder = slo_recorder(settings, make_session_factory(engine))
+    assert recorder is not None
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
-        observers=(monitoring.histograms,),  # as the scheduler role wires them
+        observers=(monitoring.histograms, recorder),  # as the scheduler role wires them
     )
     registry.register(monitoring.histograms)
     observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)

@@ -20,7 +20,8 @@ needs_promtool = pytest.mark.skipif(
 
 def _promtool(*args: str, cwd: Path = PROM) -> subprocess.CompletedProcess[str]:
     assert PROMTOOL is not None
-    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    # 600 s: the SLO tests' fixtures span days (about 40 s of CPU in all), on shared cores
+    return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def _alerts() -> dict[str, dict[str, object]]:

@@ -38,7 +38,9 @@ from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
 from collector.store.session import make_engine, make_session_factory
 from dashboards import boards
+from dashboards.boards import SLO_EXAMPLE
 from ragpulse.monitoring import Monitoring
+from ragpulse.slo_setup import catch_up
 from tests.dashboards.promql_names import series_names, template_queries, variable_series
 from tests.dashboards.test_prometheus_e2e import _traffic
 from tests.exporters.test_report_live import _run_jobs
@@ -157,6 +159,7 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
         # no background reload: the test refreshes once, after the jobs ran
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40, "interval_s": 3600},
         canary={"min_traces": 5},
+        slo={"openslo_file": str(SLO_EXAMPLE)},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)
@@ -180,6 +183,8 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
         reports = runner.run_many()
         assert all(r.status == "ok" for r in reports), reports
         feed.sync()
+        # the SLO events: recorded by the jobs' observer, so catching up finds none new
+        assert catch_up(settings, make_session_factory(engine)) == 0
         assert monitoring.refresher is not None and monitoring.server is not None
         monitoring.refresher.refresh()  # the exporter's pass: reload, explain the drop
         url = f"http://127.0.0.1:{monitoring.server.port}/metrics"

@@ -24,6 +24,7 @@ from collector.ingest.pipeline import BatchResult
 from collector.settings import load_settings
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
+from dashboards.boards import SLO_EXAMPLE
 from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
 from exporters.report.dashboards import load_dashboards
 from exporters.report.verdict_data import overview
@@ -84,8 +85,9 @@ EXTRA = {
 
 
 def _more_traffic(engine: Any, tick: int) -> None:
-    """A few new judged traces per tick, so the judge is called (and its rates move) in
-    every rate window of the report, as in a live system."""
+    """A few new judged and benchmarked traces per tick, so the judge is called (and its
+    rates move) and the SLOs' events grow in every rate window of the report, as in a live
+    system."""
     now = datetime.now(UTC)
     with make_session_factory(engine)() as session:
         for i in range(3):
@@ -93,8 +95,9 @@ def _more_traffic(engine: Any, tick: int) -> None:
                 session,
                 f"live-{tick}-{i}",
                 now - timedelta(seconds=5),
-                purposes=("judge",),
+                purposes=("judge", "real_users_benchmark"),
                 question=f"how do I reset my password, variant {tick}.{i}",
+                relevant_ids=["d1"],
                 answer=f"Reset it on the portal, step {i}",
                 reference="Reset it on the portal.",
                 contexts=[{"id": "d1", "text": "Reset it on the portal."}],
@@ -106,11 +109,14 @@ def _more_traffic(engine: Any, tick: int) -> None:
 def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring) -> Any:
     from collector.jobs.scheduler import build_runner
     from ragpulse.job_setup import JudgmentsFeed, job_environment, observe_scripts
+    from ragpulse.slo_setup import slo_recorder
 
+    # as the scheduler role wires them: the score histograms, the SLO events (if any)
+    recorder = slo_recorder(settings, make_session_factory(engine))
     env = replace(
         job_environment(settings, engine, results=monitoring.results, embedder=embedder),
         to_sample=trace_to_sample,
-        observers=(monitoring.histograms,),  # as the scheduler role wires them
+        observers=(monitoring.histograms, *([recorder] if recorder else [])),
     )
     monitoring.registry.register(monitoring.histograms)
     observe_scripts(env.embedder, monitoring.operations.record_embedding_scripts)
@@ -142,6 +148,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         },
         scheduler={"consistency_sample": 4, "judge_traces_per_run": 40},
         canary={"min_traces": 5},
+        slo={"openslo_file": str(SLO_EXAMPLE)},
     )
     engine = make_engine(sqlite_url)
     _traffic(engine)
@@ -278,6 +285,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             pattern = (
                 target.expr.replace('tenant=~"$tenant"', 'tenant=~""')
                 .replace('version=~"$version"', 'version=~".+"')
+                .replace('tenant=~"$slo_tenant"', 'tenant=~".*"')
                 .replace("$w", "1h")
             )
             expected = re.escape(pattern).replace(re.escape("$__rate_interval"), r"\d+s")

@@ -1,0 +1,167 @@
+"""A quality SLO: which per-trace event is good, the objective, the window, the alerts.
+
+An SLI event is one trace's outcome of one metric, classified good or bad:
+- `threshold`: the metric's score against a threshold (`faithfulness >= 0.7`,
+  `hit_rate@5 == 1`, `answer_relevance >= 0.5`);
+- `success`: the metric was computed (good) or its evaluation failed (bad), e.g. a judge
+  call that succeeded.
+A trace for which the metric was skipped (no reference, no label yet) is no event. Only
+metrics with per-trace outcomes make events (not the production judge's confusion-matrix
+metrics such as `judge_accuracy`, computed over sets of traces).
+
+Alerts follow the Google SRE Workbook ("Alerting on SLOs", multi-window multi-burn-rate):
+each `BurnAlert` fires when the error ratio over its long window and its short window both
+exceed `factor` times the error budget (1 - target). `DEFAULT_ALERTS` are the workbook's
+(those that can fire: a 90% SLO cannot burn 14.4x, an error ratio of 1.44; declared alerts
+that cannot are errors).
+Every check fails with `SloSpecError`, one line naming the SLO and the offending field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from collector.settings.durations import parse_duration
+from evaluators.errors import UnknownMetricError
+from evaluators.registry import resolve
+
+Kind = Literal["threshold", "success"]
+Severity = Literal["page", "ticket"]
+OPS = (">=", ">", "<=", "<", "==")
+PER_TRACE = ("per_sample", "async_per_sample")
+"""Metric kinds with one outcome per trace: the only ones an SLI event can come from."""
+NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+
+class SloSpecError(ValueError):
+    """An SLO declaration that cannot be used; the message is one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class BurnAlert:
+    """Fires when both windows burn the budget `factor` times faster than sustainable."""
+
+    severity: Severity
+    factor: float
+    long_window: str
+    short_window: str
+
+
+DEFAULT_ALERTS = (
+    BurnAlert("page", 14.4, "1h", "5m"),
+    BurnAlert("page", 6.0, "6h", "30m"),
+    BurnAlert("ticket", 3.0, "1d", "2h"),
+    BurnAlert("ticket", 1.0, "3d", "6h"),
+)
+"""The workbook's table: 2% of a 30-day budget in 1 h, 5% in 6 h, 10% in 1 d and 3 d."""
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    """One SLO, validated (`validate`)."""
+
+    name: str
+    metric: str
+    target: float
+    window: str
+    kind: Kind = "threshold"
+    op: str = ">="
+    threshold: float = 0.0
+    description: str = ""
+    alerts: tuple[BurnAlert, ...] = DEFAULT_ALERTS
+
+    @property
+    def budget(self) -> float:
+        """The error budget: the share of bad events the objective allows."""
+        return 1.0 - self.target
+
+    @property
+    def window_s(self) -> float:
+        return parse_duration(self.window)
+
+    def is_good(self, value: float) -> bool:
+        """A score's classification (`threshold` SLOs)."""
+        if self.op == ">=":
+            return value >= self.threshold
+        if self.op == ">":
+            return value > self.threshold
+        if self.op == "<=":
+            return value <= self.threshold
+        if self.op == "<":
+            return value < self.threshold
+        return math.isclose(value, self.threshold, abs_tol=1e-9)
+
+
+def validate(spec: SloSpec) -> SloSpec:
+    """`spec` with its metric in canonical form, or `SloSpecError` naming what is wrong."""
+    where = f"slo {spec.name!r}"
+    if not NAME.match(spec.name):
+        raise SloSpecError(f"{where}: the name must be lower-case letters, digits, - or _")
+    try:
+        resolved = resolve(spec.metric)
+    except UnknownMetricError as exc:
+        raise SloSpecError(f"{where}: {exc}") from None
+    metric = resolved.name
+    if resolved.spec.kind not in PER_TRACE:
+        raise SloSpecError(
+            f"{where}: metric {metric!r} is computed over sets of traces: no per-trace "
+            "event to count"
+        )
+    if not 0.0 < spec.target < 1.0:
+        raise SloSpecError(f"{where}: target {spec.target} must lie in (0, 1)")
+    _duration(where, "window", spec.window)
+    if spec.kind not in ("threshold", "success"):
+        raise SloSpecError(f"{where}: kind {spec.kind!r} must be threshold or success")
+    if spec.kind == "threshold":
+        if spec.op not in OPS:
+            raise SloSpecError(f"{where}: op {spec.op!r} must be one of {', '.join(OPS)}")
+        if not math.isfinite(spec.threshold):
+            raise SloSpecError(f"{where}: threshold must be a finite number")
+    alerts = spec.alerts
+    if alerts == DEFAULT_ALERTS:
+        # a 90% SLO cannot burn 14.4x (an error ratio of 1.44): keep the defaults that can
+        alerts = tuple(a for a in alerts if a.factor * spec.budget < 1.0)
+    if not alerts:
+        raise SloSpecError(f"{where}: at least one burn-rate alert is needed")
+    for alert in alerts:
+        long_s = _duration(where, "lookback window", alert.long_window)
+        short_s = _duration(where, "short window", alert.short_window)
+        if alert.severity not in ("page", "ticket"):
+            raise SloSpecError(f"{where}: severity {alert.severity!r} must be page or ticket")
+        if not alert.factor > 0:
+            raise SloSpecError(f"{where}: burn rate {alert.factor} must be positive")
+        if short_s >= long_s or long_s > spec.window_s:
+            raise SloSpecError(
+                f"{where}: alert windows {alert.short_window}/{alert.long_window} must be "
+                f"short < long <= the SLO window {spec.window}"
+            )
+        if alert.factor * spec.budget >= 1.0:
+            raise SloSpecError(
+                f"{where}: burn rate {alert.factor} x budget {spec.budget:g} reaches an "
+                "error ratio of 1: the alert could never fire"
+            )
+    return replace(spec, metric=metric, alerts=alerts)
+
+
+def validate_all(specs: tuple[SloSpec, ...]) -> tuple[SloSpec, ...]:
+    """Every spec validated, names unique."""
+    seen: set[str] = set()
+    out = []
+    for spec in specs:
+        if spec.name in seen:
+            raise SloSpecError(f"slo {spec.name!r} is declared twice")
+        seen.add(spec.name)
+        out.append(validate(spec))
+    return tuple(out)
+
+
+def _duration(where: str, field: str, text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError:
+        raise SloSpecError(
+            f"{where}: {field} {text!r} is not a duration like 5m, 1h, 28d"
+        ) from None

@@ -1,0 +1,83 @@
+"""The generated SLO rules: the workbook's thresholds, and the confidence bound that keeps
+sampled scores from paging on a handful of events (promtool, both ways)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from collector.settings.openslo import load_openslo
+from dashboards import boards, slo_rule_tests, slo_rules
+from tests.dashboards.test_rules import PROMTOOL, needs_promtool
+
+FAITHFULNESS = load_openslo(boards.SLO_EXAMPLE)[0]
+
+
+def test_alerts_follow_the_workbook() -> None:
+    alerts = {r["alert"]: r for r in slo_rules.alert_rules(FAITHFULNESS)}
+    page, ticket = alerts["RagpulseSloFastBurn"], alerts["RagpulseSloSlowBurn"]
+    # budget 0.05: 14.4x -> 0.72 over 1h and 5m, 6x -> 0.3 over 6h and 30m, ...
+    assert 'ragpulse_slo:error_ratio_lower:rate1h{slo="faithfulness"} > 0.72' in page["expr"]
+    assert 'ragpulse_slo:error_ratio:rate5m{slo="faithfulness"} > 0.72' in page["expr"]
+    assert 'ragpulse_slo:error_ratio_lower:rate6h{slo="faithfulness"} > 0.3' in page["expr"]
+    assert 'ragpulse_slo:error_ratio_lower:rate1d{slo="faithfulness"} > 0.15' in ticket["expr"]
+    assert 'ragpulse_slo:error_ratio_lower:rate3d{slo="faithfulness"} > 0.05' in ticket["expr"]
+    assert (page["labels"]["severity"], ticket["labels"]["severity"]) == ("page", "ticket")
+    recorded = {r["record"] for r in slo_rules.recording_rules(FAITHFULNESS)}
+    assert {"ragpulse_slo:error_budget_remaining", "ragpulse_slo:burn_rate:rate1h"} <= recorded
+    assert 'increase(ragpulse_slo_events_total{slo="faithfulness"}[28d])' in str(
+        slo_rules.recording_rules(FAITHFULNESS)
+    )
+
+
+def _run_sparse(tmp_path: Path, z: float) -> subprocess.CompletedProcess[str]:
+    """The sparse fixture of the faithfulness SLO against rules with bound quantile `z`."""
+    (tmp_path / "rules").mkdir(parents=True)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "rules" / "slo.yml").write_text(slo_rules.render([FAITHFULNESS], z))
+    sparse = slo_rule_tests.sparse_test(FAITHFULNESS)
+    assert sparse is not None and sparse["name"].endswith(
+        "5 of 6 sampled events bad in an hour (a share above 0.72) is no page"
+    )
+    tests = {
+        "rule_files": ["../rules/slo.yml"],
+        "evaluation_interval": "1m",
+        "tests": [sparse],
+    }
+    (tmp_path / "tests" / "sparse.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    assert PROMTOOL is not None
+    return subprocess.run(
+        [PROMTOOL, "test", "rules", "sparse.yml"],
+        cwd=tmp_path / "tests",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@needs_promtool
+def test_five_bad_of_six_sampled_events_page_only_without_the_bound(tmp_path: Path) -> None:
+    with_bound = _run_sparse(tmp_path / "bound", slo_rules.Z)
+    assert with_bound.returncode == 0, with_bound.stdout + with_bound.stderr
+    # the workbook's condition on the point estimate (z = 0) pages on them
+    point = _run_sparse(tmp_path / "point", 0.0)
+    assert point.returncode != 0
+    output = point.stdout + point.stderr
+    assert "alertname: RagpulseSloFastBurn" in output and "got:" in output
+
+
+def test_every_slo_alert_has_burning_fixtures() -> None:
+    specs = load_openslo(boards.SLO_EXAMPLE)
+    for severity in ("page", "ticket"):
+        names = [t["name"] for t in slo_rule_tests.tests(specs, severity)["tests"]]
+        for spec in specs:
+            conditions = [a for a in spec.alerts if a.severity == severity]
+            burning = [
+                n
+                for n in names
+                if n.startswith(f"{slo_rules.ALERTS[severity]} {spec.name}: a burn")
+            ]
+            assert len(burning) == len(conditions), (spec.name, severity)
+            assert any(f"{spec.name}: steady" in n for n in names)
