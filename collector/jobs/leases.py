@@ -8,11 +8,10 @@ until its `alive_until`. One run on a worker (`sharded.py`):
 
 - `prepare`: make sure the job has `shards` rows, register the worker as live for the
   next interval, count the live workers and read the database's clock (the run's start).
-  A process's first run after `register` first waits until the count of live workers
-  has stood still for `start_grace_s`: processes started together (three `ragpulse jobs
-  run` at once) have then all registered, count each other and claim at about the same
-  moment, where before the first to arrive leased every shard before the others had
-  registered;
+  A process's first run after `register` first waits until no worker has registered
+  for `start_grace_s`: processes started together (three `ragpulse jobs run` at once)
+  have then all registered, count each other and claim at about the same moment, where
+  before the first to arrive leased every shard before the others had registered;
 - `claim`: lease up to ceil(shards / live workers) shards, the live workers counted
   again at each claim (a worker started mid-run shrinks the others' next claims), whose
   lease is free or expired and that nobody evaluated since the run began, least recently
@@ -131,6 +130,11 @@ _RELEASE = text(
 _LIVE = text(
     "SELECT count(*) FROM job_workers WHERE job = :job AND alive_until >= clock_timestamp()"
 )
+_REGISTRATIONS = text(
+    "SELECT count(*), extract(epoch FROM clock_timestamp() - "
+    "(max(alive_until) - make_interval(secs => :ttl))) "
+    "FROM job_workers WHERE job = :job AND alive_until >= clock_timestamp()"
+)
 _PRESENT = text(
     "INSERT INTO job_workers (job, worker, alive_until) "
     "VALUES (:job, :me, clock_timestamp() + make_interval(secs => :ttl)) "
@@ -155,6 +159,9 @@ class ShardLeases:
         job's watermark from before it was sharded), this worker is registered as live;
         returns the database's time, the run's start."""
         self._ensure_rows(initial)
+        if self._registered_at is not None:
+            self._settle(self._registered_at)  # before our presence moves on
+            self._registered_at = None
         args = {"job": self.job, "me": self.worker}
         with self.engine.begin() as conn:
             conn.execute(_PRESENT, {**args, "ttl": self.config.presence_s})
@@ -164,31 +171,34 @@ class ShardLeases:
                 ),
                 args,
             )
-        if self._registered_at is not None:
-            self._settle(self._registered_at)
-            self._registered_at = None
         with self.engine.begin() as conn:
             self.live = int(conn.execute(_LIVE, args).scalar_one())
             started: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
         return started
 
     def _settle(self, registered_at: float) -> None:
-        """A just-started worker waits until the number of live workers has not changed
-        for `start_grace_s` (at most three times that after it registered at
-        `registered_at`, monotonic): the workers started with it have then registered,
-        and all of them begin claiming at about the same moment, so none finishes its
-        share and takes another's before that one has claimed."""
+        """A just-started worker waits until no worker of the job has registered for
+        `start_grace_s` (its own registration at `registered_at`, monotonic, included;
+        for at most twice that): the workers started with it have then registered, and
+        all of them begin claiming at about the same moment, so none finishes its share
+        and takes another's before that one has claimed. The latest registration is
+        first read from `alive_until` (it is `presence_s` after a registration; runs
+        that begin later renew it, so afterwards only a change in the number of workers
+        counts)."""
         grace = self.config.start_grace_s
-        deadline = registered_at + 3 * grace
+        deadline = time.monotonic() + 2 * grace
         seen: int | None = None
         changed = registered_at
+        args = {"job": self.job, "ttl": self.config.presence_s}
         while True:
             with self.engine.connect() as conn:
-                live = int(conn.execute(_LIVE, {"job": self.job}).scalar_one())
+                live, age = conn.execute(_REGISTRATIONS, args).one()
             now = time.monotonic()
-            if seen is not None and live != seen:
+            if seen is None:
+                changed = max(changed, now - float(age or 0.0))
+            elif live != seen:
                 changed = now
-            seen = live
+            seen = int(live)
             until = min(changed + grace, deadline)
             if now >= until:
                 return

@@ -37,7 +37,7 @@ class SchedulerSettings(Group):
     shards of a worker that died are taken over after at most this long."""
     shard_start_grace_s: float = Field(2.0, ge=0.0)
     """A worker that just started makes its first claim once no worker has registered
-    for this long (at most three times this after it started), so workers started
+    for this long (waiting at most twice this), so workers started
     together (several `ragpulse jobs run` at once) all count each other and split the
     shards, instead of the first leasing them all."""
 
