@@ -3,7 +3,8 @@
 The jobs read `job_outcomes` and `traces` in one transaction; the maintenance makes a
 day's partition of each, which takes the default partition's ACCESS EXCLUSIVE lock. Run
 by the operator in issue 31, the two deadlocked (a job failed and the maintenance waited
-an hour): these tests replay that interleaving, and a busier one, on a real server.
+an hour): these tests replay that interleaving, a busier one, and real sharded job runs
+beside the maintenance (each of which failed with the old code), on a real server.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
@@ -169,3 +171,62 @@ def test_a_table_kept_busy_waits_for_the_next_pass_and_the_other_goes_on(pg: Eng
         reader.commit()
     assert traces_day in make_partitions(pg, NOW, ahead=1, tries=2)
     assert _in_day_partitions(pg, [day])
+
+
+def test_sharded_jobs_running_beside_the_maintenance_do_not_fail(postgres_url: str) -> None:
+    from collector.jobs.scheduler import build_runner
+    from ragpulse.job_setup import job_environment
+    from tests.jobs.helpers import add_trace
+
+    engine = make_engine(postgres_url)
+    days = [NOW - timedelta(days=n, minutes=1) for n in range(2, 7)]  # in the 7d window
+    with make_session_factory(engine)() as session:
+        for n, at in enumerate([NOW - timedelta(minutes=5), *days] * 40):
+            add_trace(
+                session,
+                f"b{n}",
+                at - timedelta(seconds=n),
+                purposes=("real_users_benchmark",),
+                contexts=[{"id": "d1"}, {"id": "d2"}],
+                relevant_ids=["d1" if n % 3 else "d2"],
+            )
+        session.commit()
+    settings = load_settings(
+        database={"url": postgres_url},
+        scheduler={"shards": 4, "shard_start_grace_s": 0},
+        alerting={"enabled": False},
+    )
+    runners = [
+        build_runner(
+            settings, engine, job_environment(settings, engine), names=["real_users_benchmark"]
+        )
+        for _ in range(2)
+    ]
+    assert all(r.sharding is not None for r in runners)
+    runners[0].run_many()  # the waiting days' outcomes now wait in their default partition too
+    stop = threading.Event()
+    statuses: list[str] = []
+
+    def work(runner: Any) -> None:
+        while not stop.is_set():
+            statuses.extend(r.status for r in runner.run_many())
+
+    threads = [threading.Thread(target=work, args=(r,), daemon=True) for r in runners]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        made = make_partitions(engine, NOW, ahead=1)
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(60)
+        for runner in runners:
+            runner.close()
+    try:
+        assert {partitions.partition_name("traces", d.date()) for d in days} <= set(made)
+        assert _in_day_partitions(engine, days)
+        assert statuses and set(statuses) == {"ok"}, statuses
+    finally:
+        engine.dispose()
