@@ -287,7 +287,8 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     _fill(two_databases, add)
     llm_server.fallback = auto_reply
     expected = _single_worker(whole, "rag_quality", judge=_judge_env(llm_server))
-    llm_server.latency_s = 0.1  # ~3 s per worker's batch: a kill lands inside one
+    # a worker batches its share of the shards (2 of 6, ~8 traces): ~2 s, a kill lands inside
+    llm_server.latency_s = 0.3
 
     judge = _judge_env(llm_server)
     env = {
