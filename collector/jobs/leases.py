@@ -7,11 +7,19 @@ version done in it (`watermark`). `job_workers` says which workers run the job, 
 until its `alive_until`. One run on a worker (`sharded.py`):
 
 - `prepare`: make sure the job has `shards` rows, register the worker as live for the
-  next interval, count the live workers and read the database's clock (the run's start);
-- `claim`: lease ceil(shards / live workers) shards whose lease is free or expired and
-  that nobody evaluated since the run began, least recently evaluated first, with
-  `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent claims neither wait for each other
-  nor get the same shard. An expired lease is a takeover: its worker died or stalled;
+  next interval, count the live workers and read the database's clock (the run's start).
+  A process's first run after `register` first waits until no worker has registered
+  for `start_grace_s`: processes started together (three `ragpulse jobs run` at once)
+  have then all registered, count each other and claim at about the same moment, where
+  before the first to arrive leased every shard before the others had registered;
+- `claim`: lease up to ceil(shards / live workers) shards, the live workers counted
+  again at each claim (a worker started mid-run shrinks the others' next claims), whose
+  lease is free or expired and that nobody evaluated since the run began, least recently
+  evaluated first, with `SELECT ... FOR UPDATE SKIP LOCKED`, so concurrent claims neither
+  wait for each other nor get the same shard. The claims that fill one batch together
+  stay within that fair share (`held`); after its batch a worker claims again, so one
+  that is done early takes what nobody has claimed yet. An expired lease is a takeover:
+  its worker died or stalled;
 - `renew` (every third of the lease, `lease_keeper.py`) while the claimed traces are scored;
 - `finish`, in the transaction that stores their outcomes: only while this worker still
   owns the shards (fencing: a worker whose lease was taken over after it stalled commits
@@ -31,6 +39,7 @@ import logging
 import math
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,13 +58,17 @@ class LeaseLost(RuntimeError):
 
 @dataclass(frozen=True)
 class ShardConfig:
-    """`scheduler.shards`, `scheduler.shard_lease_s` and the jobs' `interval_s`."""
+    """`scheduler.shards`, `shard_lease_s`, `shard_start_grace_s` and the jobs'
+    `interval_s`."""
 
     shards: int
     lease_s: float
     interval_s: float
     aggregate_gap_s: float = 0.0
     """The least time between two aggregations of new outcomes (`sharded.py`)."""
+    start_grace_s: float = 2.0
+    """A just-started worker's first claim waits until no worker has come or gone for
+    this long (processes started together register a second or so apart)."""
 
     @property
     def presence_s(self) -> float:
@@ -114,6 +127,14 @@ _FINISH = text(
 _RELEASE = text(
     "UPDATE job_shards SET lease_until = NULL WHERE job = :job AND shard IN :shards AND owner = :me"
 ).bindparams(_SHARDS)
+_LIVE = text(
+    "SELECT count(*) FROM job_workers WHERE job = :job AND alive_until >= clock_timestamp()"
+)
+_REGISTRATIONS = text(
+    "SELECT count(*), extract(epoch FROM clock_timestamp() - "
+    "(max(alive_until) - make_interval(secs => :ttl))) "
+    "FROM job_workers WHERE job = :job AND alive_until >= clock_timestamp()"
+)
 _PRESENT = text(
     "INSERT INTO job_workers (job, worker, alive_until) "
     "VALUES (:job, :me, clock_timestamp() + make_interval(secs => :ttl)) "
@@ -130,15 +151,19 @@ class ShardLeases:
         self.worker = worker
         self.config = config
         self.live = 1
-        """Live workers of the job when this worker last prepared a run (itself included)."""
+        """Live workers of the job at this worker's last prepare or claim (itself included)."""
+        self._registered_at: float | None = None
 
     def prepare(self, initial: datetime | None) -> datetime:
         """Before a run: the job's shard rows exist (new ones start at `initial`, the
         job's watermark from before it was sharded), this worker is registered as live;
         returns the database's time, the run's start."""
         self._ensure_rows(initial)
+        if self._registered_at is not None:
+            self._settle(self._registered_at)  # before our presence moves on
+            self._registered_at = None
+        args = {"job": self.job, "me": self.worker}
         with self.engine.begin() as conn:
-            args = {"job": self.job, "me": self.worker}
             conn.execute(_PRESENT, {**args, "ttl": self.config.presence_s})
             conn.execute(
                 text(
@@ -146,13 +171,38 @@ class ShardLeases:
                 ),
                 args,
             )
-            self.live = int(
-                conn.execute(
-                    text("SELECT count(*) FROM job_workers WHERE job = :job"), args
-                ).scalar_one()
-            )
+        with self.engine.begin() as conn:
+            self.live = int(conn.execute(_LIVE, args).scalar_one())
             started: datetime = conn.execute(text("SELECT clock_timestamp()")).scalar_one()
         return started
+
+    def _settle(self, registered_at: float) -> None:
+        """A just-started worker waits until no worker of the job has registered for
+        `start_grace_s` (its own registration at `registered_at`, monotonic, included;
+        for at most twice that): the workers started with it have then registered, and
+        all of them begin claiming at about the same moment, so none finishes its share
+        and takes another's before that one has claimed. The latest registration is
+        first read from `alive_until` (it is `presence_s` after a registration; runs
+        that begin later renew it, so afterwards only a change in the number of workers
+        counts)."""
+        grace = self.config.start_grace_s
+        deadline = time.monotonic() + 2 * grace
+        seen: int | None = None
+        changed = registered_at
+        args = {"job": self.job, "ttl": self.config.presence_s}
+        while True:
+            with self.engine.connect() as conn:
+                live, age = conn.execute(_REGISTRATIONS, args).one()
+            now = time.monotonic()
+            if seen is None:
+                changed = max(changed, now - float(age or 0.0))
+            elif live != seen:
+                changed = now
+            seen = int(live)
+            until = min(changed + grace, deadline)
+            if now >= until:
+                return
+            time.sleep(min(0.2, until - now))
 
     def register(self) -> None:
         """Count this worker as live for the job from now on (a process starting up
@@ -162,6 +212,7 @@ class ShardLeases:
             conn.execute(
                 _PRESENT, {"job": self.job, "me": self.worker, "ttl": self.config.presence_s}
             )
+        self._registered_at = time.monotonic()
 
     def _ensure_rows(self, initial: datetime | None) -> None:
         """One row per shard; when another shard count was used before (settings changed)
@@ -208,17 +259,22 @@ class ShardLeases:
         """This worker's fair share of the shards."""
         return math.ceil(self.config.shards / max(1, self.live))
 
-    def claim(self, since: datetime) -> Claim | None:
-        """Lease up to a fair share of the shards not evaluated since `since` (None: none
-        is left that is not leased by another worker)."""
+    def claim(self, since: datetime, held: int = 0) -> Claim | None:
+        """Lease up to a fair share of the shards not evaluated since `since`, less the
+        `held` ones this worker's batch has already (None: none is left that is not
+        leased by another worker, or the batch has its share)."""
         with self.engine.begin() as conn:
+            self.live = max(1, int(conn.execute(_LIVE, {"job": self.job}).scalar_one()))
+            want = self.want() - held
+            if want <= 0:
+                return None
             rows = conn.execute(
                 _CLAIM,
                 {
                     "job": self.job,
                     "me": self.worker,
                     "since": since,
-                    "want": self.want(),
+                    "want": want,
                     "lease": self.config.lease_s,
                 },
             ).all()

@@ -299,7 +299,13 @@ def shard_config(settings: Settings, engine: Engine, *, once: bool) -> ShardConf
     if engine.dialect.name != "postgresql" or cfg.shards == 0:
         return None
     gap = 0.0 if once else cfg.interval_s / 2
-    return ShardConfig(cfg.shards, cfg.shard_lease_s, cfg.interval_s, aggregate_gap_s=gap)
+    return ShardConfig(
+        cfg.shards,
+        cfg.shard_lease_s,
+        cfg.interval_s,
+        aggregate_gap_s=gap,
+        start_grace_s=cfg.shard_start_grace_s,
+    )
 
 
 class Scheduler:

@@ -10,7 +10,8 @@ Every process running the jobs (`ragpulse run --role jobs`, `all` or `scheduler`
    since this run began. A batch takes at most the job's `max_new_per_run` traces
    (`scheduler.judge_traces_per_run` for the judge): when its shards hold fewer, more
    shards are claimed to fill it (a judge batch of a few traces would leave the judge's
-   concurrency idle); when they hold more, the shards none of whose traces made it are
+   concurrency idle), up to the worker's fair share, so the other workers keep theirs;
+   when they hold more, the shards none of whose traces made it are
    given back at once (for a worker with nothing to do) and the run ends after the
    batch, so that bound still holds per worker and run. The judge calls and encodes of
    a run are so divided between the workers, and a worker that dies mid-batch loses
@@ -99,7 +100,7 @@ class ShardedRun:
             ):
 
                 def more() -> ShardScope | None:
-                    extra = self.leases.claim(since)
+                    extra = self.leases.claim(since, held=len(held))
                     if extra is None:
                         return None
                     held.update(extra.watermarks)

@@ -1,23 +1,28 @@
 """Storage maintenance: partitions made ahead and trace retention, hourly on the scheduler.
 
 `maintain` makes the daily partitions of the coming `ahead` days on PostgreSQL
-(`collector/store/partitions.py`; one transaction per partition, each waiting at most a
-few seconds for its locks, so a busy table is tried again next hour rather than stalling
-the consumer) and applies the retention (`collector/store/retention.py`).
-`StorageMaintenance` runs it once shortly after start-up and then every
-`MAINTENANCE_EVERY_S`, on a thread of its own, under the job lock: with several scheduler
-replicas one does it. A failure is logged and tried again next time: a missing partition
-only sends rows to the default partition, a late retention keeps rows longer.
+(`collector/store/partitions.py`) and applies the retention (`collector/store/retention.py`).
+Each partition of each table is made in a transaction of its own that waits at most
+`partitions.LOCK_TIMEOUT` for a lock (readers queue behind it no longer than that); a
+partition whose lock stays taken by the jobs' reads, or whose transaction PostgreSQL broke
+to end a deadlock, is tried again up to `LOCK_TRIES` times with growing pauses and then
+left for the next pass, while the other days go on. `StorageMaintenance` runs it once
+shortly after start-up and then every `MAINTENANCE_EVERY_S`, on a thread of its own, under
+an advisory lock (`job_lock`): with several scheduler replicas one does it. A failure is
+logged and tried again next time: a missing partition only sends rows to the default
+partition, a late retention keeps rows longer.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from sqlalchemy import Engine
+from sqlalchemy.exc import OperationalError
 
 from collector.jobs.lock import job_lock
 from collector.store import partitions
@@ -27,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 NAME = "storage_maintenance"
 MAINTENANCE_EVERY_S = 3600.0
+LOCK_TRIES = 5
+"""Attempts per partition when its locks are taken (pauses of 0.5, 1, 2, 4 s between)."""
 
 
 @dataclass
@@ -41,9 +48,16 @@ BACK = timedelta(days=400)
 """Without a retention, how far back days waiting in the default partition get theirs."""
 
 
-def make_partitions(engine: Engine, now: datetime, ahead: int, back: timedelta = BACK) -> list[str]:
+def make_partitions(
+    engine: Engine,
+    now: datetime,
+    ahead: int,
+    back: timedelta = BACK,
+    tries: int = LOCK_TRIES,
+) -> list[str]:
     """PostgreSQL: make the missing partitions of today and the `ahead` days after it, and
-    of the days since `now - back` whose rows wait in the default partition."""
+    of the days since `now - back` whose rows wait in the default partition (`tries`
+    attempts each while their locks are taken)."""
     if engine.dialect.name != "postgresql":
         return []
     days = set(partitions.coming_days(now, ahead))
@@ -53,11 +67,37 @@ def make_partitions(engine: Engine, now: datetime, ahead: int, back: timedelta =
             if partitions.is_partitioned(conn, table):
                 days.update(partitions.waiting_days(conn, table, now - back, until))
     made = []
-    for day in sorted(days):
-        with engine.begin() as conn:
-            partitions.limit_lock_wait(conn)
-            made += partitions.ensure_partitions(conn, [day])
+    for table in partitions.PARTITIONED:
+        for day in sorted(days):
+            if _make_partition(engine, table, day, tries):
+                made.append(partitions.partition_name(table, day))
     return made
+
+
+def _make_partition(engine: Engine, table: str, day: date, tries: int) -> bool:
+    """One table's partition of `day`, in its own transaction, tried again while its locks
+    are taken; False when it existed, the table is not partitioned or it stayed busy."""
+    pause = 0.5
+    for attempt in range(1, tries + 1):
+        try:
+            with engine.begin() as conn:
+                if not partitions.is_partitioned(conn, table):
+                    return False
+                partitions.limit_lock_wait(conn)
+                return partitions.create_partition(conn, table, day)
+        except OperationalError as exc:
+            if not partitions.is_lock_conflict(exc):
+                raise
+            if attempt == tries:
+                logger.warning(
+                    "storage: %s stayed locked by other transactions (%d tries); next pass",
+                    partitions.partition_name(table, day),
+                    tries,
+                )
+                return False
+            time.sleep(pause)
+            pause *= 2
+    return False
 
 
 def maintain(

@@ -37,6 +37,11 @@ class SchedulerSettings(Group):
     shard_lease_s: float = Field(60.0, ge=1.0)
     """A worker's lease on its shards, renewed every third of it while it works: the
     shards of a worker that died are taken over after at most this long."""
+    shard_start_grace_s: float = Field(2.0, ge=0.0)
+    """A worker that just started makes its first claim once no worker has registered
+    for this long (waiting at most twice this), so workers started
+    together (several `ragpulse jobs run` at once) all count each other and split the
+    shards, instead of the first leasing them all."""
 
     _csv = field_validator("windows", "group_labels", "jobs", mode="before")(split_csv)
 

@@ -14,11 +14,18 @@ PostgreSQL refuses a new partition while the default partition holds rows of its
 so those rows are moved in the same transaction: taken out of the default partition into
 a temporary table, the partition created (as a plain table, then ATTACHed: that locks
 the parent only in SHARE UPDATE EXCLUSIVE mode, so reads and inserts go on), and the rows
-inserted again through the parent (whose triggers claim their keys again). `drop_partition`
+inserted again through the parent (whose triggers claim their keys again). The default
+partition's ACCESS EXCLUSIVE lock (which ATTACH needs) is taken first, before anything is
+read or deleted, so the transaction never holds a weaker lock while it queues for a
+stronger one, and the service makes one table's partition per transaction
+(`collector/jobs/storage.py`): it then never holds one table's default partition while
+waiting for the other's, the cycle with a job's transaction reading both tables that
+deadlocked in issue 31. `drop_partition`
 deletes what hangs off a day's traces (their keys in `trace_keys`, samples, feedback,
 labels, evaluation events, judgments), then detaches and drops the partition. The
 service's maintenance waits at most `LOCK_TIMEOUT` for the DDL's locks
-(`limit_lock_wait`); a busy table is simply tried again next time.
+(`limit_lock_wait`; readers queue behind it no longer than that) and tries a busy table
+again a little later (`is_lock_conflict`).
 
 Nothing here commits: each function runs in the caller's transaction (one per partition
 keeps a failure from undoing the others).
@@ -32,6 +39,7 @@ from datetime import UTC, date, datetime, timedelta
 from types import MappingProxyType
 
 from sqlalchemy import Connection, text
+from sqlalchemy.exc import OperationalError
 
 PARTITIONED: Mapping[str, str] = MappingProxyType({"traces": "timestamp", "job_outcomes": "ts"})
 """Partitioned table -> its partition key (a timestamptz column)."""
@@ -40,7 +48,8 @@ DEPENDENTS = ("samples", "feedback", "human_labels", "evaluation_events", "judgm
 """Tables whose rows belong to a trace (by `trace_id`): deleted with it."""
 
 DAY = timedelta(days=1)
-LOCK_TIMEOUT = "5s"
+LOCK_TIMEOUT = "1s"
+_LOCK_CONFLICTS = frozenset({"55P03", "40P01"})  # lock_not_available, deadlock_detected
 _NAME = re.compile(r"^(?P<table>[a-z_]+)_p(?P<day>\d{8})$")
 
 
@@ -74,6 +83,14 @@ def limit_lock_wait(conn: Connection) -> None:
     (the service's maintenance: a busy table is tried again next time, rather than
     queueing every reader and writer behind the DDL's lock)."""
     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'"))
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """Whether `exc` is PostgreSQL giving up on a lock (`LOCK_TIMEOUT` passed, or a
+    deadlock it broke): the work can be tried again once the other transaction is done."""
+    return isinstance(exc, OperationalError) and (
+        getattr(exc.orig, "sqlstate", None) in _LOCK_CONFLICTS
+    )
 
 
 _LAYOUT = "ragpulse.partitioned"
@@ -142,6 +159,8 @@ def create_partition(conn: Connection, table: str, day: date) -> bool:
     key = _quote(PARTITIONED[table])
     bounds = {"lo": day_start(day), "hi": day_start(day + DAY)}
     default = _quote(default_name(table))
+    # ATTACH takes this lock anyway; first, so no weaker one of ours is held while queueing
+    conn.execute(text(f"LOCK TABLE {default} IN ACCESS EXCLUSIVE MODE"))
     waiting = conn.execute(
         text(f"SELECT EXISTS (SELECT 1 FROM {default} WHERE {key} >= :lo AND {key} < :hi)"),
         bounds,

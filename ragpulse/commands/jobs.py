@@ -103,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if env.judge is not None and set(runner.jobs) & set(JUDGE_JOBS):
             require_reachable(settings.judge)
+        # count as a live worker of every sharded job before the first claims, so several
+        # `jobs run` started together share the shards (as `ragpulse run` does at start)
+        runner.register()
         try:
             reports = runner.run_many()
         finally:

@@ -109,6 +109,35 @@ def test_batching_does_not_change_the_vectors(embedder: Embedder) -> None:
     np.testing.assert_allclose(small.encode(texts), embedder.encode(texts), atol=atol)
 
 
+def test_a_text_gets_the_same_bits_in_any_batch(embedder: Embedder) -> None:
+    # Sharded workers each encode their own share of the texts: a text's vector, and so
+    # its semantic_similarity, must not depend on what else was in the batch (issue 31).
+    texts = [
+        "Как сбросить пароль?",
+        "How do I reset my password when the link in the email has already expired?",
+        "Отпуск оформляется в HR-портале.",
+        "refund",
+        "Where can I see the status of my order number 4711 and when will it arrive?",
+    ] + [f"вопрос номер {i} про отпуск и больничный" for i in range(20)]
+    alone = np.stack([embedder.encode([t])[0] for t in texts])
+    shuffled = np.random.default_rng(7).permutation(len(texts))
+    batches = [
+        embedder.encode(texts),
+        embedder.encode([texts[i] for i in shuffled])[np.argsort(shuffled)],
+        np.concatenate([embedder.encode(texts[:3]), embedder.encode(texts[3:])]),
+    ]
+    for rows in batches:
+        assert np.array_equal(rows, alone)
+
+    reference = "Пароль сбрасывается на странице входа."
+    samples = [Sample(f"t{i}", "q", answer=t, reference=reference) for i, t in enumerate(texts)]
+    together = semantic_similarity(samples, EvalContext(embedder=embedder), None)
+    one_by_one = [
+        semantic_similarity([s], EvalContext(embedder=embedder), None)[0] for s in samples
+    ]
+    assert together == one_by_one
+
+
 def test_empty_input_gives_an_empty_matrix(embedder: Embedder) -> None:
     assert embedder.encode([]).shape == (0, 512)
     with pytest.raises(TypeError):

@@ -307,6 +307,7 @@ def test_the_service_emits_its_scheduled_jobs_scores(
         ):
             time.sleep(0.1)
         assert monitoring.server is not None
+        assert monitoring.maintenance is not None  # the scheduler role keeps the storage
         url = f"http://127.0.0.1:{monitoring.server.port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as response:
             body = response.read().decode()

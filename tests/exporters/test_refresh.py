@@ -205,6 +205,7 @@ def test_jobs_role_runs_the_jobs_and_serves_only_its_own_counters(sqlite_url: st
         session.commit()
     monitoring = Monitoring(settings, engine, CollectorRegistry(), role="jobs").start()
     try:
+        assert monitoring.maintenance is None  # the scheduler roles' (README), not N workers'
         _wait(
             lambda: (
                 'ragpulse_job_runs_total{job="real_users_benchmark",status="ok"}'

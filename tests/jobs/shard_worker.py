@@ -2,10 +2,12 @@
 jobs` does for one job, without Kafka, the HTTP endpoint or an embedding model.
 
     python -m tests.jobs.shard_worker JOB [--start-file PATH] [--until-idle] [--warm-judge]
+        [--real-embedder]
 
 Settings come from the `RAGPULSE_*` environment (database, judge, scheduler.shards, ...).
 The job runs through the service's own `build_runner` (so sharded on PostgreSQL) with a
-deterministic hashing text encoder, over and over: a run right after the previous one.
+deterministic hashing text encoder (`--real-embedder`: the default model), over and
+over: a run right after the previous one.
 The process registers as a live worker at once, prints a `ready` line, waits for
 `--start-file` to exist (so workers started together overlap), prints one JSON line per
 run, and with `--until-idle` exits once a run found nothing new, no shard of the job is
@@ -26,6 +28,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, func, select
@@ -75,6 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--warm-judge", action="store_true", help="import litellm before the start (benchmarks)"
     )
+    parser.add_argument(
+        "--real-embedder", action="store_true", help="the default embedding model, not a hash"
+    )
     args = parser.parse_args(argv)
 
     from collector.jobs.scheduler import build_runner
@@ -88,7 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     settings = load_settings()
     engine = make_engine(settings.database.url.get_secret_value())
-    env = job_environment(settings, engine, embedder=HashEncoder())
+    embedder: Any = HashEncoder()
+    if args.real_embedder:
+        from evaluators.embedder import Embedder
+
+        embedder = Embedder()
+    env = job_environment(settings, engine, embedder=embedder)
     runner = build_runner(settings, engine, env, names=[args.job])
     if args.warm_judge and env.judge is not None:
         from evaluators.judge.transport import load_litellm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -27,7 +28,7 @@ def engine(postgres_url: str) -> Iterator[Engine]:
 
 
 def _workers(engine: Engine, n: int, shards: int = 16, lease_s: float = 30.0) -> list[ShardLeases]:
-    config = ShardConfig(shards, lease_s, interval_s=60.0)
+    config = ShardConfig(shards, lease_s, interval_s=60.0, start_grace_s=0.0)
     workers = [ShardLeases(engine, JOB, f"w{i}", config) for i in range(n)]
     for w in workers:
         w.register()
@@ -49,6 +50,38 @@ def test_live_workers_claim_fair_disjoint_shares(engine: Engine) -> None:
     assert sorted(s for g in got for s in g) == list(range(16))
     assert workers[0].claim(since[0]) is None  # every shard is leased
     assert all(r.watermark == T0 for r in _rows(engine).values())  # the job's old watermark
+
+
+def test_a_batch_fills_up_to_its_share_and_a_late_worker_shrinks_the_next_claims(
+    engine: Engine,
+) -> None:
+    first, second = _workers(engine, 2)
+    since = first.prepare(None)
+    claim = first.claim(since)
+    assert claim is not None and len(claim.shards) == 8  # 16 shards, 2 live workers
+    assert first.claim(since, held=8) is None  # filling the batch keeps to the share
+    _workers(engine, 3)[2].register()  # a third worker starts mid-run
+    extra = second.claim(second.prepare(None))
+    assert extra is not None and len(extra.shards) == 6  # ceil(16 / 3), counted at the claim
+
+
+def test_a_just_started_worker_waits_for_the_workers_started_with_it(engine: Engine) -> None:
+    config = ShardConfig(16, 30.0, interval_s=60.0, start_grace_s=1.0)
+    early, late = (ShardLeases(engine, JOB, f"w{i}", config) for i in range(2))
+    early.register()
+    started = time.monotonic()
+    timer = threading.Timer(0.6, late.register)  # started together, registered 0.6 s later
+    timer.start()
+    since = early.prepare(None)
+    waited = time.monotonic() - started
+    timer.join()
+    assert early.live == 2 and waited >= 1.5  # a grace after the last one came, not its own
+    claim = early.claim(since)
+    assert claim is not None and len(claim.shards) == 8  # its share, not all 16
+    again = ShardLeases(engine, JOB, "w0", config)  # a run later: no wait
+    started = time.monotonic()
+    again.prepare(None)
+    assert time.monotonic() - started < 1.0
 
 
 def test_claims_skip_rows_locked_by_another_transaction(engine: Engine) -> None:

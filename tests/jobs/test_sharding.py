@@ -30,6 +30,7 @@ from collector.jobs.shard_scope import shard_of
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, JobShard, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
+from evaluators.embedder import Embedder
 from migrations.runner import upgrade
 from ragpulse.job_setup import job_environment
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
@@ -53,8 +54,11 @@ class Worker:
         return [r for r in lines if "status" in r]
 
 
-def _start(job: str, url: str, env: dict[str, str], count: int, tmp: Path) -> list[Worker]:
-    """`count` workers of `job` on `url`, let go together once all have started."""
+def _start(
+    job: str, url: str, env: dict[str, str], count: int, tmp: Path, *flags: str
+) -> list[Worker]:
+    """`count` workers of `job` on `url` (with `flags`), let go together once all have
+    started."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAGPULSE_", "OPENAI_"))}
     clean.update(
         {
@@ -70,7 +74,7 @@ def _start(job: str, url: str, env: dict[str, str], count: int, tmp: Path) -> li
     for i in range(count):
         log = tmp / f"worker{i}.log"
         process = subprocess.Popen(
-            [*WORKER, job, "--until-idle", "--start-file", str(go)],
+            [*WORKER, job, "--until-idle", "--start-file", str(go), *flags],
             cwd=ROOT,
             env=clean,
             stdout=subprocess.PIPE,
@@ -122,15 +126,21 @@ def _latest(engine: Engine, job: str) -> dict[tuple[str, str, str], tuple[Any, .
     }
 
 
-def _single_worker(url: str, job: str, **settings: Any) -> dict[tuple[str, str, str], Any]:
-    """The job run whole, once, by one in-process worker (the unsharded path)."""
+def _single_worker(
+    url: str, job: str, embedder: Any = None, **settings: Any
+) -> dict[tuple[str, str, str], Any]:
+    """The job run whole, once, by one in-process worker (the unsharded path), with the
+    hashing encoder unless an `embedder` is given."""
     cfg = load_settings(
         database={"url": url}, scheduler={"shards": 0}, alerting={"enabled": False}, **settings
     )
     engine = make_engine(url)
     try:
         runner = build_runner(
-            cfg, engine, job_environment(cfg, engine, embedder=HashEncoder()), names=[job]
+            cfg,
+            engine,
+            job_environment(cfg, engine, embedder=embedder or HashEncoder()),
+            names=[job],
         )
         assert runner.sharding is None
         (report,) = runner.run_many()
@@ -186,6 +196,45 @@ def test_three_workers_split_a_job_and_write_what_one_worker_writes(
     assert got == expected
 
 
+def test_workers_with_the_real_embedder_write_what_one_worker_writes(
+    two_databases: tuple[str, str], tmp_path: Path, embedder: Embedder
+) -> None:
+    # Each worker encodes its own share of the answers and references, in batches of its
+    # own: semantic_similarity (and every window of it) must come out bit-identical to one
+    # worker encoding them all (issue 31: the default model's vectors depended on the batch).
+    sharded, whole = two_databases
+    now = datetime.now(UTC)
+    topics = ["отпуск", "пароль", "refund", "delivery", "invoice", "больничный"]
+
+    def add(session: Any) -> None:
+        for i in range(90):
+            topic = topics[i % len(topics)]
+            add_trace(
+                session,
+                f"e{i}",
+                now - timedelta(minutes=1 + i % 15),
+                question=f"Question {i} about {topic}?",
+                answer=f"Answer {i}: the {topic} is handled in portal section {i % 7}.",
+                reference=f"The {topic} is handled in section {i % 5} of the portal.",
+                tags={"tenant": "acme" if i % 2 else "beta"},
+            )
+
+    _fill(two_databases, add)
+    expected = _single_worker(whole, "text_quality", embedder=embedder)
+    env = {"RAGPULSE_SCHEDULER__SHARDS": "8", "RAGPULSE_SCHEDULER__INTERVAL_S": "1"}
+    workers = _start("text_quality", sharded, env, 3, tmp_path, "--real-embedder")
+    _finish(workers, timeout_s=200)
+    scored = [sum(r["new"] for r in w.reports()) for w in workers]
+    assert sum(scored) == 90 and sum(1 for n in scored if n > 0) >= 2, scored
+    engine = make_engine(sharded)
+    try:
+        got = _latest(engine, "text_quality")
+    finally:
+        engine.dispose()
+    assert any(metric == "semantic_similarity" for metric, _, _ in expected)
+    assert got == expected
+
+
 def _judge_env(server: ScriptedLLM) -> dict[str, Any]:
     return {
         "models": ["openai/judge-a"],
@@ -238,7 +287,8 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     _fill(two_databases, add)
     llm_server.fallback = auto_reply
     expected = _single_worker(whole, "rag_quality", judge=_judge_env(llm_server))
-    llm_server.latency_s = 0.1  # ~3 s per worker's batch: a kill lands inside one
+    # a worker batches its share of the shards (2 of 6, ~8 traces): ~2 s, a kill lands inside
+    llm_server.latency_s = 0.3
 
     judge = _judge_env(llm_server)
     env = {
