@@ -14,12 +14,17 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 FIND_LINKS := $(if $(wildcard $(WHEELS)),--find-links $(WHEELS),)
 TORCH_SOURCE := $(if $(wildcard $(WHEELS)/torch-*.whl),--find-links $(WHEELS),--index-url $(TORCH_INDEX))
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist): one per core, at most 4. Each worker takes the next
+# test when it is free, slow tests first (tests/fixtures/parallel.py; CONTRIBUTING "Tests").
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST := -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
-.PHONY: venv demo test lint typecheck bench clean help
+.PHONY: venv demo test test-fast lint typecheck bench clean help
 
 help:
 	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics)"
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
+	@echo "make test-fast  the edit loop: the same on parallel workers without the tests marked slow"
 	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
 
 $(STAMP): pyproject.toml
@@ -35,7 +40,10 @@ demo: $(STAMP)
 	$(BIN)/ragpulse demo
 
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
