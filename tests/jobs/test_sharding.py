@@ -30,7 +30,6 @@ from collector.jobs.shard_scope import shard_of
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, JobShard, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
-from migrations.runner import upgrade
 from ragpulse.job_setup import job_environment
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
@@ -141,11 +140,9 @@ def _single_worker(url: str, job: str, **settings: Any) -> dict[tuple[str, str, 
 
 
 @pytest.fixture
-def two_databases() -> Iterator[tuple[str, str]]:
-    urls = [create_postgres_database(), create_postgres_database()]
+def two_databases(postgres_template: str) -> Iterator[tuple[str, str]]:
+    urls = [create_postgres_database(template=postgres_template) for _ in range(2)]
     try:
-        for url in urls:
-            upgrade(url)
         yield urls[0], urls[1]
     finally:
         for url in urls:
