@@ -158,6 +158,7 @@ def _fill(urls: tuple[str, ...], add: Callable[[Any], object]) -> None:
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_three_workers_split_a_job_and_write_what_one_worker_writes(
     two_databases: tuple[str, str], tmp_path: Path
 ) -> None:
@@ -211,6 +212,10 @@ def _trace_count(factory: Any, shards: list[int]) -> int:
         )
 
 
+@pytest.mark.slow
+# Alone: the victim must win a shard from two other workers and be killed inside its batch;
+# with another test's processes on the cores it lost every race once (-n 3, load 10).
+@pytest.mark.serial
 def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     two_databases: tuple[str, str], tmp_path: Path, llm_server: ScriptedLLM
 ) -> None:

@@ -144,6 +144,7 @@ def _check_prometheus(header: str, metrics_url: str) -> str | None:
     return url
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
