@@ -276,7 +276,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
                         )
                     )
                 )
-            time.sleep(0.02)
+            time.sleep(0.1)  # three queries a round: more often only loads the database
         time.sleep(0.5)  # well inside its batch: judge calls in flight
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait(10)
