@@ -14,13 +14,18 @@ TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 FIND_LINKS := $(if $(wildcard $(WHEELS)),--find-links $(WHEELS),)
 TORCH_SOURCE := $(if $(wildcard $(WHEELS)/torch-*.whl),--find-links $(WHEELS),--index-url $(TORCH_INDEX))
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist): one per core, at most 4. Each worker takes the next
+# test when it is free, slow tests first (tests/fixtures/parallel.py; CONTRIBUTING "Tests").
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST := -n $(TEST_WORKERS) --dist load --maxschedchunk 1
 
-.PHONY: venv demo test test-instrumentation lint typecheck docs bench clean help
+.PHONY: venv demo test test-fast test-instrumentation lint typecheck docs bench clean help
 
 help:
 	@echo "make demo   run ragpulse on embedded defaults (broker, SQLite, sample traffic, /metrics);"
 	@echo "            make demo JUDGE=local adds a small local LLM judge (built once)"
 	@echo "make test   run the whole test suite (real Kafka-compatible broker, PostgreSQL, Prometheus)"
+	@echo "make test-fast  the edit loop: the same on parallel workers without the tests marked slow"
 	@echo "make test-instrumentation [UPGRADE=1]  the real instrumentation libraries' tests (on their newest releases)"
 	@echo "make lint   ruff and the layers contract (lint-imports);  make typecheck  mypy --strict;  make bench  the benchmarks"
 	@echo "make docs   regenerate the reference pages and runbooks (docs/) and build the site strictly (site/)"
@@ -45,7 +50,10 @@ else
 endif
 
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(XDIST) $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 # The real instrumentation libraries' tests; UPGRADE=1 first installs each library's newest
 # release (the pins in pyproject.toml's `instrumentation` extra are what CI tests).

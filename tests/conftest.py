@@ -9,4 +9,5 @@ pytest_plugins = [
     "tests.fixtures.chromium",
     "tests.fixtures.llama_server",
     "tests.fixtures.otlp_receiver",
+    "tests.fixtures.parallel",
 ]

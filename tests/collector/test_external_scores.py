@@ -72,6 +72,7 @@ def _evaluations(url: str) -> dict[str, tuple[Any, Any]]:
 GROUNDED = {"gen_ai.evaluation.name": "groundedness", "gen_ai.evaluation.score.value": 0.7}
 
 
+@pytest.mark.slow
 def test_logs_span_events_and_span_attributes_become_external_scores(
     db_url: str, kafka_broker: EmbeddedBroker, kafka_topics: KafkaTopics
 ) -> None:

@@ -97,6 +97,7 @@ def test_workers_need_postgresql(sqlite_url: str, kafka_topics: KafkaTopics) -> 
     assert out == ""
 
 
+@pytest.mark.slow
 def test_two_workers_store_every_trace_once(postgres_url: str, kafka_topics: KafkaTopics) -> None:
     total = 600
     _produce(kafka_topics, [trace_bytes(i) for i in range(total)] + [trace_bytes(5), b"{bad"])
@@ -117,6 +118,7 @@ def test_two_workers_store_every_trace_once(postgres_url: str, kafka_topics: Kaf
     assert sum(_committed(kafka_topics).values()) == total + 2
 
 
+@pytest.mark.slow
 def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopics) -> None:
     total = 300
     _produce(kafka_topics, [trace_bytes(i) for i in range(total)])
@@ -141,6 +143,7 @@ def test_sigterm_reaches_every_worker(postgres_url: str, kafka_topics: KafkaTopi
     assert sum(_committed(kafka_topics).values()) == total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_counts_add_up_with_feedback(
     workers: int, postgres_url: str, kafka_topics: KafkaTopics

@@ -126,6 +126,7 @@ def _otlp(topics: KafkaTopics, seed: int) -> tuple[list[OutgoingMessage], str]:
     return messages, messages[0].key.decode()
 
 
+@pytest.mark.slow
 def test_json_and_otlp_traces_are_stored_once(db_url: str, kafka_topics: KafkaTopics) -> None:
     otlp, otlp_trace_id = _otlp(kafka_topics, seed=1)
     messages: list[OutgoingMessage | bytes] = [trace_bytes(i) for i in range(20)]
@@ -162,6 +163,7 @@ def test_json_and_otlp_traces_are_stored_once(db_url: str, kafka_topics: KafkaTo
     assert again["consumed"] == 0
 
 
+@pytest.mark.slow
 def test_feedback_before_and_after_its_trace(sqlite_url: str, kafka_topics: KafkaTopics) -> None:
     early = make_feedback(1, judge_label=False, rating=1, comment="Ответ неверный")
     late = make_feedback(2, judge_label=True, rating=5)
@@ -251,6 +253,7 @@ def _produce_at(topics: KafkaTopics, values: list[bytes], rate: float) -> None:
         producer.close()
 
 
+@pytest.mark.slow
 def test_sigkill_mid_stream_then_restart_loses_nothing_and_stores_nothing_twice(
     sqlite_url: str, kafka_topics: KafkaTopics
 ) -> None:
@@ -292,6 +295,7 @@ def test_sigkill_mid_stream_then_restart_loses_nothing_and_stores_nothing_twice(
     assert sum(_committed(kafka_topics).values()) == total
 
 
+@pytest.mark.slow
 def test_graceful_sigterm_commits_and_exits_zero(
     sqlite_url: str, kafka_topics: KafkaTopics
 ) -> None:
@@ -340,6 +344,7 @@ def blockable_postgres(postgres_url: str) -> Iterator[tuple[str, Callable[[bool]
         admin.dispose()
 
 
+@pytest.mark.slow
 def test_database_outage_is_retried_without_loss(
     blockable_postgres: tuple[str, Callable[[bool], None]],
     kafka_topics: KafkaTopics,

@@ -186,6 +186,7 @@ def _refused(i: int) -> bytes:
     ).encode()
 
 
+@pytest.mark.slow
 def test_a_record_the_database_refuses_goes_to_dead_letters_with_the_exception(
     db_url: str, kafka_topics: KafkaTopics, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -251,6 +252,7 @@ def _refused_named(name: str) -> bytes:
     ).encode()
 
 
+@pytest.mark.slow
 def test_a_dead_letter_the_database_refuses_does_not_stop_the_stream(
     guarded_postgres: str, kafka_topics: KafkaTopics
 ) -> None:
@@ -301,6 +303,7 @@ def _get(url: str) -> tuple[int, dict[str, Any] | str]:
         return status, body
 
 
+@pytest.mark.slow
 def test_run_is_not_ready_while_stuck_on_a_batch_and_ready_again_after(
     postgres_url: str, kafka_topics: KafkaTopics
 ) -> None:
@@ -402,6 +405,7 @@ def _rollbacks(url: str) -> int:
     return int(value or 0)
 
 
+@pytest.mark.slow
 def test_ingest_exits_3_when_stopped_while_a_batch_keeps_failing(
     postgres_url: str, kafka_topics: KafkaTopics
 ) -> None:

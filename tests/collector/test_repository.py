@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -230,7 +231,9 @@ def test_otlp_fragments_in_any_order_equal_all_at_once(
     assert snapshot(engine) == before
 
 
-def test_otlp_result_is_independent_of_arrival_order(db_url: str) -> None:
+def test_otlp_result_is_independent_of_arrival_order(
+    db_url: str, request: pytest.FixtureRequest
+) -> None:
     """Two databases fed the same fragments in opposite orders hold the same trace."""
     from tests.fixtures.db import create_postgres_database, drop_postgres_database
 
@@ -238,16 +241,11 @@ def test_otlp_result_is_independent_of_arrival_order(db_url: str) -> None:
     parts = [proto_message([s]) for s in spans]
     results: list[dict[str, list[dict[str, Any]]]] = []
     for sequence in (parts, list(reversed(parts))):
-        if db_url.startswith("sqlite"):
+        if db_url.startswith("sqlite"):  # freshly migrated: copies of the migrated template
             url = db_url.replace("ragpulse.db", f"order{len(results)}.db")
-            from migrations.runner import upgrade
-
-            upgrade(url)
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), url.split(":///", 1)[1])
         else:
-            url = create_postgres_database()
-            from migrations.runner import upgrade
-
-            upgrade(url)
+            url = create_postgres_database(template=request.getfixturevalue("postgres_template"))
         eng = make_engine(url)
         try:
             factory = make_session_factory(eng)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from collector.jobs.scheduler import build_runner
@@ -31,6 +32,7 @@ def _rules_without_delay(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_worse_candidate_fires_ragpulse_canary_worse(
     sqlite_url: str, prometheus_server: Any, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine
 
@@ -117,6 +118,7 @@ def healthy_empty_panels(texts: set[str]) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 def test_dashboards_and_rules_on_a_real_prometheus(
     sqlite_url: str, prometheus_server: Any, llm_server: ScriptedLLM, embedder: Any
 ) -> None:

@@ -43,6 +43,7 @@ def test_rules_and_config_are_valid() -> None:
     assert config.returncode == 0, config.stdout + config.stderr
 
 
+@pytest.mark.slow
 @needs_promtool
 def test_promtool_unit_tests_pass() -> None:
     tests = sorted(str(p.relative_to(PROM / "tests")) for p in (PROM / "tests").glob("*.yml"))

@@ -195,6 +195,7 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_every_series_a_dashboard_or_rule_reads_is_exported(
     sqlite_url: str, llm_server: ScriptedLLM, embedder: Any
 ) -> None:

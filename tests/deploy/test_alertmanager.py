@@ -100,6 +100,7 @@ def _config(path: Path, webhook: str) -> None:
     path.write_text(yaml.safe_dump(config))
 
 
+@pytest.mark.slow
 def test_one_page_per_incident_with_its_runbook_and_tickets_inhibited(
     tmp_path: Path, prometheus_server: Any, http_server: Any
 ) -> None:

@@ -60,6 +60,7 @@ def test_cpu_flags_come_from_cpuinfo(tmp_path: Path) -> None:
     assert cpu_flags(str(tmp_path / "missing")) == frozenset()
 
 
+@pytest.mark.slow
 def test_float32_loads_float32_weights_and_keeps_the_plain_name() -> None:
     exact = Embedder(MINILM, precision="float32")
     rows = exact.encode(["Как оформить отпуск?", "How do I reset my password?"])

@@ -82,6 +82,7 @@ def _quality(body: str) -> dict[tuple[str, str, str, str], float]:
     return out
 
 
+@pytest.mark.slow
 def test_twenty_thousand_tenants_stay_bounded(sqlite_url: str, kafka_topics: KafkaTopics) -> None:
     now = datetime.now(UTC)
     settings = load_settings(

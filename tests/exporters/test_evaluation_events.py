@@ -171,6 +171,7 @@ def _hanging_port() -> tuple[socket.socket, int]:
     return sock, sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_the_queue_bound_holds_while_the_backend_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
     sock, port = _hanging_port()
     try:

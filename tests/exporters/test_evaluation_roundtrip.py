@@ -49,6 +49,7 @@ def _ingest(settings: Settings) -> None:
     Service(settings, registry=CollectorRegistry()).run(idle_timeout_s=1.0)
 
 
+@pytest.mark.slow
 def test_ragpulse_scores_come_back_as_external_series(
     sqlite_url: str,
     kafka_broker: EmbeddedBroker,

@@ -62,6 +62,7 @@ def _wait_exemplar(prom: Any, query: str, trace_id: str, timeout: float = 60.0) 
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_prometheus_returns_the_trace_id_of_a_low_score_bucket(
     sqlite_url: str, prometheus_server: Any
 ) -> None:

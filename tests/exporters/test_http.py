@@ -160,6 +160,7 @@ def test_idle_tls_connection_does_not_block_other_clients(tls_cert: tuple[Path, 
         server.stop()
 
 
+@pytest.mark.slow
 def test_connection_cap_bounds_threads_and_keeps_answering() -> None:
     """300 idle connections against a cap of 8: at most 8 connection threads exist (each
     newer connection cuts the oldest), a probe is still answered at once, and the idle

@@ -125,6 +125,7 @@ def _run_jobs(settings: Any, engine: Any, embedder: Any, monitoring: Monitoring)
     return runner, feed
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_report_renders_every_dashboard_panel_in_chromium(
     sqlite_url: str,

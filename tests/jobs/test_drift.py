@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from collector.jobs.drift import (
     DETECTABLE,
@@ -59,6 +60,7 @@ def _scores(columns: OutcomeColumns, now: float) -> dict[tuple[str, str, str], f
     }
 
 
+@pytest.mark.slow
 def test_steady_traffic_does_not_page() -> None:
     """Two steady days of 8 paged series at a budget of 0.5 false pages a week: none.
     (The ticket detector's budget is 2 a week; benchmarks/alerting.py measures both.)"""

@@ -24,7 +24,6 @@ from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import OperationsMetrics
 from exporters.quality import ResultsCache
-from migrations.runner import upgrade
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
 from tests.jobs.helpers import add_trace
 
@@ -254,10 +253,11 @@ def test_a_job_never_overlaps_itself(sqlite_url: str, settings: Settings) -> Non
     assert sorted(reports) == ["locked", "ok"]
 
 
-def test_two_instances_on_postgresql_run_a_job_once(settings: Settings) -> None:
-    url = create_postgres_database()
+def test_two_instances_on_postgresql_run_a_job_once(
+    settings: Settings, postgres_template: str
+) -> None:
+    url = create_postgres_database(template=postgres_template)
     try:
-        upgrade(url)
         engines = [make_engine(url), make_engine(url)]
         with make_session_factory(engines[0])() as session:
             for i in range(3):

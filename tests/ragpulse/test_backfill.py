@@ -47,6 +47,7 @@ def _rows(url: str) -> list[MetricResult]:
     return rows
 
 
+@pytest.mark.slow
 def test_backfill_writes_past_windows_and_openmetrics(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'b.db'}"
     upgrade(url)

@@ -161,6 +161,7 @@ def test_evaluate_with_an_unreachable_judge_server_fails_before_any_sample(
     assert done.stdout == ""  # no table of errors: nothing was evaluated
 
 
+@pytest.mark.slow
 def test_evaluate_where_every_judge_request_fails_to_connect_says_so(tmp_path: Path) -> None:
     """The judge's address comes from the provider's own variable (OPENAI_API_BASE), which
     ragpulse cannot check first: the run's per-sample errors are typed `connection_error`,
@@ -236,6 +237,7 @@ def test_jobs_run_rag_quality_with_an_unreachable_judge(tmp_path: Path, backend:
             drop_postgres_database(url)
 
 
+@pytest.mark.slow
 def test_jobs_run_where_every_judge_request_fails_to_connect_says_so(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ragpulse.db'}"
     _judge_sampled_traces(url)

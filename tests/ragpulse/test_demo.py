@@ -179,6 +179,7 @@ def _wait_for_sdk_traces(database: Path, timeout_s: float = 30) -> None:
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_demo_runs_everything_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}

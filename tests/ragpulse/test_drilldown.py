@@ -59,6 +59,7 @@ def _trace(
     )
 
 
+@pytest.mark.slow
 def test_worst_traces_show_and_explain_through_the_cli(db_url: str, tmp_path: Path) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
     _traffic(db_url, now)

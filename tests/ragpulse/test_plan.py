@@ -104,6 +104,7 @@ def test_judge_rate_and_cost(tmp_path: Path) -> None:
     assert row.judge_usd_per_day == pytest.approx(min(row.judge_rate, 1) * traffic_per_day * 0.002)
 
 
+@pytest.mark.slow
 def test_plan_command_prints_the_table(tmp_path: Path) -> None:
     url = _db(tmp_path, hit_n=200 * 168)
     env = {"RAGPULSE_DATABASE__URL": url}
