@@ -30,7 +30,7 @@ from evaluators.sample import Context, Sample
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 MODEL = "openai/smollm2"
-NOTHING_FOUND = {"no statements", "no entities"}
+NOTHING_FOUND = {"no statements", "no entities", "no reference statements"}
 """What a metric says when the judge lists no claim or entity to check (the answer or the
 reference makes none, or a small model finds none): reachable since the lists may be empty."""
 TYPED_ERRORS = {
