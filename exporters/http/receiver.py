@@ -17,7 +17,7 @@ from collector.ingest.otlp_http.signals import SIGNALS
 from collector.settings import ReceiverSettings
 from exporters.http.app import Readiness, StartResponse, WSGIApp, build_app
 from exporters.http.auth import UNAUTHORIZED_HEADERS, expected_credentials, refused
-from exporters.http.server import MetricsServer
+from exporters.http.server import MetricsServer, credentials, start_endpoint
 
 
 def _line(code: int) -> str:
@@ -78,17 +78,5 @@ def serve_receiver(
     readiness: Callable[[], Readiness],
 ) -> MetricsServer:
     """Start the receiver's endpoint described by `settings` on a background thread."""
-    auth = None
-    if settings.basic_auth_username is not None and settings.basic_auth_password is not None:
-        auth = (settings.basic_auth_username, settings.basic_auth_password.get_secret_value())
-    return MetricsServer(
-        build_receiver_app(handler, registry, readiness, auth),
-        settings.host,
-        settings.port,
-        tls_cert_file=settings.tls_cert_file,
-        tls_key_file=settings.tls_key_file,
-        max_connections=settings.max_connections,
-        request_timeout_s=settings.request_timeout_s,
-        what="OTLP/HTTP",
-        env="RAGPULSE_RECEIVER__",
-    ).start()
+    app = build_receiver_app(handler, registry, readiness, credentials(settings))
+    return start_endpoint(app, settings, what="OTLP/HTTP", env="RAGPULSE_RECEIVER__")

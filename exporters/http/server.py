@@ -14,6 +14,7 @@ from wsgiref.simple_server import WSGIRequestHandler
 from prometheus_client import CollectorRegistry
 
 from collector.errors import UserError
+from collector.settings import HttpEndpointSettings
 from exporters.http.app import Readiness, WSGIApp, always_ready, build_app
 from exporters.http.bounded import BoundedWSGIServer
 
@@ -126,17 +127,20 @@ class MetricsServer:
             self._thread.join(timeout=5)
 
 
-def serve(
-    registry: CollectorRegistry,
-    settings: Any,
-    readiness: Callable[[], Readiness] = always_ready,
-    quality: Any = None,
+def credentials(settings: HttpEndpointSettings) -> tuple[str, str] | None:
+    """The basic-auth pair an endpoint's settings ask for, or None (no auth)."""
+    if settings.basic_auth_username is None or settings.basic_auth_password is None:
+        return None
+    return settings.basic_auth_username, settings.basic_auth_password.get_secret_value()
+
+
+def start_endpoint(
+    app: WSGIApp,
+    settings: HttpEndpointSettings,
+    what: str = "/metrics",
+    env: str = "RAGPULSE_EXPORTER__",
 ) -> MetricsServer:
-    """Start the endpoint described by `settings.exporter` (an `ExporterSettings`)."""
-    auth = None
-    if settings.basic_auth_username is not None and settings.basic_auth_password is not None:
-        auth = (settings.basic_auth_username, settings.basic_auth_password.get_secret_value())
-    app = build_app(registry, readiness, auth, quality)
+    """Start `app` on the address, TLS and limits of an endpoint's settings."""
     return MetricsServer(
         app,
         settings.host,
@@ -145,4 +149,16 @@ def serve(
         tls_key_file=settings.tls_key_file,
         max_connections=settings.max_connections,
         request_timeout_s=settings.request_timeout_s,
+        what=what,
+        env=env,
     ).start()
+
+
+def serve(
+    registry: CollectorRegistry,
+    settings: HttpEndpointSettings,
+    readiness: Callable[[], Readiness] = always_ready,
+    quality: Any = None,
+) -> MetricsServer:
+    """Start the endpoint described by `settings.exporter` (an `ExporterSettings`)."""
+    return start_endpoint(build_app(registry, readiness, credentials(settings), quality), settings)
