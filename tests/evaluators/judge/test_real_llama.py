@@ -114,8 +114,9 @@ def test_every_judge_metric_on_smollm2(
         results = asyncio.run(run_all())
     print(f"all metrics: {time.perf_counter() - started:.1f} s, {judge.stats.as_dict()}")
 
+    scored = 0
     for metric, outcomes in results.items():
-        values = 0
+        values = answered = 0
         for sample, outcome in zip(SAMPLES, outcomes, strict=True):
             where = f"{metric} on {sample.trace_id}: {outcome!r}"
             if isinstance(outcome, JudgeScore):
@@ -126,10 +127,18 @@ def test_every_judge_metric_on_smollm2(
                 # allowed since a refusal must not be given invented claims, issue 29):
                 # a documented outcome, not an error
                 assert outcome.reason in NOTHING_FOUND, where
+                answered += 1
             else:
                 assert isinstance(outcome, Failed), where
                 assert outcome.error_type in TYPED_ERRORS, where
-        assert values * 2 >= len(SAMPLES), f"{metric}: only {values} values: {outcomes}"
+        # the model's reply was parsed and used for at least half the samples: a score, or
+        # an empty list (SmolLM2 at the judge's temperature sometimes lists no entity of
+        # "The capital of France is Paris.")
+        answered += values
+        assert answered * 2 >= len(SAMPLES), f"{metric}: only {answered} answers: {outcomes}"
+        scored += values
+    # ... and most of what it answered are scores, not empty lists
+    assert scored * 2 >= len(results) * len(SAMPLES), f"only {scored} scores"
 
     # The server refused json_schema once; every later request used its grammar form.
     assert judge.structured_output_modes() == {MODEL: "json_object_schema"}
