@@ -38,11 +38,13 @@ class Cells:
     counts: tuple[tuple[float, ...], ...]
 
 
-def _le(labels: dict[str, str]) -> float:
+def _le(labels: dict[str, str]) -> float | None:
+    """A bucket's upper bound, or None for a series that is no bucket (no or a bad `le`)."""
     try:
-        return float(labels.get("le", "nan"))
-    except ValueError:
-        return math.nan
+        bound = float(labels["le"])
+    except (KeyError, ValueError):
+        return None
+    return None if math.isnan(bound) else bound
 
 
 def _name(low: float | None, high: float) -> str:
@@ -54,10 +56,8 @@ def _name(low: float | None, high: float) -> str:
 def cells(series: Sequence[Series]) -> Cells | None:
     """The heatmap's cells from cumulative bucket series (None without usable buckets);
     an always-empty top bucket (`+Inf` of a 0–1 score) is left out."""
-    buckets = sorted(
-        ((_le(s.labels), s) for s in series if not math.isnan(_le(s.labels))),
-        key=lambda item: item[0],
-    )
+    bounded = [(_le(s.labels), s) for s in series]
+    buckets = sorted(((le, s) for le, s in bounded if le is not None), key=lambda item: item[0])
     if not buckets:
         return None
     times = tuple(sorted({t for _, s in buckets for t in s.times}))
