@@ -1,10 +1,11 @@
 """Back-fill: a job's windows and detectors as they were at past times.
 
 A new install, or a new metric, has no history: its 7-day baselines, the drift detectors'
-baselines and the dashboards start empty. `backfill` loads the stored per-trace outcomes
-of the whole span (scoring, for jobs that need no judge, the traces that have none yet),
-then computes the per-sample metrics' windows and detectors at every step from `start` to
-`end`, exactly as a run at that time would have from the same outcomes, and writes them to
+baselines and the dashboards start empty. `backfill` scores, for jobs that need no judge,
+the traces of the whole span that have no outcomes yet (a chunk at a time, their sums
+added to the job's buckets), then computes the per-sample metrics' windows and detectors
+at every step from `start` to `end` from the bucket sums, exactly as a run at that time
+would have from the same outcomes, and writes them to
 `metric_results` with that time as `computed_at` (rows of an earlier back-fill at the same
 times are replaced, so it can be run again). Each step's points also go to `emit`, e.g.
 an OpenMetrics file to back-fill Prometheus with (`exporters.openmetrics`).
@@ -85,8 +86,8 @@ def backfill(
     new = job.load_history(times[-1], evaluate=evaluate)
     written = 0
     for i, at in enumerate(times):
-        points = job.points_at(at)
         with env.session_factory() as session:
+            points = job.points_at(session, at)
             session.execute(
                 delete(MetricResult).where(
                     MetricResult.job == definition.name, MetricResult.computed_at == at

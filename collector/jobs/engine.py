@@ -1,15 +1,14 @@
 """One incremental evaluation job: new traces in, per-window/group results out.
 
 `IncrementalJob` runs the steps, each in its own module:
-1. `sync`: bring the job's outcome columns up to date (loaded once from `job_outcomes`,
-   then tailed for rows another replica wrote since this process last looked) and find
-   the candidate traces new or updated since the watermark, not evaluated yet, and the
-   traces waiting to retry a transient judge failure (`retry.py`);
+1. `sync`: find the candidate traces new or updated since the watermark whose version
+   has no stored outcomes yet (a chunk of a backlog at a time), and the traces waiting
+   to retry a transient judge failure (`retry.py`);
 2. `evaluation`: score those with the per-sample metrics (the evaluators' runner); `sync`
-   stores their outcomes;
-3. `aggregation`: drop contributions older than the longest window and aggregate each
-   window and group from the columns (per-sample metrics: every trace in the window
-   counts); `dataset`: recompute dataset metrics (sessions, clusters, confusion matrices)
+   stores their outcomes and moves their contributions in the bucket sums;
+3. `bucket_aggregation`: aggregate each window and group from the bucket sums (every
+   trace in the window counts; nothing per trace is held in memory), `bucket_drift`: the
+   detectors from the same sums; `dataset`: recompute dataset metrics (sessions, clusters, confusion matrices)
    on the most recent `dataset_cap` candidates of the longest window, when anything
    changed;
 4. `result_store`: write one `metric_results` row per metric × window × group;
@@ -17,8 +16,8 @@
    in-memory cache).
 
 Sharded (`sharded.py`, PostgreSQL), the same steps are split: every worker runs 1-2 for
-the shards it leased (`plan_shards` after tailing every worker's rows into the columns,
-then `score`), then one at a time 3-4 over all of them (`aggregate_shared`).
+the shards it leased (`plan_shards`, then `score`), then one at a time 3-4 over all of
+them (`aggregate_shared`): every worker's outcomes are in the same bucket sums.
 """
 
 from __future__ import annotations
@@ -31,10 +30,12 @@ from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
-from collector.jobs.aggregation import window_aggregates
+from collector.jobs.aggregation import signature
+from collector.jobs.bucket_aggregation import foldings, window_points
+from collector.jobs.bucket_drift import drift_points_at
 from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
-from collector.jobs.drift import MetricFacts, drift_points
+from collector.jobs.drift import MetricFacts
 from collector.jobs.evaluation import (
     JobMetrics,
     PerSampleScoring,
@@ -44,13 +45,13 @@ from collector.jobs.evaluation import (
 from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
-from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import Pending, TraceCursor, epoch, oldest_first, version_s
+from collector.jobs.sync import BACKLOG_CHUNK, Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
@@ -104,9 +105,6 @@ class IncrementalJob:
         metrics = JobMetrics.resolve(definition.metrics)
         self.per_sample = metrics.per_sample
         self.dataset = metrics.dataset
-        self.columns = OutcomeColumns(
-            [m.name for m in self.per_sample], env.group_labels, env.label_limits.max_length
-        )
         self._labels: tuple[Folding, ...] = ()
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
@@ -119,11 +117,12 @@ class IncrementalJob:
         self._memo = SampleMemo(to_sample, columns_for(metrics.fields))
         self._cursor = TraceCursor(
             self.name,
-            self.columns,
+            [m.name for m in self.per_sample],
             env.group_labels,
             self._longest + history_s,
             env.slice_dimensions,
             env.version_sources,
+            env.label_limits.max_length,
         )
         if definition.uses_judge:
             self._cursor.retry = RetryPolicy(env.judge_transient_retries)
@@ -145,12 +144,7 @@ class IncrementalJob:
         with self.env.session_factory() as session:
             state = load_state(session, self.name)
             self._cursor.load(session, state, now)
-            new = self._evaluate_new(session, now).new
-            # Commit the per-trace outcomes (idempotent upserts) before aggregating: dataset
-            # metrics may embed for minutes, and on SQLite an open write transaction would
-            # block the consumer and the embedding store for all that time.
-            session.commit()
-            self.notify()
+            new = self._evaluate_backlog(session, now)
             state.watermark = self._cursor.watermark
             message = f"{new} new or updated traces"
             written = self._store(session, now, state, changed=bool(new), message=message)
@@ -195,8 +189,8 @@ class IncrementalJob:
         floor: datetime | None,
         more: Callable[[], ShardScope | None],
     ) -> Plan:
-        """The batch of `scope`'s shards, after bringing the columns up to date with every
-        worker's outcomes (`floor`: `TraceCursor.tail`): their pending traces, oldest
+        """The batch of `scope`'s shards (after counting what other workers stored since
+        the last look, `floor`: `TraceCursor.tail`): their pending traces, oldest
         first, at most the job's `max_new_per_run`. While they are fewer, `more()` claims
         more shards to fill the batch (None: no shard is left)."""
         tailed = self._cursor.tail(session, now, floor)
@@ -206,7 +200,7 @@ class IncrementalJob:
         while limit is not None and len(pending) < limit and (extra := more()) is not None:
             pending += self._cursor.pending(session, now, candidates, None, extra)
             pending.sort(key=oldest_first)
-        capped = limit is not None and len(pending) > limit
+        capped = (limit is not None and len(pending) > limit) or len(pending) >= BACKLOG_CHUNK
         return Plan(pending[:limit], capped, tailed, now)
 
     def score(self, session: Session, plan: Plan) -> Batch:
@@ -242,8 +236,7 @@ class IncrementalJob:
     def _store(
         self, session: Session, now: datetime, state: JobState, *, changed: bool, message: str
     ) -> int:
-        """Aggregate every window from the columns and write the results and `state`."""
-        self.columns.prune(epoch(now) - self._longest)
+        """Aggregate every window from the bucket sums and write the results and `state`."""
         points = self._aggregate(session, now, changed=changed)
         written = self._write(session, now, points)
         state.last_run_at = now
@@ -252,39 +245,52 @@ class IncrementalJob:
         return written
 
     def load_history(self, now: datetime, *, evaluate: bool) -> int:
-        """Load the stored outcomes of every trace in the longest window plus the history
-        before `now` and, with `evaluate`, score the ones without outcomes (stored like a
-        run's); the job's state (watermark, last run) is not touched. New traces scored."""
-        self._memo.next_run()
+        """With `evaluate`, score the traces of the longest window plus the history before
+        `now` that have no outcomes yet (stored like a run's, a chunk at a time); the job's
+        state (watermark, last run) is not touched. New traces scored."""
+        if not evaluate:
+            return 0
         with self.env.session_factory() as session:
             self._cursor.load(session, JobState(job=self.name), now)
-            new = self._evaluate_new(session, now).new if evaluate else 0
-            session.commit()
-        return new
+            return self._evaluate_backlog(session, now)
 
-    def points_at(self, at: datetime) -> list[tuple[Window, WindowAggregate]]:
+    def points_at(self, session: Session, at: datetime) -> list[tuple[Window, WindowAggregate]]:
         """The per-sample metrics' windows and detectors as they were at `at`, from the
-        outcomes in hand (dataset metrics are left out: they are recomputed from traces)."""
-        folds = self.columns.folds(epoch(at) - self._longest, self.env.label_limits)
-        self._last_folds = [fold.folding for fold in folds.values()]
-        points = window_aggregates(self.columns, self.per_sample, self.env, at, folds)
-        if self.env.drift is not None:
-            points += self._drift_at(epoch(at), folds)
+        bucket sums (dataset metrics are left out: they are recomputed from traces)."""
+        at_s = epoch(at)
+        env = self.env
+        kept = foldings(session, self.name, at_s - self._longest, env.group_labels, env.label_limits)
+        self._last_folds = list(kept.values())
+        names = [m.name for m in self.per_sample]
+        points = window_points(
+            session,
+            self.name,
+            env.windows,
+            names,
+            env.group_labels,
+            env.label_limits.max_length,
+            {m.name: m.spec.proportion for m in self.per_sample},
+            {m.name: signature(m, env) for m in self.per_sample},
+            kept,
+            at_s,
+        )
+        if env.drift is not None:
+            points += self._drift_at(session, at_s, kept)
         return points
 
     def _drift_at(
-        self, at: float, folds: Mapping[str, LabelFold]
+        self, session: Session, at: float, kept: Mapping[str, Folding]
     ) -> list[tuple[Window, WindowAggregate]]:
-        """The detectors' points, recomputed at most every `DriftConfig.every_s` (a run
-        over a million traces takes a second or two; steps of a few minutes do not change
-        what pages): the previous ones are given again in between."""
+        """The detectors' points, recomputed at most every `DriftConfig.every_s` (steps of a
+        few minutes do not change what pages): the previous ones are given again in
+        between."""
         config = self.env.drift
         if config is None:
             return []
         cached = self._drift_cache
         if cached is not None and 0 <= at - cached[0] < config.every_s:
             return cached[1]
-        made = drift_points(self.columns, self._facts, at, self._longest, folds, config)
+        made = drift_points_at(session, self.name, self._facts, at, self._longest, kept, config)
         self._drift_cache = (at, made)
         return made
 
@@ -294,6 +300,23 @@ class IncrementalJob:
             self.env.results.replace_job(self.name, self._publish)
 
     # -- steps ----------------------------------------------------------------------------
+
+    def _evaluate_backlog(self, session: Session, now: datetime) -> int:
+        """Score the pending traces a chunk at a time (`sync.BACKLOG_CHUNK`), committing
+        each chunk's outcomes before the next (so memory does not grow with a backlog,
+        and on SQLite no write transaction stays open while dataset metrics embed), up to
+        the job's `max_new_per_run`. Traces scored."""
+        done = 0
+        cap = self.definition.max_new_per_run
+        while True:
+            if done:
+                self._memo.next_run()
+            batch = self._evaluate_new(session, now)
+            session.commit()
+            self.notify()
+            done += batch.new
+            if batch.new < BACKLOG_CHUNK or cap is not None:
+                return done
 
     def _evaluate_new(self, session: Session, now: datetime) -> Batch:
         pending = self._cursor.pending(
@@ -324,7 +347,7 @@ class IncrementalJob:
     def _aggregate(
         self, session: Session, now: datetime, *, changed: bool
     ) -> list[tuple[Window, WindowAggregate]]:
-        points = self.points_at(now)
+        points = self.points_at(session, now)
         self._labels = tuple(self._last_folds)
         warn_folding(self.name, self._labels_logged, self._labels)
         self._labels_logged = self._labels

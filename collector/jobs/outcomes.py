@@ -143,6 +143,10 @@ class OutcomeColumns:
             self._reasons.append(reason)
         return code
 
+    def label_values(self, label: str) -> list[str]:
+        """A label's values in code order (code i is `label_values(label)[i]`)."""
+        return list(self._code_values[label])
+
     def is_current(self, trace_id: str, updated_at: float) -> bool:
         """True when the trace's outcomes were computed from this version of it."""
         return self._updated.get(trace_id) == updated_at

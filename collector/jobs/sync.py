@@ -1,35 +1,41 @@
 """A job's record of what it has evaluated, kept in step with the database.
 
-Per-trace outcomes live in `job_outcomes` (shared by every replica) and, in memory, in
-the job's `OutcomeColumns`; the `job_state` watermark is the newest trace version done.
-`TraceCursor` loads the columns once after a start (the longest window), then tails the
-rows another replica wrote since; it lists the traces new or updated since the watermark
-(minus `GRACE`, for transactions that committed late) whose version the columns do not
-hold yet; and it records a run's new outcomes in both places and moves the watermark.
+Per-trace outcomes live in `job_outcomes` (shared by every replica) and their sums in
+`job_buckets` (`bucket_store`); the `job_state` watermark is the newest trace version
+done. Nothing per trace is held in memory: `TraceCursor` lists the traces new or updated
+since the watermark (minus `GRACE`, for transactions that committed late) whose version
+has no stored outcomes yet (an anti-join in the database, so a backlog is taken in
+bounded chunks), and records a run's outcomes: the row upserted, and in the same
+transaction the trace's old contribution taken out of the buckets and the new one put
+in, so a trace scored again counts once, and a crash before the commit changes neither.
 
 Traces waiting to retry a transient judge failure (`retry.py`) are older than the
 watermark, so the watermark query cannot find them: `pending` adds them from the marked
 rows of `job_outcomes`, read afresh each run (another replica may have retried them).
 
-A sharded job (`sharded.py`) has a watermark per shard: its columns `tail` every
-worker's rows from the oldest of them, and `pending` lists only the traces of the shards
-a worker leased (a `ShardScope`), each against its own shard's watermark.
+A sharded job (`sharded.py`) has a watermark per shard: `pending` lists only the traces
+of the shards a worker leased (a `ShardScope`), each against its own shard's watermark;
+`tail` counts the outcomes other workers stored since it last looked.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Row, Select, Text, cast, literal, select
+from sqlalchemy import Row, Select, Text, and_, cast, exists, func, literal, select
 from sqlalchemy.orm import Session
 
+from collector.jobs import bucket_store
+from collector.jobs.bucket_stats import Delta
 from collector.jobs.candidates import Filter, requests
+from collector.jobs.labels import DEFAULT_MAX_LENGTH
+from collector.jobs.lock import job_lock
 from collector.jobs.observers import Evaluated
 from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.retry import MARKER_PATTERN, RetryPolicy, Waiting, waiting_of
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope, shard_of
@@ -39,10 +45,17 @@ from collector.jobs.windows import group_values
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
 
+logger = logging.getLogger(__name__)
+
 GRACE = timedelta(minutes=5)
 """Traces updated this long before the watermark are looked at again (late commits)."""
 
 _CHUNK = 1000
+REBUILD_WAIT_S = 600.0
+BACKLOG_CHUNK = 20_000
+"""Most trace versions one `pending` call lists: a run over a backlog (a first start over a
+full topic, a new metric over 7 days) scores it in chunks of this many, so its memory
+does not grow with the backlog."""
 _NO_RETRY = RetryPolicy(0)
 """Jobs without a judge: every failure is final at once (so nothing is ever scheduled)."""
 
@@ -96,21 +109,23 @@ def version_s(row: StoredTrace) -> float:
 
 
 class TraceCursor:
-    """Which trace versions one job has evaluated: its columns and its watermark."""
+    """Which trace versions one job has evaluated: its stored outcomes and its watermark."""
 
     def __init__(
         self,
         job: str,
-        columns: OutcomeColumns,
+        metrics: Sequence[str],
         group_labels: Sequence[str],
         longest_s: float,
         slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS,
         version_sources: Sequence[str] = DEFAULT_SOURCES,
+        max_length: int = DEFAULT_MAX_LENGTH,
     ) -> None:
         self.job = job
+        self.metrics = frozenset(metrics)
         self.slice_dimensions = slice_dimensions
         self.version_sources = version_sources
-        self.columns = columns
+        self.max_length = max_length
         self.group_labels = group_labels
         self.longest_s = longest_s
         self.watermark: datetime | None = None
@@ -124,56 +139,54 @@ class TraceCursor:
         """Sharded jobs: where the next `tail` reads from."""
 
     def load(self, session: Session, state: JobState, now: datetime) -> None:
-        """Bring the columns up to date with `job_outcomes` (and the watermark with
-        `job_state`): everything in the longest window at first, then what changed."""
+        """Take the watermark from `job_state` (the first time: and build the job's
+        buckets from its stored outcomes if it has outcomes but no buckets, as after the
+        upgrade that added them)."""
         if not self._loaded:
             self.watermark = state.watermark
-            self._read(session, now, None)
-        else:
-            self._read(session, now, self.watermark)
+            self._ensure_buckets(session, now)
+            self._loaded = True
         if state.watermark is not None and (
             self.watermark is None or state.watermark > self.watermark
         ):
             self.watermark = state.watermark
 
+    def _ensure_buckets(self, session: Session, now: datetime) -> None:
+        """Build the job's buckets from its stored outcomes when it has outcomes in the
+        longest window but no buckets yet, in a transaction of its own under a lock of its
+        own (two workers starting together build them once)."""
+        since = now - timedelta(seconds=self.longest_s)
+        if bucket_store.has_buckets(session, self.job):
+            return
+        if not bucket_store.has_outcomes(session, self.job, since):
+            return
+        engine = session.get_bind()
+        with job_lock(engine, f"{self.job}:buckets", wait_s=REBUILD_WAIT_S) as held:  # type: ignore[arg-type]
+            if not held:
+                raise RuntimeError(f"job {self.job}: another worker is still building its buckets")
+            with Session(bind=engine) as own:
+                if bucket_store.has_buckets(own, self.job):
+                    return
+                read = bucket_store.rebuild(own, self.job, since)
+                own.commit()
+        logger.info("job %s: built its bucket sums from %d stored outcomes", self.job, read)
+
     def tail(self, session: Session, now: datetime, floor: datetime | None) -> int:
-        """A sharded job's `load` (`sharded.py`): `floor` is the oldest shard watermark,
-        read just before. Every outcome stored after it was read is of a trace version
-        newer than it minus `GRACE` (a shard's watermark only moves forward, and not while
-        a worker holds the shard), so the next tail reads from it; this one reads from
-        the floor the previous tail was given. Returns the rows put in the columns."""
+        """A sharded job's look at what other workers stored (`sharded.py`): the outcomes
+        of trace versions newer than the floor the previous tail was given, minus `GRACE`
+        (everything in the longest window the first time). `floor` is the oldest shard
+        watermark, read just before; the next tail counts from it."""
+        if not self._loaded:
+            self._ensure_buckets(session, now)
         since = self._since if self._loaded else None
         self._since = floor
-        return self._read(session, now, since)
-
-    def _read(self, session: Session, now: datetime, since: datetime | None) -> int:
-        """Put the stored outcomes of trace versions newer than `since` minus `GRACE` in
-        the columns (None or the first time: every one in the longest window)."""
-        # JSON read as text and parsed with orjson: after a restart this loads one row per
-        # trace of the longest window (a million for the UX job at ~100 traces a minute).
-        # Every query is bounded by the longest window (older rows are pruned from the
-        # columns anyway), so PostgreSQL reads only that window's partitions.
-        query = select(*STORED).where(
+        self._loaded = True
+        query = select(func.count()).where(
             JobOutcome.job == self.job, JobOutcome.ts >= now - timedelta(seconds=self.longest_s)
         )
-        if self._loaded and since is not None:
+        if since is not None:
             query = query.where(JobOutcome.trace_updated_at > since - GRACE)
-        columns = self.columns
-        put = 0
-        for trace_id, updated, ts, groups, outcomes in session.execute(query):
-            updated_s = epoch(updated)
-            if columns.is_current(trace_id, updated_s):
-                continue
-            columns.put_encoded(
-                trace_id,
-                updated_s,
-                epoch(ts),
-                orjson.loads(groups) if groups else None,
-                orjson.loads(outcomes) if outcomes else {},
-            )
-            put += 1
-        self._loaded = True
-        return put
+        return int(session.execute(query).scalar() or 0)
 
     def pending(
         self,
@@ -184,20 +197,33 @@ class TraceCursor:
         scope: ShardScope | None = None,
     ) -> list[Pending]:
         """The candidates in the longest window whose version is not evaluated yet, oldest
-        update first (at most `limit`); with `scope`, only those of its shards, each
-        newer than its own shard's watermark minus `GRACE`."""
-        longest = Trace.timestamp >= now - timedelta(seconds=self.longest_s)
+        update first (at most `limit`, and at most `BACKLOG_CHUNK`: a backlog is taken a
+        chunk at a time); with `scope`, only those of its shards, each newer than its own
+        shard's watermark minus `GRACE`."""
+        since = now - timedelta(seconds=self.longest_s)
+        longest = Trace.timestamp >= since
         floor = self.watermark if scope is None else scope.floor()
-        query = _versions(scope).where(longest)
+        o = JobOutcome
+        # bounded like the traces (a trace's outcomes carry its ts), so PostgreSQL probes
+        # only the window's partitions
+        done = exists().where(
+            and_(
+                o.job == self.job,
+                o.trace_id == Trace.trace_id,
+                o.trace_updated_at == Trace.updated_at,
+                o.ts >= since,
+            )
+        )
+        query = _versions(scope).where(longest, ~done)
         if floor is not None:
             query = query.where(Trace.updated_at > floor - GRACE)
         query = candidates(query).order_by(Trace.updated_at, Trace.id)
+        query = query.limit(BACKLOG_CHUNK if limit is None else min(limit, BACKLOG_CHUNK))
         marks = {} if scope is None else scope.watermarks
         pending = [
             Pending(row_id, trace_id, updated, in_shard)
             for row_id, trace_id, updated, in_shard in session.execute(query)
-            if not self.columns.is_current(trace_id, epoch(updated))
-            and _after(updated, marks.get(in_shard))
+            if _after(updated, marks.get(in_shard))
         ]
         self.refresh_retrying(session, now)
         if self.retrying:
@@ -217,9 +243,7 @@ class TraceCursor:
 
     def refresh_retrying(self, session: Session, now: datetime) -> None:
         """Read which traces of the longest window wait for a retry, and with how many
-        failed attempts, from `job_outcomes` (shared by replicas, kept over restarts). A
-        trace that no longer waits because another replica retried it is reloaded into
-        the columns (the tail in `load` only sees trace versions after the watermark).
+        failed attempts, from `job_outcomes` (shared by replicas, kept over restarts).
         Costs one scan of the job's rows of the window (index on job, ts): judge jobs hold
         sampled traces only."""
         if self.retry is None:
@@ -236,28 +260,32 @@ class TraceCursor:
             found = waiting_of(epoch(updated), orjson.loads(outcomes) if outcomes else {})
             if found is not None:
                 fresh[trace_id] = found
-        resolved = sorted(set(self.retrying) - set(fresh))
-        for start in range(0, len(resolved), _CHUNK):
-            rows = select(*STORED).where(
-                JobOutcome.job == self.job,
-                JobOutcome.trace_id.in_(resolved[start : start + _CHUNK]),
-                JobOutcome.ts >= now - timedelta(seconds=self.longest_s),
-            )
-            for trace_id, updated, ts, groups, outcomes in session.execute(rows):
-                self.columns.put_encoded(
-                    trace_id,
-                    epoch(updated),
+        self.retrying = fresh
+
+    def _stored(
+        self, session: Session, trace_ids: Sequence[str]
+    ) -> dict[str, tuple[float, Any, Any]]:
+        """trace_id -> (ts, groups, outcomes) of the stored outcomes of these traces."""
+        out: dict[str, tuple[float, Any, Any]] = {}
+        ids = sorted(set(trace_ids))
+        for start in range(0, len(ids), _CHUNK):
+            query = select(
+                JobOutcome.trace_id,
+                JobOutcome.ts,
+                cast(JobOutcome.groups, Text),
+                cast(JobOutcome.outcomes, Text),
+            ).where(JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids[start : start + _CHUNK]))
+            for trace_id, ts, groups, outcomes in session.execute(query):
+                out[trace_id] = (
                     epoch(ts),
                     orjson.loads(groups) if groups else None,
                     orjson.loads(outcomes) if outcomes else {},
                 )
-        self.retrying = fresh
+        return out
 
     def forget(self, trace_ids: Sequence[str]) -> None:
-        """Drop traces whose outcomes were recorded but then rolled back (a shard lease
-        lost while scoring them): the tail brings back what their new owner stores."""
-        for trace_id in trace_ids:
-            self.columns.forget(trace_id)
+        """Traces whose outcomes were recorded but then rolled back (a shard lease lost
+        while scoring them): nothing of them is held here, the rollback undid it all."""
 
     def record(
         self,
@@ -265,24 +293,29 @@ class TraceCursor:
         rows: Sequence[Row[Any]],
         outcomes: Mapping[str, Sequence[Outcome]],
     ) -> list[Evaluated]:
-        """Put the outcomes of `rows` (one per metric and row, in order) in the columns and
-        in `job_outcomes` (the caller commits), and move the watermark past them. Returns
+        """Store the outcomes of `rows` (one per metric and row, in order) in `job_outcomes`
+        and move their contributions in `job_buckets` (the stored version's out, this
+        one's in; the caller commits both), and move the watermark past them. Returns
         them as `Evaluated` values for the observers. Outcomes that failed transiently are
-        stored as waiting for a retry (`self.retry`), and left out of the columns and the
+        stored as waiting for a retry (`self.retry`), and left out of the sums and the
         `Evaluated` values until they are final."""
         policy = self.retry or _NO_RETRY
         records = []
         evaluated = []
         moved = set()
+        delta = Delta(self.metrics)
+        stored = self._stored(session, [row.trace_id for row in rows])
+        for trace_id, (ts, groups_before, outcomes_before) in stored.items():
+            delta.add(ts, groups_before, outcomes_before, -1)
         for i, row in enumerate(rows):
-            before_ts = self.columns.ts_of(row.trace_id)
-            if before_ts is not None and before_ts != epoch(row.timestamp):
+            before_row = stored.get(row.trace_id)
+            if before_row is not None and before_row[0] != epoch(row.timestamp):
                 moved.add(row.trace_id)
             model = getattr(row, "model", None)
             groups = group_values(
                 row.tags,
                 self.group_labels,
-                self.columns.max_length,
+                self.max_length,
                 model=model,
                 version_sources=self.version_sources,
             )
@@ -298,7 +331,7 @@ class TraceCursor:
             else:
                 self.retrying.pop(row.trace_id, None)
             per_trace = sorted_.counted
-            self.columns.put(row.trace_id, version, epoch(row.timestamp), groups, per_trace)
+            delta.add(epoch(row.timestamp), groups, sorted_.stored)
             # A retry tells the observers only of the outcomes that were waiting: the others
             # were handed over by the earlier run (histograms must not count them twice).
             told = (
@@ -323,13 +356,14 @@ class TraceCursor:
                         model=model,
                         question=row.question,
                         dimensions=self.slice_dimensions,
-                        max_length=self.columns.max_length,
+                        max_length=self.max_length,
                         version_sources=self.version_sources,
                     )
                     or None,
                 }
             )
         upsert_outcomes(session, records, moved)
+        bucket_store.apply(session, self.job, delta)
         latest = max(r.updated_at for r in rows)
         if self.watermark is None or latest > self.watermark:
             self.watermark = latest

@@ -266,6 +266,30 @@ class JobOutcome(Base):
     slices: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
+class JobBucket(Base):
+    """Per-minute sufficient statistics of one job's metric in one group (rev. 0014).
+
+    `bucket` is floor(ts / 60) of the traces counted; metric "" counts the group's traces.
+    Changed only by adding or moving a trace's contribution, in the transaction that stores
+    its outcomes (`collector.jobs.bucket_store`), so windows are sums of rows.
+    """
+
+    __tablename__ = "job_buckets"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    metric: Mapped[str] = mapped_column(String(128), primary_key=True)
+    grp: Mapped[str] = mapped_column(String(512), primary_key=True)
+    outcome: Mapped[str] = mapped_column(String(300), primary_key=True)
+    """"" for the scored values' sums; "skipped:<reason>" / "error:<type>": n counts them."""
+    n: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    total: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    squares: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    positives: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    log_total: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    log_squares: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+
+
 class TraceKey(Base):
     """PostgreSQL only: every stored trace id, once (rev. 0011).
 

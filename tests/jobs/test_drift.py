@@ -172,19 +172,20 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
     from ragpulse.job_setup import job_environment
 
     calls = []
-    real = engine_module.drift_points
+    real = engine_module.drift_points_at
 
     def counted(*args: object, **kw: object) -> object:
-        calls.append(args[2])
+        calls.append(args[3])
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_module, "drift_points", counted)  # type: ignore[attr-defined]
+    monkeypatch.setattr(engine_module, "drift_points_at", counted)  # type: ignore[attr-defined]
     url = f"sqlite:///{tmp_path}/e.db"
     upgrade(url)
     settings = load_settings(database={"url": url})  # alerting.every: 5m
     env = job_environment(settings, make_engine(url), embedder=None, judge=None)
     job = IncrementalJob(definitions(settings)["real_users_benchmark"], env)
     now = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
-    for minutes in (0, 1, 4, 5, 6, 11):
-        job.points_at(now + timedelta(minutes=minutes))
+    with env.session_factory() as session:
+        for minutes in (0, 1, 4, 5, 6, 11):
+            job.points_at(session, now + timedelta(minutes=minutes))
     assert [round((t - calls[0]) / 60) for t in calls] == [0, 5, 11]

@@ -1,0 +1,126 @@
+"""A job's windows at a time, from its bucket sums (`job_buckets`), not from rows in memory.
+
+Per run: one query sums the longest window's traces per label value (which values keep
+series of their own: `labels.choose_kept`, as before), then one query per window sums its
+buckets per metric, group and outcome (`bucket_store.window_sums`, exact at the window's
+edges). The memory of a run depends on windows x metrics x groups, not on traces.
+
+A window of at most `SMALL_WINDOW_TRACES` traces is aggregated from its stored rows
+instead (read into a short-lived `OutcomeColumns`): the row-based aggregation with its
+seeded bootstrap for small samples, exactly as before, at a bounded cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import orjson
+from sqlalchemy import Text, cast, select
+from sqlalchemy.orm import Session
+
+from collector.jobs.bucket_stats import SCORED, TRACES
+from collector.jobs.bucket_store import window_sums
+from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
+from collector.jobs.labels import Folding, LabelLimits, choose_kept
+from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.windows import Window
+from collector.store.models import JobOutcome
+from evaluators.signature import Signature
+
+
+def _epoch(ts: datetime) -> float:
+    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def foldings(
+    session: Session, job: str, since: float, labels: Sequence[str], limits: LabelLimits
+) -> dict[str, Folding]:
+    """Per group label, the values kept over the traces with ts >= `since`."""
+    counts = trace_counts(window_sums(session, job, since, None))
+    out = {}
+    for label in labels:
+        by_value = counts.get(label, {})
+        values = sorted(by_value)
+        out[label] = choose_kept(
+            label, values, np.array([by_value[v] for v in values], dtype=np.int64),
+            limits.policy(label),
+        )  # fmt: skip
+    return out
+
+
+def _label_folds(columns: OutcomeColumns, kept: Mapping[str, Folding]) -> dict[str, LabelFold]:
+    """`foldings` in the codes of a short-lived `OutcomeColumns`."""
+    out = {}
+    for label, folding in kept.items():
+        values = columns.label_values(label)
+        keep = np.array([v in folding.kept for v in values], dtype=bool)
+        out[label] = LabelFold(folding, keep)
+    return out
+
+
+def _from_rows(
+    session: Session,
+    job: str,
+    start: float,
+    end: float,
+    metrics: Sequence[str],
+    group_labels: Sequence[str],
+    max_length: int,
+    proportions: Mapping[str, bool],
+    signatures: Mapping[str, Signature],
+    kept: Mapping[str, Folding],
+) -> list[WindowAggregate]:
+    columns = OutcomeColumns(metrics, group_labels, max_length)
+    query = select(
+        JobOutcome.trace_id,
+        JobOutcome.trace_updated_at,
+        JobOutcome.ts,
+        cast(JobOutcome.groups, Text),
+        cast(JobOutcome.outcomes, Text),
+    ).where(
+        JobOutcome.job == job,
+        JobOutcome.ts >= datetime.fromtimestamp(start, UTC),
+        JobOutcome.ts <= datetime.fromtimestamp(end, UTC),
+    )
+    for trace_id, updated, ts, groups, outcomes in session.execute(query):
+        columns.put_encoded(
+            trace_id,
+            _epoch(updated),
+            _epoch(ts),
+            orjson.loads(groups) if groups else None,
+            orjson.loads(outcomes) if outcomes else {},
+        )
+    return columns.aggregate(
+        start, end, proportions, signatures, folds=_label_folds(columns, kept)
+    )
+
+
+def window_points(
+    session: Session,
+    job: str,
+    windows: Sequence[Window],
+    metrics: Sequence[str],
+    group_labels: Sequence[str],
+    max_length: int,
+    proportions: Mapping[str, bool],
+    signatures: Mapping[str, Signature],
+    kept: Mapping[str, Folding],
+    at: float,
+) -> list[tuple[Window, WindowAggregate]]:
+    """Every metric's aggregate per window and group, the windows ending at `at`."""
+    points: list[tuple[Window, WindowAggregate]] = []
+    for window in windows:
+        start = at - window.seconds
+        sums = window_sums(session, job, start, at)
+        overall = sums.get((TRACES, "", SCORED))
+        if overall is None or overall.n <= SMALL_WINDOW_TRACES:
+            items = _from_rows(
+                session, job, start, at, metrics, group_labels, max_length,
+                proportions, signatures, kept,
+            )  # fmt: skip
+        else:
+            items = aggregates_from_sums(sums, metrics, proportions, signatures, kept)
+        points.extend((window, item) for item in items)
+    return points

@@ -1,0 +1,174 @@
+"""Reading and writing a job's per-minute bucket sums (`job_buckets`, rev. 0014).
+
+`apply` adds a `Delta` in the caller's transaction: one upsert per changed row that adds
+to what is stored (`n = n + excluded.n`, ...), in key order, then deletes the rows it
+emptied. Concurrent workers (sharded jobs) lock the rows they change in the same order,
+so they wait for each other but never deadlock, and never need each other's rows.
+
+`window_sums` gives the sums of the traces with ts in [start, end] exactly: the buckets
+inside, minus the stored outcomes of the two edge buckets that fall outside (at most two
+minutes of one job's rows, read from `job_outcomes`). `rebuild` recomputes a job's buckets
+from `job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from sqlalchemy import Table, Text, bindparam, cast, delete, exists, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from collector.jobs.bucket_stats import BUCKET_S, Delta, Sums, bucket_of
+from collector.store.models import JobBucket, JobOutcome
+
+logger = logging.getLogger(__name__)
+
+BUCKETS: Table = JobBucket.__table__  # type: ignore[assignment]
+WindowSums = dict[tuple[str, str, str], Sums]
+"""(metric, group key, outcome) -> the sums of a window."""
+
+SUM_COLUMNS = ("n", "total", "squares", "positives", "log_total", "log_squares")
+_BATCH = 5_000
+
+
+def _ts(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _epoch(ts: datetime) -> float:
+    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def apply(session: Session, job: str, delta: Delta) -> int:
+    """Add `delta` to the job's stored bucket sums (the caller commits). Rows changed."""
+    rows = [
+        {
+            "job": job,
+            "metric": metric,
+            "grp": grp,
+            "bucket": bucket,
+            "outcome": outcome,
+            **{c: getattr(sums, c) for c in SUM_COLUMNS},
+        }
+        for (metric, grp, bucket, outcome), sums in delta.items()
+    ]
+    if not rows:
+        return 0
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    stmt = insert(JobBucket)
+    table = JobBucket.__table__.c
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["job", "bucket", "metric", "grp", "outcome"],
+        set_={c: table[c] + stmt.excluded[c] for c in SUM_COLUMNS},
+    )
+    for start in range(0, len(rows), _BATCH):
+        session.execute(stmt, rows[start : start + _BATCH])
+    emptied = [
+        {"b_bucket": r["bucket"], "b_metric": r["metric"], "b_grp": r["grp"], "b_out": r["outcome"]}
+        for r in rows
+        if r["n"] < 0
+    ]
+    if emptied:
+        b = BUCKETS.c
+        session.execute(
+            delete(BUCKETS).where(
+                b.job == job,
+                b.bucket == bindparam("b_bucket"),
+                b.metric == bindparam("b_metric"),
+                b.grp == bindparam("b_grp"),
+                b.outcome == bindparam("b_out"),
+                b.n <= 0,
+            ),
+            emptied,
+        )
+    return len(rows)
+
+
+def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
+    """The contributions of the job's stored outcomes matching `where` (ts bounds)."""
+    query = select(
+        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
+    ).where(JobOutcome.job == job, *where)
+    delta = Delta()
+    for ts, groups, outcomes in session.execute(query):
+        delta.add(
+            _epoch(ts),
+            orjson.loads(groups) if groups else None,
+            orjson.loads(outcomes) if outcomes else {},
+        )
+    return delta
+
+
+def window_sums(session: Session, job: str, start: float, end: float | None) -> WindowSums:
+    """The sums of the job's traces with start <= ts <= end (None: no upper bound)."""
+    first = bucket_of(start)
+    b = JobBucket
+    query = (
+        select(b.metric, b.grp, b.outcome, *(func.sum(getattr(b, c)) for c in SUM_COLUMNS))
+        .where(b.job == job, b.bucket >= first)
+        .group_by(b.metric, b.grp, b.outcome)
+    )
+    last = None if end is None else bucket_of(end)
+    if last is not None:
+        query = query.where(b.bucket <= last)
+    out: WindowSums = {}
+    for metric, grp, outcome, *values in session.execute(query):
+        out[(metric, grp, outcome)] = Sums(
+            int(values[0] or 0),
+            float(values[1] or 0.0),
+            float(values[2] or 0.0),
+            int(values[3] or 0),
+            float(values[4] or 0.0),
+            float(values[5] or 0.0),
+        )
+    o = JobOutcome
+    edges = [_rows_delta(session, job, o.ts >= _ts(first * BUCKET_S), o.ts < _ts(start))]
+    if end is not None and last is not None:
+        edges.append(_rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((last + 1) * BUCKET_S)))
+    for edge in edges:
+        for (metric, grp, _bucket, outcome), sums in edge.items():
+            into = out.setdefault((metric, grp, outcome), Sums())
+            for c in SUM_COLUMNS:
+                setattr(into, c, getattr(into, c) - getattr(sums, c))
+    return {k: v for k, v in out.items() if v.n > 0}
+
+
+def has_buckets(session: Session, job: str) -> bool:
+    return bool(session.execute(select(exists().where(JobBucket.job == job))).scalar())
+
+
+def has_outcomes(session: Session, job: str, since: datetime) -> bool:
+    query = exists().where(JobOutcome.job == job, JobOutcome.ts >= since)
+    return bool(session.execute(select(query)).scalar())
+
+
+def rebuild(session: Session, job: str, since: datetime, chunk: int = 20_000) -> int:
+    """Recompute the job's buckets from its stored outcomes with ts >= since, streaming
+    them `chunk` rows at a time (memory bounded by one chunk's buckets, not by the rows);
+    the caller commits. Outcome rows read."""
+    session.execute(delete(JobBucket).where(JobBucket.job == job))
+    query = (
+        select(JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text))
+        .where(JobOutcome.job == job, JobOutcome.ts >= since)
+        .execution_options(yield_per=chunk)
+    )
+    read = 0
+    delta = Delta()
+    for ts, groups, outcomes in session.execute(query):
+        delta.add(
+            _epoch(ts),
+            orjson.loads(groups) if groups else None,
+            orjson.loads(outcomes) if outcomes else {},
+        )
+        read += 1
+        if read % chunk == 0:
+            apply(session, job, delta)
+            delta = Delta()
+    apply(session, job, delta)
+    return read

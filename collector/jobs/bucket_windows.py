@@ -1,0 +1,146 @@
+"""A window's aggregates from its bucket sums: value, n, interval, skips and errors.
+
+The value of a metric in a window is the mean of its scored values, sum / n, and its
+skips and errors are counts: all exact from the sums (to the last bits of the summation
+order). Intervals from the sums: Wilson for proportions (what the row-based aggregation
+computes too); for means the normal approximation above `BOOTSTRAP_MAX_N` values (as
+before), and below it Student's t with n - 1 degrees of freedom: the row-based
+aggregation's seeded bootstrap needs the values, so it stays where the window's rows
+are few (`SMALL_WINDOW_TRACES`: the window is then aggregated from its rows, exactly as
+before, `collector.jobs.windows_from_rows`), and a small group inside a large window gets
+the t interval, which the bootstrap approximates anyway.
+
+Groups: overall, then `label=value` for each value with traces in the window whose value
+is kept (`folds`), and `label=other` summing every folded value's buckets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+from scipy import stats
+
+from collector.jobs.bucket_stats import SCORED, TRACES, Sums
+from collector.jobs.bucket_store import SUM_COLUMNS, WindowSums
+from collector.jobs.labels import OTHER, Folding
+from collector.jobs.outcomes import BOOTSTRAP_MAX_N, WindowAggregate
+from collector.jobs.windows import OVERALL, Group, group_for
+from evaluators.aggregate import Z_95, Aggregate, wilson_interval
+from evaluators.signature import Signature
+
+SMALL_WINDOW_TRACES = 20_000
+"""A window with at most this many traces is aggregated from its stored rows."""
+
+
+def _split(grp: str) -> tuple[str, str] | None:
+    if not grp:
+        return None
+    label, _, value = grp.partition("=")
+    return label, value
+
+
+def folded_sums(
+    sums: WindowSums, foldings: Mapping[str, Folding]
+) -> dict[str, tuple[Group, WindowSums]]:
+    """The window's sums by final group key: a folded value's sums go to `label=other`."""
+    out: dict[str, tuple[Group, WindowSums]] = {}
+    groups: dict[str, Group] = {"": OVERALL}
+    for (metric, grp, outcome), value in sums.items():
+        group = groups.get(grp)
+        if group is None:
+            parts = _split(grp)
+            if parts is None:
+                continue
+            label, raw = parts
+            folding = foldings.get(label)
+            kept = folding is None or raw in folding.kept
+            group = group_for(label, raw if kept else OTHER)
+            groups[grp] = group
+        into = out.setdefault(group.key, (group, {}))[1].setdefault((metric, "", outcome), Sums())
+        for c in SUM_COLUMNS:
+            setattr(into, c, getattr(into, c) + getattr(value, c))
+    return out
+
+
+def _interval(sums: Sums, proportion: bool) -> tuple[float | None, float | None]:
+    n = sums.n
+    mean = sums.total / n
+    if proportion:
+        return wilson_interval(min(max(sums.total, 0.0), float(n)), n)
+    if n < 2:
+        return mean, mean
+    variance = max(sums.squares - n * mean * mean, 0.0) / (n - 1)
+    z = Z_95 if n > BOOTSTRAP_MAX_N else float(stats.t.ppf(0.975, n - 1))
+    half = z * math.sqrt(variance) / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def aggregate_sums(
+    metric: str, sums: WindowSums, *, proportion: bool, signature: Signature
+) -> Aggregate:
+    """One metric's aggregate from one group's sums (keys with group key "")."""
+    scored = sums.get((metric, "", SCORED))
+    skips: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    for (name, _grp, outcome), value in sums.items():
+        if name != metric or outcome == SCORED or value.n <= 0:
+            continue
+        kind, _, reason = outcome.partition(":")
+        (skips if kind == "skipped" else errors)[reason] = value.n
+    value = lo = hi = None
+    n = 0
+    if scored is not None and scored.n > 0:
+        n = scored.n
+        value = scored.total / n
+        lo, hi = _interval(scored, proportion)
+    return Aggregate(
+        metric=metric,
+        value=value,
+        n=n,
+        ci_lower=lo,
+        ci_upper=hi,
+        skipped=sum(skips.values()),
+        errors=sum(errors.values()),
+        skip_reasons=MappingProxyType(skips),
+        error_types=MappingProxyType(errors),
+        signature=signature,
+    )
+
+
+def aggregates_from_sums(
+    sums: WindowSums,
+    metrics: Sequence[str],
+    proportions: Mapping[str, bool],
+    signatures: Mapping[str, Signature],
+    foldings: Mapping[str, Folding],
+) -> list[WindowAggregate]:
+    """Every metric's aggregate in every group with traces in the window."""
+    by_group = folded_sums(sums, foldings)
+    out = []
+    for key in sorted(by_group):
+        group, group_sums = by_group[key]
+        traces = group_sums.get((TRACES, "", SCORED))
+        if group is not OVERALL and (traces is None or traces.n <= 0):
+            continue
+        for metric in metrics:
+            aggregate = aggregate_sums(
+                metric,
+                group_sums,
+                proportion=proportions.get(metric, False),
+                signature=signatures.get(metric, Signature()),
+            )
+            out.append(WindowAggregate(group, aggregate))
+    return out
+
+
+def trace_counts(sums: WindowSums) -> dict[str, dict[str, int]]:
+    """label -> value -> traces in the window (what folding ranks values by)."""
+    out: dict[str, dict[str, int]] = {}
+    for (metric, grp, outcome), value in sums.items():
+        parts = _split(grp)
+        if metric != TRACES or outcome != SCORED or parts is None or value.n <= 0:
+            continue
+        out.setdefault(parts[0], {})[parts[1]] = value.n
+    return out

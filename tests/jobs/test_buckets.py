@@ -1,0 +1,242 @@
+"""Windows from bucket sums equal the row-based aggregation over the same stored outcomes.
+
+Both databases. The reference is today's row-based aggregation (`OutcomeColumns`) over
+every stored `job_outcomes` row of the job; the buckets are what the job's runs wrote,
+including traces scored again after their outcome or their timestamp changed.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import Text, cast, select
+from sqlalchemy.orm import Session
+
+from collector.jobs import bucket_aggregation, bucket_store
+from collector.jobs.bucket_stats import Delta, Sums
+from collector.jobs.engine import IncrementalJob
+from collector.jobs.outcomes import BOOTSTRAP_MAX_N, OutcomeColumns
+from collector.jobs.scheduler import definitions
+from collector.settings import load_settings
+from collector.store.models import JobBucket, JobOutcome, Trace
+from collector.store.session import make_engine, make_session_factory
+from ragpulse.job_setup import job_environment
+from tests.jobs.helpers import add_trace
+
+NOW = datetime(2026, 3, 2, 12, 0, 30, tzinfo=UTC)
+JOB = "real_users_benchmark"
+
+
+def _add(session: Session, i: int, hours: float, hit: bool, tenant: str) -> None:
+    relevant: list[str] | None = ["d1" if hit else "d9"]
+    if i % 17 == 0:
+        relevant = None  # no ground truth: the retrieval metrics skip it
+    add_trace(
+        session,
+        f"t{i:04d}",
+        NOW - timedelta(hours=hours),
+        purposes=(JOB,),
+        contexts=[{"id": "d1"}, {"id": "d2"}, {"id": "d3"}],
+        relevant_ids=relevant,
+        tags={"tenant": tenant},
+    )
+
+
+def _epoch(ts: datetime) -> float:
+    return (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
+
+
+def _reference(session: Session, metrics: list[str]) -> OutcomeColumns:
+    columns = OutcomeColumns(metrics, ["tenant"])
+    query = select(
+        JobOutcome.trace_id,
+        JobOutcome.trace_updated_at,
+        JobOutcome.ts,
+        cast(JobOutcome.groups, Text),
+        cast(JobOutcome.outcomes, Text),
+    ).where(JobOutcome.job == JOB)
+    for trace_id, updated, ts, groups, outcomes in session.execute(query):
+        columns.put_encoded(
+            trace_id,
+            _epoch(updated),
+            _epoch(ts),
+            orjson.loads(groups) if groups else None,
+            orjson.loads(outcomes),
+        )
+    return columns
+
+
+def _stored_sums(session: Session) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    rows = session.execute(select(JobBucket).where(JobBucket.job == JOB)).scalars()
+    return {
+        (r.metric, r.grp, r.bucket, r.outcome): (r.n, r.total, r.squares, r.positives)
+        for r in rows
+    }
+
+
+def _recomputed(session: Session) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    delta = Delta()
+    query = select(
+        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
+    ).where(JobOutcome.job == JOB)
+    for ts, groups, outcomes in session.execute(query):
+        delta.add(_epoch(ts), orjson.loads(groups) if groups else None, orjson.loads(outcomes))
+    return {k: (s.n, s.total, s.squares, s.positives) for k, s in delta.items()}
+
+
+def _same_sums(a: dict[Any, tuple[float, ...]], b: dict[Any, tuple[float, ...]]) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-9), key
+
+
+def _compare(job: IncrementalJob, session: Session, at: datetime) -> int:
+    """Every window's aggregates from the sums against the rows'; returns how many were
+    compared."""
+    env = job.env
+    names = [m.name for m in job.per_sample]
+    reference = _reference(session, names)
+    at_s = _epoch(at)
+    longest = max(w.seconds for w in env.windows)
+    folds = reference.folds(at_s - longest, env.label_limits)
+    points = {
+        (w.name, item.group.key, item.aggregate.metric): item.aggregate
+        for w, item in job.points_at(session, at)
+        if not w.name.startswith(("drift:", "mde"))
+    }
+    proportions = {m.name: m.spec.proportion for m in job.per_sample}
+    compared = 0
+    for window in env.windows:
+        for item in reference.aggregate(at_s - window.seconds, at_s, proportions, {}, folds=folds):
+            want = item.aggregate
+            got = points.pop((window.name, item.group.key, want.metric))
+            assert got.n == want.n and got.skip_reasons == want.skip_reasons, (window, item)
+            assert got.error_types == want.error_types
+            if want.value is None:
+                assert got.value is None
+                continue
+            assert got.value == pytest.approx(want.value, rel=1e-12, abs=1e-15)
+            if proportions[want.metric] or want.n > BOOTSTRAP_MAX_N:
+                assert got.ci_lower == pytest.approx(want.ci_lower, rel=1e-9, abs=1e-12)
+                assert got.ci_upper == pytest.approx(want.ci_upper, rel=1e-9, abs=1e-12)
+            else:  # Student's t from the sums where the rows' bootstrap was
+                assert got.ci_lower is not None and got.ci_upper is not None
+                assert got.ci_lower <= got.value <= got.ci_upper
+            compared += 1
+    assert not points, sorted(points)[:5]
+    return compared
+
+
+def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 0)  # always the sums
+    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    tenants = ["acme", "beta", "gamma"]
+    with factory() as session:
+        for i in range(800):
+            hours = (i * 7.3) % (8 * 24)  # spread over 8 days: some fall out of 7d
+            _add(session, i, hours, hit=(i * 31) % 10 < 6, tenant=tenants[i % 3])
+        session.commit()
+    env = job_environment(settings, engine, embedder=None, judge=None)
+    job = IncrementalJob(definitions(settings)[JOB], env)
+    assert job.run(NOW).status == "ok"
+    with factory() as session:
+        _same_sums(_stored_sums(session), _recomputed(session))
+        assert _compare(job, session, NOW) > 100
+
+    # Feedback changes 200 traces' ground truth, 20 traces' timestamps move (a late root
+    # span): each is scored again and moves its contribution exactly once.
+    later = NOW + timedelta(minutes=7)
+    changed = 0
+    with factory() as session:
+        for row in session.execute(select(Trace).where(Trace.trace_id < "t0200")).scalars():
+            row.relevant_ids = ["d3"]
+            row.updated_at = later
+            changed += _epoch(row.timestamp) >= _epoch(later) - 7 * 86400
+        for row in session.execute(
+            select(Trace).where(Trace.trace_id >= "t0500", Trace.trace_id < "t0520")
+        ).scalars():
+            row.timestamp = row.timestamp - timedelta(minutes=90)
+            row.updated_at = later
+            changed += _epoch(row.timestamp) >= _epoch(later) - 7 * 86400
+        session.commit()
+    again = IncrementalJob(definitions(settings)[JOB], env)  # a restarted worker
+    assert again.run(later).new_traces == changed > 150
+    assert again.run(later).new_traces == 0  # nothing counts twice on a re-run
+    with factory() as session:
+        _same_sums(_stored_sums(session), _recomputed(session))
+        assert _compare(again, session, later) > 100
+        # the window's edges: a time not on a minute boundary cuts the first bucket
+        assert _compare(again, session, later - timedelta(seconds=37)) > 100
+
+
+def test_a_small_window_is_aggregated_from_its_rows_exactly(db_url: str) -> None:
+    """Below `SMALL_WINDOW_TRACES` the rows' own aggregation (its seeded bootstrap) is used:
+    every interval equals the row-based one."""
+    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i in range(120):
+            _add(session, i, (i * 0.9) % 30, hit=i % 3 != 0, tenant="acme" if i % 4 else "beta")
+        session.commit()
+    env = job_environment(settings, engine, embedder=None, judge=None)
+    job = IncrementalJob(definitions(settings)[JOB], env)
+    job.run(NOW)
+    with factory() as session:
+        names = [m.name for m in job.per_sample]
+        reference = _reference(session, names)
+        folds = reference.folds(_epoch(NOW) - 7 * 86400, env.label_limits)
+        proportions = {m.name: m.spec.proportion for m in job.per_sample}
+        got = {
+            (w.name, i.group.key, i.aggregate.metric): i.aggregate
+            for w, i in job.points_at(session, NOW)
+        }
+        for window in env.windows:
+            start = _epoch(NOW) - window.seconds
+            for item in reference.aggregate(start, _epoch(NOW), proportions, {}, folds=folds):
+                mine = got[(window.name, item.group.key, item.aggregate.metric)]
+                assert (mine.value, mine.n, mine.ci_lower, mine.ci_upper) == (
+                    item.aggregate.value,
+                    item.aggregate.n,
+                    item.aggregate.ci_lower,
+                    item.aggregate.ci_upper,
+                )
+
+
+def test_a_delta_moves_a_contribution_out_and_in_exactly() -> None:
+    delta = Delta()
+    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}})
+    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}}, -1)
+    assert list(delta.items()) == []
+    delta.add(61.0, None, {"m": 1.0, "w": {"error": "timeout", "transient": True}})
+    sums = dict(delta.items())
+    assert sums[("m", "", 1, "")] == Sums(1, 1.0, 1.0, 1, 0.0, 0.0)
+    assert ("w", "", 1, "error:timeout") not in sums  # waiting for a retry: not counted
+    assert sums[("", "", 1, "")].n == 1
+    assert math.isclose(Sums(1, 0.5).total, 0.5)
+
+
+def test_rebuild_streams_the_stored_outcomes_into_the_same_sums(db_url: str) -> None:
+    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i in range(300):
+            _add(session, i, (i * 0.37) % 50, hit=i % 2 == 0, tenant="acme")
+        session.commit()
+    env = job_environment(settings, engine, embedder=None, judge=None)
+    IncrementalJob(definitions(settings)[JOB], env).run(NOW)
+    with factory() as session:
+        written = _stored_sums(session)
+        read = bucket_store.rebuild(session, JOB, NOW - timedelta(days=30), chunk=64)
+        session.commit()
+        assert read == 300
+        _same_sums(_stored_sums(session), written)
