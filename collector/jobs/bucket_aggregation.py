@@ -92,9 +92,7 @@ def _from_rows(
             orjson.loads(groups) if groups else None,
             orjson.loads(outcomes) if outcomes else {},
         )
-    return columns.aggregate(
-        start, end, proportions, signatures, folds=_label_folds(columns, kept)
-    )
+    return columns.aggregate(start, end, proportions, signatures, folds=_label_folds(columns, kept))
 
 
 def window_points(

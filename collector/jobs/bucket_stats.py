@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
+from collector.store.models import BUCKET_S
 
-BUCKET_S = 60
+__all__ = ["BUCKET_S", "Delta", "Sums", "bucket_of", "group_keys", "outcome_key"]
+
 TRACES = ""
 """The metric name under which a group's traces are counted."""
 SCORED = ""
@@ -38,7 +40,7 @@ def bucket_of(ts: float) -> int:
 
 
 def group_keys(groups: Mapping[str, Any] | None, max_length: int = DEFAULT_MAX_LENGTH) -> list[str]:
-    """"" and `label=value` for every group label of a stored row (values cleaned as the
+    """ "" and `label=value` for every group label of a stored row (values cleaned as the
     label values are; one that cleans to nothing is left out)."""
     keys = [""]
     for label, raw in (groups or {}).items():

@@ -14,7 +14,6 @@ from `job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 

@@ -84,12 +84,14 @@ def aggregate_sums(
     scored = sums.get((metric, "", SCORED))
     skips: dict[str, int] = {}
     errors: dict[str, int] = {}
-    for (name, _grp, outcome), value in sums.items():
-        if name != metric or outcome == SCORED or value.n <= 0:
+    for (name, _grp, outcome), counted in sums.items():
+        if name != metric or outcome == SCORED or counted.n <= 0:
             continue
         kind, _, reason = outcome.partition(":")
-        (skips if kind == "skipped" else errors)[reason] = value.n
-    value = lo = hi = None
+        (skips if kind == "skipped" else errors)[reason] = counted.n
+    value: float | None = None
+    lo: float | None = None
+    hi: float | None = None
     n = 0
     if scored is not None and scored.n > 0:
         n = scored.n

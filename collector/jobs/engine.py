@@ -8,9 +8,9 @@
    stores their outcomes and moves their contributions in the bucket sums;
 3. `bucket_aggregation`: aggregate each window and group from the bucket sums (every
    trace in the window counts; nothing per trace is held in memory), `bucket_drift`: the
-   detectors from the same sums; `dataset`: recompute dataset metrics (sessions, clusters, confusion matrices)
-   on the most recent `dataset_cap` candidates of the longest window, when anything
-   changed;
+   detectors from the same sums; `dataset`: recompute dataset metrics (sessions,
+   clusters, confusion matrices) on the most recent `dataset_cap` candidates of the
+   longest window, when anything changed;
 4. `result_store`: write one `metric_results` row per metric × window × group;
    `publish`: after the commit, hand the points to the results sink (the exporter's
    in-memory cache).
@@ -259,7 +259,9 @@ class IncrementalJob:
         bucket sums (dataset metrics are left out: they are recomputed from traces)."""
         at_s = epoch(at)
         env = self.env
-        kept = foldings(session, self.name, at_s - self._longest, env.group_labels, env.label_limits)
+        kept = foldings(
+            session, self.name, at_s - self._longest, env.group_labels, env.label_limits
+        )
         self._last_folds = list(kept.values())
         names = [m.name for m in self.per_sample]
         points = window_points(

@@ -274,7 +274,9 @@ class TraceCursor:
                 JobOutcome.ts,
                 cast(JobOutcome.groups, Text),
                 cast(JobOutcome.outcomes, Text),
-            ).where(JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids[start : start + _CHUNK]))
+            ).where(
+                JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids[start : start + _CHUNK])
+            )
             for trace_id, ts, groups, outcomes in session.execute(query):
                 out[trace_id] = (
                     epoch(ts),
@@ -305,7 +307,7 @@ class TraceCursor:
         moved = set()
         delta = Delta(self.metrics)
         stored = self._stored(session, [row.trace_id for row in rows])
-        for trace_id, (ts, groups_before, outcomes_before) in stored.items():
+        for ts, groups_before, outcomes_before in stored.values():
             delta.add(ts, groups_before, outcomes_before, -1)
         for i, row in enumerate(rows):
             before_row = stored.get(row.trace_id)

@@ -266,6 +266,10 @@ class JobOutcome(Base):
     slices: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
 
 
+BUCKET_S = 60
+"""The width of a `job_buckets` row, in seconds."""
+
+
 class JobBucket(Base):
     """Per-minute sufficient statistics of one job's metric in one group (rev. 0014).
 

@@ -1,6 +1,7 @@
 """Trace retention: traces older than the retention go, with everything that hangs off them.
 
-What goes with a trace: its per-job outcomes (`job_outcomes`, by the trace's timestamp),
+What goes with a trace: its per-job outcomes (`job_outcomes`, by the trace's timestamp)
+and the jobs' per-minute sums of the minutes before the cutoff (`job_buckets`),
 its key (`trace_keys`, PostgreSQL), and the rows that name it by `trace_id`: samples,
 feedback, human labels, evaluation events and judgments (`partitions.DEPENDENTS`). Those
 are a small share of the traces (a trace is sampled at a few percent, feedback and
@@ -19,6 +20,7 @@ for long.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,9 +28,11 @@ from sqlalchemy import Engine, delete, select
 
 from collector.store import partitions
 from collector.store.models import (
+    BUCKET_S,
     EvaluationEventRow,
     Feedback,
     HumanLabel,
+    JobBucket,
     JobOutcome,
     Judgment,
     SampleRecord,
@@ -51,14 +55,27 @@ class RetentionReport:
     """PostgreSQL: the partitions dropped."""
     traces: int = 0
     outcomes: int = 0
+    buckets: int = 0
+    """Rows of the jobs' per-minute sums removed."""
 
 
 def expire(engine: Engine, cutoff: datetime) -> RetentionReport:
     """Remove the traces whose timestamp is before `cutoff` (PostgreSQL: those of whole
     days ending by then) and everything that hangs off them."""
     if engine.dialect.name == "postgresql":
-        return _expire_partitions(engine, cutoff)
-    return _expire_rows(engine, cutoff)
+        report = _expire_partitions(engine, cutoff)
+    else:
+        report = _expire_rows(engine, cutoff)
+    report.buckets = _expire_buckets(engine, cutoff)
+    return report
+
+
+def _expire_buckets(engine: Engine, cutoff: datetime) -> int:
+    """The jobs' per-minute sums (`job_buckets`) of minutes wholly before the cutoff."""
+    first_kept = math.ceil(cutoff.timestamp() / BUCKET_S)
+    with engine.begin() as conn:
+        result = conn.execute(delete(JobBucket).where(JobBucket.bucket < first_kept))
+    return int(result.rowcount or 0)
 
 
 def _expire_partitions(engine: Engine, cutoff: datetime) -> RetentionReport:

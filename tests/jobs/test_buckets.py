@@ -73,8 +73,7 @@ def _reference(session: Session, metrics: list[str]) -> OutcomeColumns:
 def _stored_sums(session: Session) -> dict[tuple[Any, ...], tuple[float, ...]]:
     rows = session.execute(select(JobBucket).where(JobBucket.job == JOB)).scalars()
     return {
-        (r.metric, r.grp, r.bucket, r.outcome): (r.n, r.total, r.squares, r.positives)
-        for r in rows
+        (r.metric, r.grp, r.bucket, r.outcome): (r.n, r.total, r.squares, r.positives) for r in rows
     }
 
 
@@ -240,3 +239,23 @@ def test_rebuild_streams_the_stored_outcomes_into_the_same_sums(db_url: str) -> 
         session.commit()
         assert read == 300
         _same_sums(_stored_sums(session), written)
+
+
+def test_retention_removes_the_sums_of_the_minutes_it_removes(db_url: str) -> None:
+    from collector.store.retention import expire
+
+    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i in range(100):
+            _add(session, i, (i * 1.3) % 100, hit=i % 2 == 0, tenant="acme")
+        session.commit()
+    env = job_environment(settings, engine, embedder=None, judge=None)
+    IncrementalJob(definitions(settings)[JOB], env).run(NOW)
+    cutoff = NOW - timedelta(hours=50)
+    report = expire(engine, cutoff)
+    assert report.buckets > 0
+    with factory() as session:
+        kept = session.execute(select(JobBucket.bucket).where(JobBucket.job == JOB)).scalars()
+        assert min(kept) * 60 >= cutoff.timestamp()
