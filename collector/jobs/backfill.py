@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import delete
 
+from collector.jobs.bucket_history import BucketHistory, since_of
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.publish import QualityPoint, quality_points
@@ -76,8 +77,8 @@ def backfill(
         )
     if not times:
         return BackfillReport(definition.name, "ok")
-    history = (times[-1] - times[0]).total_seconds()
-    job = IncrementalJob(definition, env, history_s=history)
+    span = (times[-1] - times[0]).total_seconds()
+    job = IncrementalJob(definition, env, history_s=span)
     if not job.per_sample:
         return BackfillReport(
             definition.name, "skipped", message="only dataset metrics (not back-filled)"
@@ -85,9 +86,13 @@ def backfill(
     evaluate = not definition.uses_judge
     new = job.load_history(times[-1], evaluate=evaluate)
     written = 0
+    with env.session_factory() as session:
+        sums = BucketHistory(
+            session, definition.name, since_of(times, job.longest_s), epoch(times[-1])
+        )
     for i, at in enumerate(times):
         with env.session_factory() as session:
-            points = job.points_at(session, at)
+            points = job.points_at(session, at, sums)
             session.execute(
                 delete(MetricResult).where(
                     MetricResult.job == definition.name, MetricResult.computed_at == at

@@ -12,7 +12,7 @@ seeded bootstrap for small samples, exactly as before, at a bounded cost.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -21,7 +21,7 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.bucket_stats import SCORED, TRACES
-from collector.jobs.bucket_store import window_sums
+from collector.jobs.bucket_store import WindowSums, window_sums
 from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
 from collector.jobs.labels import Folding, LabelLimits, choose_kept
 from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
@@ -34,11 +34,20 @@ def _epoch(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
+SumsOf = Callable[[float, float | None], WindowSums]
+"""(start, end) -> the job's sums of the traces with start <= ts <= end (None: no end)."""
+
+
+def sums_from_db(session: Session, job: str) -> SumsOf:
+    """Each window's sums by a query (`bucket_store.window_sums`)."""
+    return lambda start, end: window_sums(session, job, start, end)
+
+
 def foldings(
-    session: Session, job: str, since: float, labels: Sequence[str], limits: LabelLimits
+    sums_of: SumsOf, since: float, labels: Sequence[str], limits: LabelLimits
 ) -> dict[str, Folding]:
     """Per group label, the values kept over the traces with ts >= `since`."""
-    counts = trace_counts(window_sums(session, job, since, None))
+    counts = trace_counts(sums_of(since, None))
     out = {}
     for label in labels:
         by_value = counts.get(label, {})
@@ -98,6 +107,7 @@ def _from_rows(
 def window_points(
     session: Session,
     job: str,
+    sums_of: SumsOf,
     windows: Sequence[Window],
     metrics: Sequence[str],
     group_labels: Sequence[str],
@@ -111,7 +121,7 @@ def window_points(
     points: list[tuple[Window, WindowAggregate]] = []
     for window in windows:
         start = at - window.seconds
-        sums = window_sums(session, job, start, at)
+        sums = sums_of(start, at)
         overall = sums.get((TRACES, "", SCORED))
         if overall is None or overall.n <= SMALL_WINDOW_TRACES:
             items = _from_rows(

@@ -113,9 +113,8 @@ def window_sums(session: Session, job: str, start: float, end: float | None) -> 
         .where(b.job == job, b.bucket >= first)
         .group_by(b.metric, b.grp, b.outcome)
     )
-    last = None if end is None else bucket_of(end)
-    if last is not None:
-        query = query.where(b.bucket <= last)
+    if end is not None:
+        query = query.where(b.bucket <= bucket_of(end))
     out: WindowSums = {}
     for metric, grp, outcome, *values in session.execute(query):
         out[(metric, grp, outcome)] = Sums(
@@ -126,16 +125,33 @@ def window_sums(session: Session, job: str, start: float, end: float | None) -> 
             float(values[4] or 0.0),
             float(values[5] or 0.0),
         )
+    return subtract(out, edge_delta(session, job, start, end))
+
+
+def edge_delta(session: Session, job: str, start: float, end: float | None) -> Delta:
+    """The contributions of the stored outcomes in the window's edge buckets but outside
+    the window: ts before `start` in its minute, ts after `end` in its minute."""
     o = JobOutcome
-    edges = [_rows_delta(session, job, o.ts >= _ts(first * BUCKET_S), o.ts < _ts(start))]
-    if end is not None and last is not None:
-        edges.append(_rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((last + 1) * BUCKET_S)))
-    for edge in edges:
-        for (metric, grp, _bucket, outcome), sums in edge.items():
-            into = out.setdefault((metric, grp, outcome), Sums())
+    first = bucket_of(start)
+    delta = _rows_delta(session, job, o.ts >= _ts(first * BUCKET_S), o.ts < _ts(start))
+    if end is not None:
+        after = _rows_delta(
+            session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S)
+        )
+        for key, sums in after.sums.items():
+            into = delta.sums.setdefault(key, Sums())
             for c in SUM_COLUMNS:
-                setattr(into, c, getattr(into, c) - getattr(sums, c))
-    return {k: v for k, v in out.items() if v.n > 0}
+                setattr(into, c, getattr(into, c) + getattr(sums, c))
+    return delta
+
+
+def subtract(sums: WindowSums, delta: Delta) -> WindowSums:
+    """`sums` less `delta`'s contributions (whatever their bucket), empty series left out."""
+    for (metric, grp, _bucket, outcome), part in delta.items():
+        into = sums.setdefault((metric, grp, outcome), Sums())
+        for c in SUM_COLUMNS:
+            setattr(into, c, getattr(into, c) - getattr(part, c))
+    return {k: v for k, v in sums.items() if v.n > 0}
 
 
 def has_buckets(session: Session, job: str) -> bool:

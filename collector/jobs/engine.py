@@ -31,8 +31,9 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import signature
-from collector.jobs.bucket_aggregation import foldings, window_points
+from collector.jobs.bucket_aggregation import foldings, sums_from_db, window_points
 from collector.jobs.bucket_drift import drift_points_at
+from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.drift import MetricFacts
@@ -168,6 +169,11 @@ class IncrementalJob:
             **extra,
         )
 
+    @property
+    def longest_s(self) -> float:
+        """The longest window, in seconds."""
+        return self._longest
+
     # -- sharded runs (`sharded.py`) --------------------------------------------------------
 
     @property
@@ -254,21 +260,25 @@ class IncrementalJob:
             self._cursor.load(session, JobState(job=self.name), now)
             return self._evaluate_backlog(session, now)
 
-    def points_at(self, session: Session, at: datetime) -> list[tuple[Window, WindowAggregate]]:
+    def points_at(
+        self, session: Session, at: datetime, history: BucketHistory | None = None
+    ) -> list[tuple[Window, WindowAggregate]]:
         """The per-sample metrics' windows and detectors as they were at `at`, from the
-        bucket sums (dataset metrics are left out: they are recomputed from traces)."""
+        bucket sums (`history`: a back-fill's sums in hand; else read). Dataset metrics
+        are left out: they are recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        kept = foldings(
-            session, self.name, at_s - self._longest, env.group_labels, env.label_limits
-        )
+        sums_of = sums_from_db(session, self.name) if history is None else (
+            lambda start, end: history.window_sums(session, start, end)
+        )  # fmt: skip
+        kept = foldings(sums_of, at_s - self._longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
-        names = [m.name for m in self.per_sample]
         points = window_points(
             session,
             self.name,
+            sums_of,
             env.windows,
-            names,
+            [m.name for m in self.per_sample],
             env.group_labels,
             env.label_limits.max_length,
             {m.name: m.spec.proportion for m in self.per_sample},
@@ -277,11 +287,15 @@ class IncrementalJob:
             at_s,
         )
         if env.drift is not None:
-            points += self._drift_at(session, at_s, kept)
+            points += self._drift_at(session, at_s, kept, history)
         return points
 
     def _drift_at(
-        self, session: Session, at: float, kept: Mapping[str, Folding]
+        self,
+        session: Session,
+        at: float,
+        kept: Mapping[str, Folding],
+        history: BucketHistory | None = None,
     ) -> list[tuple[Window, WindowAggregate]]:
         """The detectors' points, recomputed at most every `DriftConfig.every_s` (steps of a
         few minutes do not change what pages): the previous ones are given again in
@@ -292,7 +306,9 @@ class IncrementalJob:
         cached = self._drift_cache
         if cached is not None and 0 <= at - cached[0] < config.every_s:
             return cached[1]
-        made = drift_points_at(session, self.name, self._facts, at, self._longest, kept, config)
+        made = drift_points_at(
+            session, self.name, self._facts, at, self._longest, kept, config, history
+        )
         self._drift_cache = (at, made)
         return made
 

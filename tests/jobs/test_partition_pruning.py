@@ -99,9 +99,10 @@ def test_the_job_queries_read_only_their_windows_partitions(engine: Engine) -> N
         read = captured.scanned(statement, params) - {"job_buckets"}
         assert not read or read == outcomes_week
     for statement, params in pending:  # the traces without outcomes of their version
-        assert captured.scanned(statement, params) == days_from(
-            engine, "traces", week_ago
-        ) | outcomes_week
+        assert (
+            captured.scanned(statement, params)
+            == days_from(engine, "traces", week_ago) | outcomes_week
+        )
     for statement, params in fetched:
         assert captured.scanned(statement, params) == days_from(engine, "traces", week_ago)
 

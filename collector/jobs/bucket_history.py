@@ -1,0 +1,140 @@
+"""A job's bucket sums over a span, in memory, for windows at many past times (back-fill).
+
+A back-fill computes the windows at every step of a span (1,009 steps of 10 minutes over
+a week). Each step's windows are differences of running sums: the span's `job_buckets`
+rows are read once, sorted by (metric, group, outcome, bucket) and summed cumulatively,
+so a window is two look-ups per series plus the rows of its two edge minutes
+(`bucket_store.edge_delta`). Memory: one row per minute x metric x group x outcome of the
+span, never per trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from collector.jobs.bucket_frame import BucketFrame
+from collector.jobs.bucket_stats import SCORED, TRACES, Sums, bucket_of
+from collector.jobs.bucket_store import SUM_COLUMNS, WindowSums, edge_delta, subtract
+from collector.jobs.labels import OTHER, Folding
+from collector.jobs.windows import OVERALL, Group, group_for
+from collector.store.models import JobBucket
+
+_SPAN = np.int64(1) << np.int64(40)
+"""Combined sort key: series index x _SPAN + bucket (buckets are minutes: < 2^31)."""
+
+
+class BucketHistory:
+    """The job's bucket rows with since <= bucket start <= until, with running sums."""
+
+    def __init__(self, session: Session, job: str, since: float, until: float) -> None:
+        self.job = job
+        b = JobBucket
+        query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
+        query = query.where(
+            b.job == job, b.bucket >= bucket_of(since), b.bucket <= bucket_of(until)
+        )
+        index: dict[tuple[str, str, str], int] = {}
+        series: list[int] = []
+        buckets: list[int] = []
+        rows: list[tuple[float, ...]] = []
+        for metric, grp, outcome, bucket, *values in session.execute(query):
+            key = (metric, grp, outcome)
+            code = index.get(key)
+            if code is None:
+                code = index[key] = len(index)
+            series.append(code)
+            buckets.append(int(bucket))
+            rows.append(tuple(float(v or 0) for v in values))
+        self.keys = list(index)
+        combined = np.array(series, dtype=np.int64) * _SPAN + np.array(buckets, dtype=np.int64)
+        order = np.argsort(combined, kind="stable")
+        self._combined = combined[order]
+        sorted_sums = np.array(rows, dtype=np.float64).reshape(-1, len(SUM_COLUMNS))[order]
+        self._series = np.array(series, dtype=np.int64)[order]
+        self._bucket = np.array(buckets, dtype=np.int64)[order]
+        self._values = sorted_sums
+        zero = np.zeros((1, len(SUM_COLUMNS)))
+        self._running = np.vstack([zero, np.cumsum(sorted_sums, axis=0)])
+
+    def _between(self, first: int, last: int | None) -> np.ndarray:
+        """Per series, the sums of buckets first..last (None: to the end): (series, cols)."""
+        codes = np.arange(len(self.keys), dtype=np.int64)
+        lo = np.searchsorted(self._combined, codes * _SPAN + first, side="left")
+        top = (codes + 1) * _SPAN - 1 if last is None else codes * _SPAN + last
+        hi = np.searchsorted(self._combined, top, side="right")
+        return np.asarray(self._running[hi] - self._running[lo])
+
+    def window_sums(self, session: Session, start: float, end: float | None) -> WindowSums:
+        """As `bucket_store.window_sums`, from the rows in hand."""
+        first = bucket_of(start)
+        last = None if end is None else bucket_of(end)
+        totals = self._between(first, last)
+        out: WindowSums = {}
+        for code, key in enumerate(self.keys):
+            row = totals[code]
+            if row[0] == 0 and not row.any():
+                continue
+            n, total, squares, positives, log_total, log_squares = row.tolist()
+            out[key] = Sums(round(n), total, squares, round(positives), log_total, log_squares)
+        return subtract(out, edge_delta(session, self.job, start, end))
+
+    def frame(self, metrics: Sequence[str], kept: Mapping[str, Folding]) -> BucketFrame:
+        """The scored sums of `metrics` per (metric, final group, minute) of the span."""
+        metric_code = {m: i for i, m in enumerate(metrics)}
+        groups: list[Group] = [OVERALL]
+        by_key: dict[str, int] = {OVERALL.key: 0}
+        series_metric = np.full(len(self.keys), -1, dtype=np.int64)
+        series_group = np.zeros(len(self.keys), dtype=np.int64)
+        for code, (metric, grp, outcome) in enumerate(self.keys):
+            if outcome != SCORED or metric == TRACES or metric not in metric_code:
+                continue
+            group = OVERALL
+            if grp:
+                label, _, value = grp.partition("=")
+                folding = kept.get(label)
+                keep = folding is None or value in folding.kept
+                group = group_for(label, value if keep else OTHER)
+            if group.key not in by_key:
+                by_key[group.key] = len(groups)
+                groups.append(group)
+            series_metric[code] = metric_code[metric]
+            series_group[code] = by_key[group.key]
+        rows = series_metric[self._series] >= 0
+        keys = np.stack(
+            [
+                series_metric[self._series][rows],
+                series_group[self._series][rows],
+                self._bucket[rows],
+            ],
+            axis=1,
+        )
+        unique, inverse = np.unique(keys.reshape(-1, 3), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        values = self._values[rows]
+        merged = np.zeros((unique.shape[0], len(SUM_COLUMNS)))
+        for c in range(len(SUM_COLUMNS)):
+            merged[:, c] = np.bincount(inverse, weights=values[:, c], minlength=unique.shape[0])
+        return BucketFrame(
+            metrics=tuple(metrics),
+            groups=tuple(groups),
+            metric=unique[:, 0].astype(np.int32),
+            group=unique[:, 1].astype(np.int32),
+            bucket=unique[:, 2].astype(np.int64),
+            n=np.rint(merged[:, 0]).astype(np.int64),
+            total=merged[:, 1],
+            squares=merged[:, 2],
+            positives=np.rint(merged[:, 3]).astype(np.int64),
+            log_total=merged[:, 4],
+            log_squares=merged[:, 5],
+        )
+
+
+def since_of(times: Sequence[datetime], longest_s: float) -> float:
+    """Where a back-fill over `times` (oldest first) needs sums from."""
+    first = times[0] if times[0].tzinfo else times[0].replace(tzinfo=UTC)
+    return first.timestamp() - longest_s
