@@ -198,7 +198,8 @@ def drift_points_from_frame(
         sign = -1.0 if facts.direction == "higher" else 1.0
         log = facts.unit == "ms"
         for group_code, group in groups:
-            rows = by_key.get(code * len(frame.groups) + group_code, np.zeros(0, np.int64))
+            key = code * len(frame.groups) + group_code if min(code, group_code) >= 0 else -1
+            rows = by_key.get(key, np.zeros(0, np.int64))
             recent = rows[frame.bucket[rows] >= split]
             base = baseline(_sums(frame, rows[frame.bucket[rows] < split]), log)
             series = _Series(

@@ -7,7 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from collector.jobs.bucket_frame import BUCKET_S, frame_from_columns, log_values, series
+from collector.jobs.bucket_frame import (
+    BUCKET_S,
+    BucketFrame,
+    frame_from_columns,
+    log_values,
+    series,
+)
 from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts, drift_points
 from collector.jobs.drift_buckets import Sums, baseline, drift_points_from_frame, normalised
 from collector.jobs.labels import LabelLimits, LabelPolicy
@@ -263,3 +269,26 @@ def test_skewed_means_are_normalised_in_the_worse_tail() -> None:
         assert np.all(np.diff(z) >= 0) and z.min() <= -3 and z.max() >= 3
         if abs(g) <= 0.3:  # a mean of 16 or more values: increasing over +-3 sd
             assert np.all(np.diff(z[50:111]) > 0)
+
+
+def test_a_frame_without_the_overall_group_still_has_its_series() -> None:
+    """A reader's frame that lists only a tenant's group: the overall series is there,
+    empty, and the tenant's rows are not read as another metric's."""
+    columns = _traffic(200.0, DAYS * 24, seed=19)
+    full = frame_from_columns(columns, 0.0, LONGEST)
+    acme = full.groups.index(group_for("tenant", "acme"))
+    keep = full.group == acme
+    frame = BucketFrame(
+        full.metrics, (full.groups[acme],), full.metric[keep], np.zeros(int(keep.sum()), np.int32),
+        full.bucket[keep], full.n[keep], full.total[keep], full.squares[keep],
+        full.positives[keep], full.log_total[keep], full.log_squares[keep],
+    )  # fmt: skip
+    made = drift_points_from_frame(frame, FACTS, LONGEST, LONGEST, CONFIG)
+    points = {(w.name, i.group.key, i.aggregate.metric): i.aggregate for w, i in made}
+    assert points[(DETECTABLE, "", "hit_rate@1")].n == 0
+    expected = _buckets(columns, LONGEST)
+    assert {g for _, g, _ in points} == {"", "tenant=acme"}
+    for (window, group, metric), aggregate in points.items():
+        if group == "tenant=acme":  # its own sums (the family, so h, is smaller here)
+            assert aggregate.n == expected[(window, group, metric)][1] > 0
+            assert aggregate.value is not None
