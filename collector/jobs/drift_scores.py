@@ -115,12 +115,12 @@ def steps(
     return binomial_steps(trials, wins, base.mu, k, sign)
 
 
-def bucket_minutes(rate_s: float) -> int:
-    """Minutes a step's bucket spans at `rate_s` traces a second: about `BUCKET_TRACES`
-    traces, at least one minute, two significant digits (nearby rates cut the same
-    buckets). Whole minutes, so the buckets are unions of the per-minute sums the
-    bucketed detectors read (`collector.jobs.drift_buckets`) on the same epoch grid."""
-    minutes = max(1, math.ceil(BUCKET_TRACES / rate_s / 60.0))
+def bucket_minutes(rate_s: float, traces: int = BUCKET_TRACES) -> int:
+    """Minutes a step's bucket spans at `rate_s` traces a second: about `traces` traces,
+    at least one minute, two significant digits (nearby rates cut the same buckets).
+    Whole minutes, so the buckets are unions of the per-minute sums the bucketed
+    detectors read (`collector.jobs.drift_buckets`) on the same epoch grid."""
+    minutes = max(1, math.ceil(traces / rate_s / 60.0))
     return int(float(f"{minutes:.2g}"))
 
 
