@@ -9,8 +9,9 @@ first mapped to normal scores against the series' own baseline:
 - binary metrics (two values: hit rates, recall@k, precision@k): the scores of a time
   bucket of about `batch` traces are a binomial count; its mid-p value under the baseline
   share becomes z = Phi^-1(mid-p) (Lancaster's mid-p keeps a discrete count's normal score
-  close to N(0, 1) in the tail); buckets sit on a fixed grid of the epoch, so every run
-  cuts the same buckets, and the one still filling waits for a later run;
+  close to N(0, 1) in the tail); buckets (whole minutes) sit on a fixed grid of the
+  epoch, so every run cuts the same buckets, and the one still filling waits for a later
+  run;
 - every other metric: each value's mid-rank in a sample of the baseline (at most
   `MAX_REF` values) gives z = Phi^-1(rank / (n + 1)), divided by the baseline's own
   normal scores' spread (ties, as in MRR's few values, shrink it).
@@ -103,8 +104,7 @@ def steps(
     if not base.binary:
         z = sign * normal_scores(base.ref, _transform(x, base.log)) / base.z_sd
         return z - k, 1.0
-    width = 60.0 * max(1, math.ceil(BUCKET_TRACES / rate_s / 60.0))
-    width = float(f"{width:.2g}")
+    width = 60.0 * bucket_minutes(rate_s)
     bucket = np.floor(ts / width).astype(np.int64)
     done = bucket < math.floor(now_ts / width)
     if not done.any():
@@ -112,8 +112,26 @@ def steps(
     bucket = bucket[done] - bucket[done].min()
     trials = np.bincount(bucket)
     wins = np.bincount(bucket, weights=(x[done] >= base.success / 2).astype(float))
+    return binomial_steps(trials, wins, base.mu, k, sign)
+
+
+def bucket_minutes(rate_s: float, traces: int = BUCKET_TRACES) -> int:
+    """Minutes a step's bucket spans at `rate_s` traces a second: about `traces` traces,
+    at least one minute, two significant digits (nearby rates cut the same buckets).
+    Whole minutes, so the buckets are unions of the per-minute sums the bucketed
+    detectors read (`collector.jobs.drift_buckets`) on the same epoch grid."""
+    minutes = max(1, math.ceil(traces / rate_s / 60.0))
+    return int(float(f"{minutes:.2g}"))
+
+
+def binomial_steps(
+    trials: np.ndarray, wins: np.ndarray, mu: float, k: float, sign: float
+) -> tuple[np.ndarray, float]:
+    """Steps of time buckets holding `trials` binary values (int counts; empty buckets are
+    left out) of which `wins` are successes, against the baseline share `mu`: mid-p normal
+    scores signed so positive is worse, less k per sqrt(trial); and the trials per step."""
     filled = trials > 0
     m, s = trials[filled], wins[filled]
-    mid = stats.binom.cdf(s - 1, m, base.mu) + 0.5 * stats.binom.pmf(s, m, base.mu)
+    mid = stats.binom.cdf(s - 1, m, mu) + 0.5 * stats.binom.pmf(s, m, mu)
     z = sign * stats.norm.ppf(np.clip(mid, 1e-12, 1 - 1e-12))
     return z - k * np.sqrt(m), float(m.mean())

@@ -1,0 +1,282 @@
+"""The drift detectors (`collector.jobs.drift`) computed from per-minute bucket sums.
+
+Same points as `drift.drift_points` (window `drift:<detector>`: S/h, n = scores in the
+span; `mde`: the relative change caught within the target delay, n = baseline scores),
+same groups, same family-wise thresholds; but a series is read from the rows of a
+`BucketFrame` (count, sum, sum of squares, positives, log sums per minute), so the cost
+and the memory depend on minutes, not on traces. Time is resolved to the minute: the
+window is the minutes from floor((now - longest) / 60) to floor(now / 60), the span
+those from floor((now - span) / 60) (exact when both edges are whole minutes).
+
+Steps, one per time bucket of `drift_scores.bucket_minutes(rate, traces)` minutes (about
+`BUCKET_TRACES` scores for binary metrics, `CONTINUOUS_TRACES` for the others; the bucket
+still filling waits for a later run):
+
+- binary metrics (values 0 or h: the sums show it, squares x positives = total^2, equal
+  only when every positive value is the same): the bucket's (count, positives) is the
+  binomial count today's path makes of the same traces, on the same grid, through the
+  same `drift_scores.binomial_steps`: the statistic is today's, exactly.
+- other metrics: a per-trace rank normal score needs the values, which sums do not keep.
+  It existed because a per-trace CUSUM fed single skewed values (a judge score of 0.2
+  among 0.9s) pages several times over its budget. A step here standardises the bucket's
+  mean instead, x_b = (mean_b - mu) / (sigma / sqrt(m_b)), signed so that positive is
+  worse: by the central limit theorem a mean of several values is closer to normal than
+  one value, and x_b - k sqrt(m_b) is the per-trace CUSUM's step summed over the bucket, with
+  the same reference value k and the same threshold rule as the binary path. mu and sigma
+  are the baseline's mean and standard deviation from its sums (latencies, unit `ms`, on
+  the log scale from the log sums); k is half the standardised shift of the detector's
+  relative change: relative x |mu| / sigma, or log1p(relative) / sigma on the log scale.
+  The CLT alone is not enough for the page budget: a mean of 20 judge scores (Beta,
+  mean 0.85, skewness -1.2) still has a skewness of -0.27, its tail towards "worse" is
+  heavier than the normal one, and a CUSUM held to one false page in months lives in
+  that tail (on the alerting benchmark's steady week at 1,200/h, plain x_b took the
+  largest tenant's faithfulness to 1.16 times the page threshold). So x_b
+  is first normalised for the skewness a mean of m_b values has, g / sqrt(m_b), with the
+  Wilson-Hilferty cube-root transform (`normalised`); g, the skewness of one value, comes
+  from the baseline's minute sums as well: a minute's centred sum has third moment
+  n_b kappa_3, so sum_b (total_b - n_b mu)^3 / n estimates kappa_3 without a new column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from collector.jobs.bucket_frame import BUCKET_S, BucketFrame
+from collector.jobs.drift import (
+    DETECTABLE,
+    DRIFT_PREFIX,
+    WEEK_S,
+    Detector,
+    DriftConfig,
+    MetricFacts,
+    _detectable,
+    _round,
+    _threshold,
+)
+from collector.jobs.drift_scores import BUCKET_TRACES, binomial_steps, bucket_minutes
+from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.windows import OVERALL, Group, Window
+from evaluators.aggregate import Aggregate
+from evaluators.drift import cusum
+
+CONTINUOUS_TRACES = 3
+"""Continuous metrics: scores a step's bucket holds on average. Normalised for their
+skewness, means of 3 judge-like scores already have a normal tail and moment generating
+function (what the CUSUM's run length depends on); larger buckets only delay the alarm,
+which must wait for the bucket to end (20 per bucket made a 40% faithfulness drop of a
+30% tenant take 1.25 h to page at 1,200 traces/h, against 0.25 h per trace)."""
+MAX_SKEW = 4.0
+"""Bound on the estimated skewness of one value (a few outliers in a baseline)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sums:
+    """One series' rows in time order (minute buckets) and the columns a step reads."""
+
+    bucket: np.ndarray
+    n: np.ndarray
+    total: np.ndarray
+    squares: np.ndarray
+    positives: np.ndarray
+    log_total: np.ndarray
+    log_squares: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    n: int
+    binary: bool
+    log: bool
+    mu: float
+    """Mean (binary: the success share; latencies: of the logarithms)."""
+    sigma: float
+    skew: float = 0.0
+    """Skewness of one value (continuous metrics), from the minute sums' third moment."""
+
+
+def baseline(rows: Sums, log: bool) -> Baseline | None:
+    """The baseline from its sums, or None when it has no spread to measure by."""
+    n = int(rows.n.sum())
+    if n < 2:
+        return None
+    total, squares = float(rows.total.sum()), float(rows.squares.sum())
+    positives = int(rows.positives.sum())
+    if 0 < positives < n and abs(squares * positives - total * total) <= 1e-9 * total * total:
+        p0 = positives / n
+        return Baseline(n, True, False, p0, math.sqrt(p0 * (1 - p0)))
+    sums = rows.log_total if log else rows.total
+    if log:
+        total, squares = float(sums.sum()), float(rows.log_squares.sum())
+    mu = total / n
+    var = (squares - n * mu * mu) / (n - 1)
+    if not var > 1e-12 * max(mu * mu, 1e-12):
+        return None
+    sigma = math.sqrt(var)
+    # E[(sum_b - n_b mu)^3] = n_b kappa_3 for a minute of n_b values
+    third = float(np.sum((sums - rows.n * mu) ** 3)) / n
+    skew = min(max(third / sigma**3, -MAX_SKEW), MAX_SKEW)
+    return Baseline(n, False, log, mu, sigma, skew)
+
+
+def shift(base: Baseline, relative: float) -> float:
+    """The worse-direction shift of one score, in baseline standard deviations, that a
+    relative change `relative` of the metric makes (today's `drift_scores.shift` for
+    binary metrics)."""
+    if base.binary:
+        return relative * base.mu / base.sigma
+    if base.log:
+        return math.log1p(relative) / base.sigma
+    return relative * abs(base.mu) / base.sigma
+
+
+def steps(
+    base: Baseline, rows: Sums, now_ts: float, rate_s: float, k: float, sign: float
+) -> tuple[np.ndarray, float]:
+    """(CUSUM steps with k subtracted, scores per step) of the span's minute rows."""
+    traces = BUCKET_TRACES if base.binary else CONTINUOUS_TRACES
+    minutes = bucket_minutes(rate_s, traces)
+    width = 60.0 * minutes
+    bucket = rows.bucket // minutes
+    done = bucket < math.floor(now_ts / width)
+    if not done.any():
+        return np.zeros(0), traces
+    bucket = bucket[done] - bucket[done].min()
+    trials = np.bincount(bucket, weights=rows.n[done]).astype(np.int64)
+    if base.binary:
+        wins = np.bincount(bucket, weights=rows.positives[done].astype(np.float64))
+        return binomial_steps(trials, wins, base.mu, k, sign)
+    sums = np.bincount(bucket, weights=(rows.log_total if base.log else rows.total)[done])
+    filled = trials > 0
+    m, s = trials[filled].astype(np.float64), sums[filled]
+    x = sign * (s - m * base.mu) / (base.sigma * np.sqrt(m))
+    z = normalised(x, sign * base.skew / np.sqrt(m))
+    return z - k * np.sqrt(m), float(m.mean())
+
+
+def normalised(x: np.ndarray, skew: np.ndarray) -> np.ndarray:
+    """Standardised means `x` of skewness `skew` made close to N(0, 1): the Wilson-Hilferty
+    cube-root transform, z = (6/g)((1 + g x / 2)^(1/3) - 1) + g/6 (exact to second order
+    for a gamma variable, z ~ x - g (x^2 - 1) / 6 for a small g), the cube root's argument
+    held above 0.1 so that z stays finite and non-decreasing, and |g| at most 1 (a mean of
+    a few values of a very skewed metric) so that the held side still reaches 3 sd."""
+    g = np.clip(np.where(np.abs(skew) < 1e-6, 1e-6, skew), -1.0, 1.0)
+    u = np.maximum(1.0 + g * x / 2.0, 0.1)
+    z = (6.0 / g) * (np.cbrt(u) - 1.0) + g / 6.0
+    return np.asarray(np.where(np.abs(skew) < 1e-6, x, z), dtype=np.float64)
+
+
+def drift_points_from_frame(
+    frame: BucketFrame,
+    metrics: Sequence[MetricFacts],
+    now_ts: float,
+    longest_s: float,
+    config: DriftConfig,
+) -> list[tuple[Window, WindowAggregate]]:
+    """The detectors' points for every watched metric and group at `now_ts`."""
+    base_span = longest_s - config.span_s
+    if base_span <= 0:
+        return []
+    first = math.floor((now_ts - longest_s) / BUCKET_S)
+    split = math.floor((now_ts - config.span_s) / BUCKET_S)
+    last = math.floor(now_ts / BUCKET_S)
+    inside = np.flatnonzero((frame.bucket >= first) & (frame.bucket <= last))
+    present = set(np.unique(frame.group[inside]).tolist())
+    groups = [
+        (code, group)
+        for code, group in enumerate(frame.groups)
+        if (code in present or group == OVERALL)
+        and config.unwatched_labels.isdisjoint(group.labels)
+    ]
+    if OVERALL not in frame.groups:
+        groups.insert(0, (-1, OVERALL))  # as `groups_in`: the overall series, even empty
+    order = inside[np.lexsort((frame.bucket[inside], frame.group[inside], frame.metric[inside]))]
+    keys = frame.metric[order].astype(np.int64) * len(frame.groups) + frame.group[order]
+    starts = np.flatnonzero(np.diff(keys, prepend=-1)) if keys.size else keys
+    ends = np.append(starts[1:], keys.size) if keys.size else keys
+    by_key = {int(keys[a]): order[a:b] for a, b in zip(starts, ends, strict=True)}
+    out: list[tuple[Window, WindowAggregate]] = []
+    for facts in metrics:
+        if facts.direction not in ("higher", "lower") or not config.detectors:
+            continue
+        code = frame.metrics.index(facts.name) if facts.name in frame.metrics else -1
+        sign = -1.0 if facts.direction == "higher" else 1.0
+        log = facts.unit == "ms"
+        for group_code, group in groups:
+            key = code * len(frame.groups) + group_code if min(code, group_code) >= 0 else -1
+            rows = by_key.get(key, np.zeros(0, np.int64))
+            recent = rows[frame.bucket[rows] >= split]
+            base = baseline(_sums(frame, rows[frame.bucket[rows] < split]), log)
+            series = _Series(
+                facts, group, base, _sums(frame, recent), now_ts, sign, len(groups),
+                base_span, config.min_baseline,
+            )  # fmt: skip
+            for det in config.detectors:
+                if det.watches(facts.name):
+                    out.append(series.drift(det, config.span_s))
+            out.append(series.detectable(config.detectors[0]))
+    return out
+
+
+def _sums(frame: BucketFrame, rows: np.ndarray) -> Sums:
+    return Sums(
+        frame.bucket[rows],
+        frame.n[rows],
+        frame.total[rows],
+        frame.squares[rows],
+        frame.positives[rows],
+        frame.log_total[rows],
+        frame.log_squares[rows],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Series:
+    facts: MetricFacts
+    group: Group
+    base: Baseline | None
+    recent: Sums
+    now_ts: float
+    sign: float
+    n_groups: int
+    base_span: float
+    min_baseline: int
+
+    def usable(self) -> Baseline | None:
+        base = self.base
+        return None if base is None or base.n < self.min_baseline else base
+
+    @property
+    def per_week(self) -> float:
+        return 0.0 if self.base is None else self.base.n / self.base_span * WEEK_S
+
+    def arl(self, det: Detector) -> float:
+        family = det.series_metrics * self.n_groups
+        return _round(family * self.per_week / det.false_alarms_per_week)
+
+    def drift(self, det: Detector, span_s: float) -> tuple[Window, WindowAggregate]:
+        window = Window(DRIFT_PREFIX + det.name, span_s)
+        base = self.usable()
+        k = 0.0 if base is None else shift(base, det.relative_shift) / 2.0
+        if base is None or not k > 0:
+            return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
+        z, per_step = steps(base, self.recent, self.now_ts, self.per_week / WEEK_S, k, self.sign)
+        h = _threshold(max(self.arl(det) / per_step, 2.0), _round(k * math.sqrt(per_step)))
+        score = float(cusum(z, 0.0)[-1]) / h if z.size and h > 0 else 0.0
+        n = int(self.recent.n.sum())
+        return window, WindowAggregate(self.group, Aggregate(self.facts.name, score, n))
+
+    def detectable(self, det: Detector) -> tuple[Window, WindowAggregate]:
+        within = det.within_by_metric.get(self.facts.name, det.within_s)
+        window = Window(DETECTABLE, within)
+        base = self.usable()
+        if base is None:
+            return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
+        traces = self.per_week * within / WEEK_S
+        needed = _detectable(_round(traces), self.arl(det))
+        unit = shift(base, det.relative_shift) / det.relative_shift
+        relative = needed / unit if math.isfinite(needed) and unit > 0 else None
+        return window, WindowAggregate(self.group, Aggregate(self.facts.name, relative, base.n))
