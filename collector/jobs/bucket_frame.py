@@ -21,12 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collector.jobs.bucket_stats import BUCKET_S, LOG_FLOOR
 from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.jobs.windows import Group
 
-BUCKET_S = 60
-LOG_FLOOR = 1e-3
-"""Values below it count as it on the log scale (a latency of 0 ms has no logarithm)."""
+__all__ = ["BUCKET_S", "LOG_FLOOR", "BucketFrame", "frame_from_columns", "log_values", "series"]
 
 
 @dataclass(frozen=True)

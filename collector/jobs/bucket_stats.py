@@ -30,6 +30,7 @@ TRACES = ""
 SCORED = ""
 """The `outcome` of the scored values' sums."""
 LOG_FLOOR = 1e-3
+"""Values below it count as it on the log scale (a latency of 0 ms has no logarithm)."""
 
 Key = tuple[str, str, int, str]
 """(metric, group key, bucket, outcome)."""
