@@ -117,6 +117,7 @@ def _assert_same_as_one_worker(sharded: str, whole: str, expected: Any, count: i
     assert _series(sharded) == series
 
 
+@pytest.mark.slow  # 17 s alone: three processes load the model
 def test_workers_with_the_real_embedder_write_what_one_worker_writes(
     two_databases: tuple[str, str], tmp_path: Path, embedder: Embedder
 ) -> None:
