@@ -209,9 +209,9 @@ def scrape(
 def measure(code: Code, admin: Engine, base: str, args: argparse.Namespace, rows: int) -> Point:
     """One revision at one size, on a database of its own."""
     with admin.connect() as conn:
-        conn.execute(text(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
-        conn.execute(text(f"CREATE DATABASE {DB}"))
-    url = make_url(base).set(database=DB).render_as_string(hide_password=False)
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)'))
+        conn.execute(text(f'CREATE DATABASE "{args.db}"'))
+    url = make_url(base).set(database=args.db).render_as_string(hide_password=False)
     log = args.logs / f"{code.path.name}-{rows}.log"
     subprocess.run(
         [sys.executable, "-m", "ragpulse", "migrate"],
@@ -251,7 +251,7 @@ def measure(code: Code, admin: Engine, base: str, args: argparse.Namespace, rows
         engine.dispose()
         if not args.keep:
             with admin.connect() as conn:
-                conn.execute(text(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)'))
     return Point(code.label, rows, seed_s, runs, ready_s, scrape_ms, exporter_mb)
 
 
@@ -269,6 +269,7 @@ def main(argv: list[str] | None = None) -> list[Point]:
     parser.add_argument("--new", type=int, default=1000, help="traces the incremental run scores")
     parser.add_argument("--no-scrape", dest="scrape", action="store_false")
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--db", default=DB, help=f"the database made and dropped (default {DB})")
     parser.add_argument("--keep", action="store_true", help="keep the last database")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--logs", type=Path, help="the children's stderr (default: a temp dir)")

@@ -1,0 +1,91 @@
+"""The jobs-memory benchmark (issue 31 part 4) keeps working: a tiny run of a git revision
+through the CLI measures every phase, checks the counts the job exported, and leaves no
+database or worktree behind; and the slope is a least-squares fit of peak RSS over rows.
+
+The tiny run measures `retrieval_health` (no model: ~40 s here against ~150 s for the
+benchmark's default `ux`, which loads and runs the embedder in three processes); the
+harness, the CLI runs, the checks and the scrape are the same for both."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from benchmarks.jobs_memory import REPO, main
+from benchmarks.jobs_memory_report import PHASES, Point, Run, slope
+from tests.fixtures.db import postgres_admin_url
+
+
+def _point(rows: int, rss_mb: float) -> Point:
+    run = Run(wall_s=1.0, job_s=0.5, rss_mb=rss_mb, new=0, results=1)
+    return Point("r", rows, 0.0, dict.fromkeys(PHASES, run), 0.0, 0.0, 0.0)
+
+
+def test_slope_is_the_least_squares_fit_of_peak_rss_over_rows() -> None:
+    # 100 MB + 1,000 bytes a row, and a point 1 MB above the line in the middle
+    points = [_point(n, 100 + n * 1000 / 2**20) for n in (0, 1_000_000, 2_000_000)]
+    points[1].runs = {p: Run(1.0, 0.5, points[1].runs[p].rss_mb + 1, 0, 1) for p in PHASES}
+    fit = slope(points, "restart")
+    assert fit is not None
+    per_row, intercept = fit
+    assert per_row == pytest.approx(1000.0)
+    assert intercept / 2**20 == pytest.approx(100 + 1 / 3)
+    assert slope(points[:1], "restart") is None  # one size: no slope
+
+
+def _databases(name: str) -> int:
+    engine = create_engine(postgres_admin_url())
+    try:
+        with engine.connect() as conn:
+            return int(
+                conn.execute(
+                    text("SELECT count(*) FROM pg_database WHERE datname = :n"), {"n": name}
+                ).scalar_one()
+            )
+    finally:
+        engine.dispose()
+
+
+def _worktrees() -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "list"], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_a_tiny_run_of_a_revision_measures_every_phase(capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"ragpulse_bench_mem_{uuid.uuid4().hex[:12]}"
+    before = _worktrees()
+    points = main(
+        [
+            "--sizes",
+            "2000",
+            "--rev",
+            "HEAD",
+            "--new",
+            "30",
+            "--db",
+            db,
+            "--url",
+            postgres_admin_url(),
+        ]
+    )
+    [point] = points
+    assert point.rows == 2000 and point.rev.startswith("HEAD (")
+    runs = point.runs
+    # the stored outcomes were counted (main raises otherwise): here, as the table shows
+    assert [runs[p].new for p in PHASES] == [0, 0, 30]
+    assert [runs[p].counted for p in PHASES] == [2000, 2000, 2030]
+    for phase in PHASES:
+        assert runs[phase].results > 0
+        assert 50 < runs[phase].rss_mb < 4000  # a Python process with the jobs imported
+        assert runs[phase].wall_s >= runs[phase].job_s > 0
+    assert point.exporter_ready_s > 0 and point.scrape_ms > 0 and point.exporter_rss_mb > 50
+    out = capsys.readouterr().out
+    assert "| HEAD (" in out and "| 2,000 |" in out and "one size only, no slope" in out
+    assert _databases(db) == 0  # dropped
+    assert _worktrees() == before  # the revision's worktree removed
