@@ -28,6 +28,7 @@ stored row) and its projection to 100M traces a day for 7 days are printed per r
 
     PYTHONPATH=$PWD .venv/bin/python -m benchmarks.jobs_memory \
         [--sizes 250000 1000000 4000000] [--rev main --rev HEAD] [--job ux] [--new 1000]
+        [--json FILE]     # and later: --report FILE... (the table of several runs)
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from benchmarks.jobs_memory_report import Point, Run, print_report
+from benchmarks.jobs_memory_report import Point, Run, load_points, print_report
 from benchmarks.jobs_memory_seed import OUTCOMES, add_new, seed
 
 DB = "ragpulse_bench_mem"
@@ -273,7 +274,18 @@ def main(argv: list[str] | None = None) -> list[Point]:
     parser.add_argument("--keep", action="store_true", help="keep the last database")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     parser.add_argument("--logs", type=Path, help="the children's stderr (default: a temp dir)")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="measure nothing: print the table and slopes of earlier runs' --json files",
+    )
     args = parser.parse_args(argv)
+    if args.report:
+        earlier = load_points(args.report)
+        print_report(earlier, args.job, args.new)
+        return earlier
     args.count_metric = (
         "retrieval_empty_rate" if args.job == "retrieval_health" else ("cache_hit_rate_actual")
     )

@@ -4,7 +4,9 @@ its projection to 100M traces a day kept 7 days."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +45,16 @@ class Point:
     exporter_ready_s: float
     scrape_ms: float
     exporter_rss_mb: float
+
+
+def load_points(paths: list[Path]) -> list[Point]:
+    """Points written by earlier runs' `--json`, e.g. a 10M size measured on its own."""
+    points = []
+    for path in paths:
+        for raw in json.loads(path.read_text()):
+            runs = {phase: Run(**run) for phase, run in raw.pop("runs").items()}
+            points.append(Point(runs=runs, **raw))
+    return sorted(points, key=lambda p: (p.rows, p.rev))
 
 
 def slope(points: list[Point], phase: str) -> tuple[float, float] | None:

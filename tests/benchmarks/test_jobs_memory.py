@@ -8,8 +8,11 @@ harness, the CLI runs, the checks and the scrape are the same for both."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import uuid
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -34,6 +37,21 @@ def test_slope_is_the_least_squares_fit_of_peak_rss_over_rows() -> None:
     assert per_row == pytest.approx(1000.0)
     assert intercept / 2**20 == pytest.approx(100 + 1 / 3)
     assert slope(points[:1], "restart") is None  # one size: no slope
+
+
+def test_report_reads_back_the_json_of_earlier_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = [_point(n, 100 + n / 2**20) for n in (250_000, 1_000_000)]
+    big = [_point(4_000_000, 100 + 4_000_000 / 2**20)]
+    files = []
+    for name, points in (("small", small), ("big", big)):
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps([asdict(p) for p in points]))
+    assert main(["--report", *map(str, files)]) == small + big
+    out = capsys.readouterr().out
+    assert "| r | 4,000,000 |" in out
+    assert "r restart     : 1 bytes of peak RSS per stored row (+ 100 MB)" in out
 
 
 def _databases(name: str) -> int:
