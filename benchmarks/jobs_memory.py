@@ -69,14 +69,14 @@ class Code:
 
 def checkout(rev: str | None, into: Path) -> Code:
     """The code of `rev` in a temporary detached worktree (None: this checkout as it is)."""
-    if rev is None:
-        return Code("working tree", REPO)
     commit = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "--short", rev],
+        ["git", "-C", str(REPO), "rev-parse", "--short", rev or "HEAD"],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.strip()
+    if rev is None:
+        return Code(f"working tree ({commit})", REPO)
     path = into / f"rev-{commit}"
     subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), rev],
