@@ -67,17 +67,26 @@ def _databases(name: str) -> int:
         engine.dispose()
 
 
-def _worktrees() -> str:
+def _git(*args: str) -> str:
     return subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "list"], check=True, capture_output=True, text=True
-    ).stdout
+        ["git", "-C", str(REPO), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def _head_worktrees() -> list[str]:
+    """The benchmark's temporary worktrees of HEAD (other revisions' may be in use)."""
+    head = _git("rev-parse", "--short", "HEAD")
+    return [
+        line
+        for line in _git("worktree", "list").splitlines()
+        if "/jobs-memory-" in line and f"/rev-{head} " in line
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_a_tiny_run_of_a_revision_measures_every_phase(capsys: pytest.CaptureFixture[str]) -> None:
     db = f"ragpulse_bench_mem_{uuid.uuid4().hex[:12]}"
-    before = _worktrees()
     points = main(
         [
             "--sizes",
@@ -106,4 +115,4 @@ def test_a_tiny_run_of_a_revision_measures_every_phase(capsys: pytest.CaptureFix
     out = capsys.readouterr().out
     assert "| HEAD (" in out and "| 2,000 |" in out and "one size only, no slope" in out
     assert _databases(db) == 0  # dropped
-    assert _worktrees() == before  # the revision's worktree removed
+    assert _head_worktrees() == []  # the revision's worktree removed
