@@ -2,11 +2,12 @@
 
 `maintain` makes the daily partitions of the coming `ahead` days on PostgreSQL
 (`collector/store/partitions.py`) and applies the retention (`collector/store/retention.py`).
-Each partition of each table is made in a transaction of its own that waits at most
-`partitions.LOCK_TIMEOUT` for a lock (readers queue behind it no longer than that); a
-partition whose lock stays taken by the jobs' reads, or whose transaction PostgreSQL broke
-to end a deadlock, is tried again up to `LOCK_TRIES` times with growing pauses and then
-left for the next pass, while the other days go on. `StorageMaintenance` runs it once
+Each partition of each table is made, and each expired one dropped, in a transaction of
+its own that waits at most `partitions.LOCK_TIMEOUT` for a lock (readers queue behind it
+no longer than that); a partition whose lock stays taken by the jobs' reads, or whose
+transaction PostgreSQL broke to end a deadlock, is tried again up to `LOCK_TRIES` times
+with growing pauses and then left for the next pass, while the other days go on
+(`collector/store/lock_retry.py`). `StorageMaintenance` runs it once
 shortly after start-up and then every `MAINTENANCE_EVERY_S`, on a thread of its own, under
 an advisory lock (`job_lock`): with several scheduler replicas one does it. A failure is
 logged and tried again next time: a missing partition only sends rows to the default
@@ -17,23 +18,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine
 
 from collector.jobs.lock import job_lock
 from collector.store import partitions
+from collector.store.lock_retry import LOCK_TRIES, with_lock_retries
 from collector.store.retention import RetentionReport, expire
 
 logger = logging.getLogger(__name__)
 
 NAME = "storage_maintenance"
 MAINTENANCE_EVERY_S = 3600.0
-LOCK_TRIES = 5
-"""Attempts per partition when its locks are taken (pauses of 0.5, 1, 2, 4 s between)."""
 
 
 @dataclass
@@ -77,27 +75,14 @@ def make_partitions(
 def _make_partition(engine: Engine, table: str, day: date, tries: int) -> bool:
     """One table's partition of `day`, in its own transaction, tried again while its locks
     are taken; False when it existed, the table is not partitioned or it stayed busy."""
-    pause = 0.5
-    for attempt in range(1, tries + 1):
-        try:
-            with engine.begin() as conn:
-                if not partitions.is_partitioned(conn, table):
-                    return False
-                partitions.limit_lock_wait(conn)
-                return partitions.create_partition(conn, table, day)
-        except OperationalError as exc:
-            if not partitions.is_lock_conflict(exc):
-                raise
-            if attempt == tries:
-                logger.warning(
-                    "storage: %s stayed locked by other transactions (%d tries); next pass",
-                    partitions.partition_name(table, day),
-                    tries,
-                )
-                return False
-            time.sleep(pause)
-            pause *= 2
-    return False
+
+    def make(conn: Connection) -> bool:
+        return partitions.is_partitioned(conn, table) and partitions.create_partition(
+            conn, table, day
+        )
+
+    made = with_lock_retries(engine, make, partitions.partition_name(table, day), tries)
+    return bool(made)
 
 
 def maintain(

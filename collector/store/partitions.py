@@ -22,10 +22,13 @@ stronger one, and the service makes one table's partition per transaction
 waiting for the other's, the cycle with a job's transaction reading both tables that
 deadlocked in issue 31. `drop_partition`
 deletes what hangs off a day's traces (their keys in `trace_keys`, samples, feedback,
-labels, evaluation events, judgments), then detaches and drops the partition. The
+labels, evaluation events, judgments), then detaches and drops the partition, taking the
+DETACH's locks in an order that never waits while holding one a reader could queue for
+(`_lock_to_detach`). The
 service's maintenance waits at most `LOCK_TIMEOUT` for the DDL's locks
 (`limit_lock_wait`; readers queue behind it no longer than that) and tries a busy table
-again a little later (`is_lock_conflict`).
+again a little later (`is_lock_conflict`, `collector/store/lock_retry.py`): the making of
+partitions and the retention alike.
 
 Nothing here commits: each function runs in the caller's transaction (one per partition
 keeps a failure from undoing the others).
@@ -250,9 +253,26 @@ def drop_partition(conn: Connection, table: str, day: date) -> int:
         _delete_hanging(conn, name, "TRUE", {})
         # by the day's index: no scan of the partition nor of the whole key table
         conn.execute(text("DELETE FROM trace_keys WHERE day = :day"), {"day": day})
+    _lock_to_detach(conn, table, day)
     conn.execute(text(f"ALTER TABLE {table} DETACH PARTITION {name}"))
     conn.execute(text(f"DROP TABLE {name}"))
     return rows
+
+
+def _lock_to_detach(conn: Connection, table: str, day: date) -> None:
+    """Take the ACCESS EXCLUSIVE locks DETACH PARTITION needs (the table, the partition and
+    the default partition, whose bound widens), so that the transaction never waits while
+    holding one of them: the table's first, waiting (the caller's lock timeout) with
+    nothing held that a reader queues for (its reads of the day hold the partition in
+    ACCESS SHARE mode, compatible with ours); then the partitions with NOWAIT. Every
+    reader through the table has finished by then; one that reads a partition directly
+    (then the table) could hold it, and waiting for it while holding the table would close
+    a cycle that PostgreSQL breaks by aborting one of the two, perhaps the reader."""
+    conn.execute(text(f"LOCK TABLE ONLY {table} IN ACCESS EXCLUSIVE MODE"))
+    held = [partition_name(table, day), default_name(table)]
+    present = [n for n in held if conn.execute(text("SELECT to_regclass(:n)"), {"n": n}).scalar()]
+    names = ", ".join(_quote(n) for n in present)
+    conn.execute(text(f"LOCK TABLE {names} IN ACCESS EXCLUSIVE MODE NOWAIT"))
 
 
 def expire_default(conn: Connection, table: str, cutoff: datetime) -> int:

@@ -12,9 +12,13 @@ PostgreSQL (partitioned, `collector/store/partitions.py`): every daily partition
 ends at or before the cutoff is detached and dropped — no long DELETE, no dead tuples,
 the space is back at once — one partition per transaction; the default partition's
 older rows (out-of-range timestamps, few) are deleted. So up to a day more than the
-retention is kept. SQLite (the simple layout): rows are deleted in chunks of `CHUNK`
-traces, one transaction each, so the consumer (SQLite's one writer) is never held up
-for long.
+retention is kept. Beside the jobs' reads, under the regime of the making of partitions
+(`collector/store/lock_retry.py`): each transaction waits at most
+`partitions.LOCK_TIMEOUT` for a lock and is tried again with growing pauses; a day whose
+readers hold it through every try is left for the next pass (`RetentionReport.busy`).
+
+SQLite (the simple layout): rows are deleted in chunks of `CHUNK` traces, one transaction
+each, so the consumer (SQLite's one writer) is never held up for long.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import logging
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from sqlalchemy import Engine, delete, select
 
 from collector.store import partitions
+from collector.store.lock_retry import LOCK_TRIES, with_lock_retries
 from collector.store.models import (
     BUCKET_S,
     EvaluationEventRow,
@@ -53,17 +59,32 @@ class RetentionReport:
 
     dropped: list[str] = field(default_factory=list)
     """PostgreSQL: the partitions dropped."""
+    busy: list[str] = field(default_factory=list)
+    """PostgreSQL: the expired partitions (and default partitions) whose locks other
+    transactions held through every try: left for the next pass."""
     traces: int = 0
     outcomes: int = 0
     buckets: int = 0
     """Rows of the jobs' per-minute sums removed."""
 
+    def count(self, table: str, rows: int | None) -> bool:
+        """Add `rows` removed from `table`; False when there are none to add (None: the
+        step stayed busy)."""
+        if rows is None:
+            return False
+        if table == "traces":
+            self.traces += rows
+        else:
+            self.outcomes += rows
+        return True
 
-def expire(engine: Engine, cutoff: datetime) -> RetentionReport:
+
+def expire(engine: Engine, cutoff: datetime, tries: int = LOCK_TRIES) -> RetentionReport:
     """Remove the traces whose timestamp is before `cutoff` (PostgreSQL: those of whole
-    days ending by then) and everything that hangs off them."""
+    days ending by then; `tries` attempts at each while readers hold its locks) and
+    everything that hangs off them."""
     if engine.dialect.name == "postgresql":
-        report = _expire_partitions(engine, cutoff)
+        report = _expire_partitions(engine, cutoff, tries)
     else:
         report = _expire_rows(engine, cutoff)
     report.buckets = _expire_buckets(engine, cutoff)
@@ -71,14 +92,15 @@ def expire(engine: Engine, cutoff: datetime) -> RetentionReport:
 
 
 def _expire_buckets(engine: Engine, cutoff: datetime) -> int:
-    """The jobs' per-minute sums (`job_buckets`) of minutes wholly before the cutoff."""
+    """The jobs' per-minute sums (`job_buckets`) of minutes wholly before the cutoff (an
+    unpartitioned table: a plain DELETE, which blocks no reader)."""
     first_kept = math.ceil(cutoff.timestamp() / BUCKET_S)
     with engine.begin() as conn:
         result = conn.execute(delete(JobBucket).where(JobBucket.bucket < first_kept))
     return int(result.rowcount or 0)
 
 
-def _expire_partitions(engine: Engine, cutoff: datetime) -> RetentionReport:
+def _expire_partitions(engine: Engine, cutoff: datetime, tries: int) -> RetentionReport:
     report = RetentionReport()
     with engine.connect() as conn:
         tables = [t for t in partitions.PARTITIONED if partitions.is_partitioned(conn, t)]
@@ -86,20 +108,16 @@ def _expire_partitions(engine: Engine, cutoff: datetime) -> RetentionReport:
         conn.rollback()
     for table in tables:
         for day in days[table]:
-            with engine.begin() as conn:
-                partitions.limit_lock_wait(conn)
-                rows = partitions.drop_partition(conn, table, day)
-            report.dropped.append(partitions.partition_name(table, day))
-            if table == "traces":
-                report.traces += rows
+            name = partitions.partition_name(table, day)
+            drop = partial(partitions.drop_partition, table=table, day=day)
+            if report.count(table, with_lock_retries(engine, drop, name, tries)):
+                report.dropped.append(name)
             else:
-                report.outcomes += rows
-        with engine.begin() as conn:
-            rows = partitions.expire_default(conn, table, cutoff)
-        if table == "traces":
-            report.traces += rows
-        else:
-            report.outcomes += rows
+                report.busy.append(name)
+        default = partitions.default_name(table)
+        older = partial(partitions.expire_default, table=table, cutoff=cutoff)
+        if not report.count(table, with_lock_retries(engine, older, default, tries)):
+            report.busy.append(default)
     return report
 
 

@@ -2,7 +2,8 @@
 
 Workers are `tests.jobs.shard_worker` processes (the service's runner, sharded, run after
 run until nothing is left). Their results are compared with one in-process worker that
-runs the job whole (`scheduler.shards = 0`, the unsharded path) on a copy of the data.
+runs the job whole (`scheduler.shards = 0`, the unsharded path) on a copy of the data
+(`shard_fleet.py`; with the real embedder: `test_sharding_real_embedder.py`).
 The drift detectors are off: they are recomputed at most every `alerting.every` from the
 outcomes in hand at that moment, so a worker that aggregated early would give its
 earlier detector points again (as one worker does between recomputations).
@@ -11,161 +12,23 @@ earlier detector points again (as one worker does between recomputations).
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import func, select
 
-from collector.jobs.scheduler import build_runner
 from collector.jobs.shard_scope import shard_of
-from collector.settings import load_settings
-from collector.store.models import JobOutcome, JobShard, MetricResult, Trace
+from collector.store.models import JobOutcome, JobShard, Trace
 from collector.store.session import make_engine, make_session_factory
-from evaluators.embedder import Embedder
-from ragpulse.job_setup import job_environment
-from tests.fixtures.db import create_postgres_database, drop_postgres_database
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_retrieval_traces, add_trace
-from tests.jobs.shard_worker import HashEncoder
+from tests.jobs.shard_fleet import fill, finish, latest, single_worker, start
 
 pytestmark = pytest.mark.timeout(240)
-WORKER = (sys.executable, "-m", "tests.jobs.shard_worker")
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Worker:
-    process: subprocess.Popen[str]
-    log: Path
-
-    def reports(self) -> list[dict[str, Any]]:
-        assert self.process.stdout is not None
-        lines = [json.loads(line) for line in self.process.stdout.read().splitlines() if line]
-        return [r for r in lines if "status" in r]
-
-
-def _start(
-    job: str, url: str, env: dict[str, str], count: int, tmp: Path, *flags: str
-) -> list[Worker]:
-    """`count` workers of `job` on `url` (with `flags`), let go together once all have
-    started."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAGPULSE_", "OPENAI_"))}
-    clean.update(
-        {
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-            "RAGPULSE_DATABASE__URL": url,
-            "RAGPULSE_ALERTING__ENABLED": "false",
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            **env,
-        }
-    )
-    go = tmp / "go"
-    workers = []
-    for i in range(count):
-        log = tmp / f"worker{i}.log"
-        process = subprocess.Popen(
-            [*WORKER, job, "--until-idle", "--start-file", str(go), *flags],
-            cwd=ROOT,
-            env=clean,
-            stdout=subprocess.PIPE,
-            stderr=log.open("w"),
-            text=True,
-        )
-        workers.append(Worker(process, log))
-    for w in workers:  # each has registered as a live worker
-        assert w.process.stdout is not None
-        line = w.process.stdout.readline()
-        assert '"ready"' in line, w.log.read_text()[-3000:]
-    go.touch()
-    return workers
-
-
-def _finish(workers: list[Worker], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    for w in workers:
-        try:
-            code = w.process.wait(max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for other in workers:
-                other.process.kill()
-            raise AssertionError(f"worker did not finish: {w.log.read_text()[-3000:]}") from None
-        assert code == 0, w.log.read_text()[-3000:]
-
-
-def _latest(engine: Engine, job: str) -> dict[tuple[str, str, str], tuple[Any, ...]]:
-    """The job's last written results: (metric, window, group) -> value, n, CI, counts."""
-    with make_session_factory(engine)() as session:
-        last = session.scalar(
-            select(func.max(MetricResult.computed_at)).where(MetricResult.job == job)
-        )
-        rows = session.scalars(
-            select(MetricResult).where(MetricResult.job == job, MetricResult.computed_at == last)
-        ).all()
-    return {
-        (r.metric, r.window, r.group_key): (
-            r.value,
-            r.n,
-            r.ci_lower,
-            r.ci_upper,
-            r.skipped,
-            r.errors,
-            r.skip_reasons,
-            r.signature,
-        )
-        for r in rows
-    }
-
-
-def _single_worker(
-    url: str, job: str, embedder: Any = None, **settings: Any
-) -> dict[tuple[str, str, str], Any]:
-    """The job run whole, once, by one in-process worker (the unsharded path), with the
-    hashing encoder unless an `embedder` is given."""
-    cfg = load_settings(
-        database={"url": url}, scheduler={"shards": 0}, alerting={"enabled": False}, **settings
-    )
-    engine = make_engine(url)
-    try:
-        runner = build_runner(
-            cfg,
-            engine,
-            job_environment(cfg, engine, embedder=embedder or HashEncoder()),
-            names=[job],
-        )
-        assert runner.sharding is None
-        (report,) = runner.run_many()
-        assert report.status == "ok" and report.shards is None
-        return _latest(engine, job)
-    finally:
-        engine.dispose()
-
-
-@pytest.fixture
-def two_databases(postgres_template: str) -> Iterator[tuple[str, str]]:
-    urls = [create_postgres_database(template=postgres_template) for _ in range(2)]
-    try:
-        yield urls[0], urls[1]
-    finally:
-        for url in urls:
-            drop_postgres_database(url)
-
-
-def _fill(urls: tuple[str, ...], add: Callable[[Any], object]) -> None:
-    for url in urls:
-        engine = make_engine(url)
-        with make_session_factory(engine)() as session:
-            add(session)
-            session.commit()
-        engine.dispose()
 
 
 @pytest.mark.slow
@@ -175,61 +38,22 @@ def test_three_workers_split_a_job_and_write_what_one_worker_writes(
     sharded, whole = two_databases
     now = datetime.now(UTC)
     # 300 benchmark traces of the last 20 minutes (stable windows while the test runs)
-    _fill(two_databases, lambda s: add_retrieval_traces(s, now, 300, 1 / 3, seed=21))
-    expected = _single_worker(whole, "real_users_benchmark")
+    fill(two_databases, lambda s: add_retrieval_traces(s, now, 300, 1 / 3, seed=21))
+    expected = single_worker(whole, "real_users_benchmark")
 
     env = {"RAGPULSE_SCHEDULER__SHARDS": "16", "RAGPULSE_SCHEDULER__INTERVAL_S": "1"}
-    workers = _start("real_users_benchmark", sharded, env, 3, tmp_path)
-    _finish(workers)
+    workers = start("real_users_benchmark", sharded, env, 3, tmp_path)
+    finish(workers)
     reports = [w.reports() for w in workers]
     scored = [sum(r["new"] for r in rs) for rs in reports]
     assert sum(scored) == 300  # every trace scored once, by one worker
     assert sum(1 for n in scored if n > 0) >= 2, scored  # and the work was split
     engine = make_engine(sharded)
     try:
-        got = _latest(engine, "real_users_benchmark")
+        got = latest(engine, "real_users_benchmark")
     finally:
         engine.dispose()
     assert len(expected) > 100
-    assert got == expected
-
-
-def test_workers_with_the_real_embedder_write_what_one_worker_writes(
-    two_databases: tuple[str, str], tmp_path: Path, embedder: Embedder
-) -> None:
-    # Each worker encodes its own share of the answers and references, in batches of its
-    # own: semantic_similarity (and every window of it) must come out bit-identical to one
-    # worker encoding them all (issue 31: the default model's vectors depended on the batch).
-    sharded, whole = two_databases
-    now = datetime.now(UTC)
-    topics = ["отпуск", "пароль", "refund", "delivery", "invoice", "больничный"]
-
-    def add(session: Any) -> None:
-        for i in range(90):
-            topic = topics[i % len(topics)]
-            add_trace(
-                session,
-                f"e{i}",
-                now - timedelta(minutes=1 + i % 15),
-                question=f"Question {i} about {topic}?",
-                answer=f"Answer {i}: the {topic} is handled in portal section {i % 7}.",
-                reference=f"The {topic} is handled in section {i % 5} of the portal.",
-                tags={"tenant": "acme" if i % 2 else "beta"},
-            )
-
-    _fill(two_databases, add)
-    expected = _single_worker(whole, "text_quality", embedder=embedder)
-    env = {"RAGPULSE_SCHEDULER__SHARDS": "8", "RAGPULSE_SCHEDULER__INTERVAL_S": "1"}
-    workers = _start("text_quality", sharded, env, 3, tmp_path, "--real-embedder")
-    _finish(workers, timeout_s=200)
-    scored = [sum(r["new"] for r in w.reports()) for w in workers]
-    assert sum(scored) == 90 and sum(1 for n in scored if n > 0) >= 2, scored
-    engine = make_engine(sharded)
-    try:
-        got = _latest(engine, "text_quality")
-    finally:
-        engine.dispose()
-    assert any(metric == "semantic_similarity" for metric, _, _ in expected)
     assert got == expected
 
 
@@ -286,9 +110,9 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
                 tags={"tenant": "acme" if i % 2 else "beta"},
             )
 
-    _fill(two_databases, add)
+    fill(two_databases, add)
     llm_server.fallback = auto_reply
-    expected = _single_worker(whole, "rag_quality", judge=_judge_env(llm_server))
+    expected = single_worker(whole, "rag_quality", judge=_judge_env(llm_server))
     # a worker batches its share of the shards (2 of 6, ~8 traces): ~2 s, a kill lands inside
     llm_server.latency_s = 0.3
 
@@ -303,7 +127,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         "RAGPULSE_JUDGE__MAX_CONCURRENCY": "4",
         "RAGPULSE_JUDGE__MAX_RETRIES": "0",
     }
-    workers = _start("rag_quality", sharded, env, 3, tmp_path)
+    workers = start("rag_quality", sharded, env, 3, tmp_path)
     victim, survivors = workers[0], workers[1:]
     engine = make_engine(sharded)
     factory = make_session_factory(engine)
@@ -331,7 +155,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
         victim.process.send_signal(signal.SIGKILL)
         victim.process.wait(10)
         assert _outcome_ids(factory, held) == before  # it died before committing its batch
-        _finish(survivors)
+        finish(survivors)
         with factory() as session:
             rows = session.execute(
                 select(JobOutcome.trace_id, JobOutcome.outcomes).where(
@@ -343,7 +167,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
                     JobShard.job == "rag_quality", JobShard.shard.in_(held)
                 )
             ).all()
-        got = _latest(engine, "rag_quality")
+        got = latest(engine, "rag_quality")
     finally:
         engine.dispose()
     assert sorted(t for t, _ in rows) == sorted(f"j{i}" for i in range(count))
