@@ -59,3 +59,45 @@ def add_retrieval_traces(
         )
         hits.append((ts, float(hit)))
     return hits
+
+
+def bucket_rows(session: Session, job: str) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    """The job's stored `job_buckets` rows: key -> (n, total, squares, positives)."""
+    from sqlalchemy import select
+
+    from collector.store.models import JobBucket
+
+    rows = session.execute(select(JobBucket).where(JobBucket.job == job)).scalars()
+    return {
+        (r.metric, r.grp, r.bucket, r.outcome): (r.n, r.total, r.squares, r.positives) for r in rows
+    }
+
+
+def recomputed_bucket_rows(session: Session, job: str) -> dict[tuple[Any, ...], tuple[float, ...]]:
+    """The bucket rows the job's stored outcomes make, summed afresh."""
+    from datetime import UTC
+
+    import orjson
+    from sqlalchemy import Text, cast, select
+
+    from collector.jobs.bucket_stats import Delta
+    from collector.store.models import JobOutcome
+
+    delta = Delta()
+    query = select(
+        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
+    ).where(JobOutcome.job == job)
+    for ts, groups, outcomes in session.execute(query):
+        at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
+        delta.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
+    return {k: (s.n, s.total, s.squares, s.positives) for k, s in delta.items()}
+
+
+def assert_buckets_match_outcomes(session: Session, job: str) -> None:
+    """Every contribution counted exactly once: the stored sums are the outcomes' sums."""
+    import pytest
+
+    stored, fresh = bucket_rows(session, job), recomputed_bucket_rows(session, job)
+    assert stored.keys() == fresh.keys()
+    for key, want in fresh.items():
+        assert stored[key] == pytest.approx(want, rel=1e-12, abs=1e-9), key

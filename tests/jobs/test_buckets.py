@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import orjson
 import pytest
@@ -25,7 +24,7 @@ from collector.settings import load_settings
 from collector.store.models import JobBucket, JobOutcome, Trace
 from collector.store.session import make_engine, make_session_factory
 from ragpulse.job_setup import job_environment
-from tests.jobs.helpers import add_trace
+from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes, bucket_rows
 
 NOW = datetime(2026, 3, 2, 12, 0, 30, tzinfo=UTC)
 JOB = "real_users_benchmark"
@@ -68,29 +67,6 @@ def _reference(session: Session, metrics: list[str]) -> OutcomeColumns:
             orjson.loads(outcomes),
         )
     return columns
-
-
-def _stored_sums(session: Session) -> dict[tuple[Any, ...], tuple[float, ...]]:
-    rows = session.execute(select(JobBucket).where(JobBucket.job == JOB)).scalars()
-    return {
-        (r.metric, r.grp, r.bucket, r.outcome): (r.n, r.total, r.squares, r.positives) for r in rows
-    }
-
-
-def _recomputed(session: Session) -> dict[tuple[Any, ...], tuple[float, ...]]:
-    delta = Delta()
-    query = select(
-        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
-    ).where(JobOutcome.job == JOB)
-    for ts, groups, outcomes in session.execute(query):
-        delta.add(_epoch(ts), orjson.loads(groups) if groups else None, orjson.loads(outcomes))
-    return {k: (s.n, s.total, s.squares, s.positives) for k, s in delta.items()}
-
-
-def _same_sums(a: dict[Any, tuple[float, ...]], b: dict[Any, tuple[float, ...]]) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-9), key
 
 
 def _compare(job: IncrementalJob, session: Session, at: datetime) -> int:
@@ -147,7 +123,7 @@ def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(
     job = IncrementalJob(definitions(settings)[JOB], env)
     assert job.run(NOW).status == "ok"
     with factory() as session:
-        _same_sums(_stored_sums(session), _recomputed(session))
+        assert_buckets_match_outcomes(session, JOB)
         assert _compare(job, session, NOW) > 100
 
     # Feedback changes 200 traces' ground truth, 20 traces' timestamps move (a late root
@@ -170,7 +146,7 @@ def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(
     assert again.run(later).new_traces == changed > 150
     assert again.run(later).new_traces == 0  # nothing counts twice on a re-run
     with factory() as session:
-        _same_sums(_stored_sums(session), _recomputed(session))
+        assert_buckets_match_outcomes(session, JOB)
         assert _compare(again, session, later) > 100
         # the window's edges: a time not on a minute boundary cuts the first bucket
         assert _compare(again, session, later - timedelta(seconds=37)) > 100
@@ -234,11 +210,14 @@ def test_rebuild_streams_the_stored_outcomes_into_the_same_sums(db_url: str) -> 
     env = job_environment(settings, engine, embedder=None, judge=None)
     IncrementalJob(definitions(settings)[JOB], env).run(NOW)
     with factory() as session:
-        written = _stored_sums(session)
+        written = bucket_rows(session, JOB)
         read = bucket_store.rebuild(session, JOB, NOW - timedelta(days=30), chunk=64)
         session.commit()
         assert read == 300
-        _same_sums(_stored_sums(session), written)
+        rebuilt = bucket_rows(session, JOB)
+        assert rebuilt.keys() == written.keys()
+        for key, want in written.items():
+            assert rebuilt[key] == pytest.approx(want, rel=1e-12, abs=1e-9), key
 
 
 def test_retention_removes_the_sums_of_the_minutes_it_removes(db_url: str) -> None:

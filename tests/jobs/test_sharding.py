@@ -25,7 +25,7 @@ from collector.jobs.shard_scope import shard_of
 from collector.store.models import JobOutcome, JobShard, Trace
 from collector.store.session import make_engine, make_session_factory
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
-from tests.jobs.helpers import add_retrieval_traces, add_trace
+from tests.jobs.helpers import add_retrieval_traces, add_trace, assert_buckets_match_outcomes
 from tests.jobs.shard_fleet import fill, finish, latest, single_worker, start
 
 pytestmark = pytest.mark.timeout(240)
@@ -167,6 +167,7 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
                     JobShard.job == "rag_quality", JobShard.shard.in_(held)
                 )
             ).all()
+            assert_buckets_match_outcomes(session, "rag_quality")  # nothing counted twice
         got = latest(engine, "rag_quality")
     finally:
         engine.dispose()
