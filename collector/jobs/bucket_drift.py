@@ -35,6 +35,6 @@ def drift_points_at(
     watched = [f.name for f in facts if f.direction in ("higher", "lower")]
     if not watched or not config.detectors:
         return []
-    rows = history or BucketHistory(session, job, at - longest_s, at)
+    rows = history or BucketHistory(session, job, at - longest_s, at, scored=watched)
     frame = rows.frame([f.name for f in facts], kept)
     return drift_points_from_frame(frame, facts, at, longest_s, config)

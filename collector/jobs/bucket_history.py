@@ -31,32 +31,42 @@ _SPAN = np.int64(1) << np.int64(40)
 class BucketHistory:
     """The job's bucket rows with since <= bucket start <= until, with running sums."""
 
-    def __init__(self, session: Session, job: str, since: float, until: float) -> None:
+    def __init__(
+        self,
+        session: Session,
+        job: str,
+        since: float,
+        until: float,
+        scored: Sequence[str] | None = None,
+    ) -> None:
+        """`scored`: read only these metrics' scored sums (what the detectors need), not
+        the trace counts and skip and error counts the windows need too."""
         self.job = job
         b = JobBucket
         query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
         query = query.where(
             b.job == job, b.bucket >= bucket_of(since), b.bucket <= bucket_of(until)
-        )
+        ).execution_options(yield_per=50_000)
+        if scored is not None:
+            query = query.where(b.outcome == SCORED, b.metric.in_(list(scored)))
         index: dict[tuple[str, str, str], int] = {}
-        series: list[int] = []
-        buckets: list[int] = []
-        rows: list[tuple[float, ...]] = []
-        for metric, grp, outcome, bucket, *values in session.execute(query):
-            key = (metric, grp, outcome)
-            code = index.get(key)
-            if code is None:
-                code = index[key] = len(index)
-            series.append(code)
-            buckets.append(int(bucket))
-            rows.append(tuple(float(v or 0) for v in values))
+        chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        for part in session.execute(query).partitions():
+            codes = np.empty(len(part), dtype=np.int64)
+            for i, (metric, grp, outcome, *_rest) in enumerate(part):
+                codes[i] = index.setdefault((metric, grp, outcome), len(index))
+            numbers = np.array([row[3:] for row in part], dtype=np.float64)
+            chunks.append((codes, numbers[:, 0].astype(np.int64), numbers[:, 1:]))
+        series = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        buckets = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros(0, np.int64)
+        rows = np.concatenate([c[2] for c in chunks]) if chunks else np.zeros((0, len(SUM_COLUMNS)))
         self.keys = list(index)
-        combined = np.array(series, dtype=np.int64) * _SPAN + np.array(buckets, dtype=np.int64)
+        combined = series * _SPAN + buckets
         order = np.argsort(combined, kind="stable")
         self._combined = combined[order]
-        sorted_sums = np.array(rows, dtype=np.float64).reshape(-1, len(SUM_COLUMNS))[order]
-        self._series = np.array(series, dtype=np.int64)[order]
-        self._bucket = np.array(buckets, dtype=np.int64)[order]
+        sorted_sums = rows[order]
+        self._series = series[order]
+        self._bucket = buckets[order]
         self._values = sorted_sums
         zero = np.zeros((1, len(SUM_COLUMNS)))
         self._running = np.vstack([zero, np.cumsum(sorted_sums, axis=0)])
