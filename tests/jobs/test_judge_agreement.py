@@ -283,7 +283,9 @@ def test_each_slo_classification_against_the_labels(db_url: str) -> None:
         row = rows[("e2e_score", f"unknown|slo:e2e-ok:{stat}")]
         assert row.value == pytest.approx(expected)
         assert row.n == n
-        assert row.ci_lower is not None and row.ci_lower <= row.value <= row.ci_upper
+        lo, value, hi = row.ci_lower, row.value, row.ci_upper
+        assert lo is not None and value is not None and hi is not None
+        assert lo <= value <= hi
     registry = CollectorRegistry()
     registry.register(QualityCollector(cache))
     labels = {"metric": "e2e_score", "model": "unknown", "window": "1h"}
