@@ -16,6 +16,9 @@ Accuracy, precision and recall are shares of traces, so each has a per-trace for
 counts (precision: those the judge showed; recall: those labelled show). Their mean is the
 metric, which lets two versions' traces be compared on it (`ragpulse compare --a/--b`)
 although the jobs compute it over whole windows. F1 is no mean of anything per trace.
+`judge_decision_correct` is accuracy's per-trace form as a metric of its own (1 when the
+decision matches the label, 0 when not, `Skipped` without both): the per-trace outcome a
+judge-agreement SLO (`kind: agreement`) classifies, every labelled trace an event.
 """
 
 from __future__ import annotations
@@ -161,6 +164,21 @@ def judge_latency_ms(samples: Sequence[Sample], ctx: EvalContext, k: int | None)
     ]
 
 
+def judge_decision_correct(
+    samples: Sequence[Sample], ctx: EvalContext, k: int | None
+) -> list[Outcome]:
+    """1.0 where `judge.decision == judge_label`, 0.0 where not; `Skipped` without both."""
+    out: list[Outcome] = []
+    for s in samples:
+        if s.judge is None or s.judge.decision is None:
+            out.append(Skipped("no judge.decision"))
+        elif s.judge_label is None:
+            out.append(Skipped("no judge_label"))
+        else:
+            out.append(Score(float(bool(s.judge.decision) == bool(s.judge_label))))
+    return out
+
+
 _NEEDS = "judge.decision + judge_label"
 for _family, _fn, _desc in (
     (
@@ -200,5 +218,19 @@ register(
         description="Mean latency of the production judge (ms).",
         direction="lower",
         unit="ms",
+    )
+)
+register(
+    MetricSpec(
+        family="judge_decision_correct",
+        kind="per_sample",
+        compute=judge_decision_correct,
+        needs=_NEEDS,
+        description="Per trace, whether the production judge's decision matches judge_label "
+        "(its mean is judge_accuracy).",
+        proportion=True,
+        direction="higher",
+        unit="ratio",
+        reads=frozenset({"judge", "judge_label"}),
     )
 )

@@ -188,6 +188,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.semantic",
     "evaluators.embedding_quality",
     "evaluators.ux",
+    "evaluators.latency",
     "evaluators.classification",
     "evaluators.judge.context_relevance",
     "evaluators.judge.context_entity_recall",

@@ -68,3 +68,5 @@ class Sample:
     ground_truth: str | None = None
     """Where `relevance` came from: relevance, relevant_ids or shown_url
     (`evaluators.ground_truth`); None when there is none."""
+    latency_ms: float | None = None
+    """The answer's end-to-end latency (trace field `latency_ms`; the stages' sum)."""

@@ -65,7 +65,10 @@ AGREEMENT_FAMILIES = (
     (
         "ragpulse_judge_agreement",
         "Agreement of the LLM judge with human labels over a window: the label scale's "
-        "statistics (cohen_kappa, weighted_kappa, sensitivity, specificity, mae, spearman).",
+        "statistics (cohen_kappa, weighted_kappa, sensitivity, specificity, mae, spearman), "
+        "and each quality SLO's good/bad classification against the labels' at its "
+        "threshold (slo:NAME:cohen_kappa, slo:NAME:sensitivity, slo:NAME:specificity; "
+        "positive = bad).",
     ),
     ("ragpulse_judge_agreement_ci_lower", "Lower bound of the agreement's bootstrap 95% CI."),
     ("ragpulse_judge_agreement_ci_upper", "Upper bound of the agreement's bootstrap 95% CI."),

@@ -20,6 +20,12 @@ and per judge metric that takes labels (`evaluators.labels.LABEL_SCALES`):
    values over every scored trace in the window, rectified by the labelled ones (all
    models together: it corrects the value `ragpulse_metric_value` shows).
 
+5. for every quality SLO on the metric (`slo_rules` option: its rule `op threshold`), the
+   SLI's good/bad classification against the labels' (`evaluators.threshold_agreement`:
+   κ, sensitivity, specificity, positive = bad), per model like the agreement, as stats
+   `slo:<name>:cohen_kappa`, `slo:<name>:sensitivity`, `slo:<name>:specificity` (so the
+   agreement alert's anchored `stat=~"cohen_kappa|..."` does not read them).
+
 Rows go to `metric_results` like every job's, with windows `agreement:<window>` (group
 key model + stat, `group_labels` {model, stat}) and `corrected:<window>`, plus one
 `agreement:min` row carrying the alert's settings (`judge.min_agreement` as the value,
@@ -51,6 +57,7 @@ from evaluators.agreement import Stat, agreement
 from evaluators.correction import Corrected, ppi_mean
 from evaluators.judge_quality import OK
 from evaluators.labels import LABEL_SCALES, LabelScale
+from evaluators.threshold_agreement import threshold_agreement
 
 NAME = "judge_agreement"
 METRICS: tuple[str, ...] = ()
@@ -59,6 +66,8 @@ corrected ones (`exporters.families`), drawn in the operations dashboard's judge
 SOURCE_JOB = "rag_quality"
 AGREEMENT_PREFIX = "agreement:"
 CORRECTED_PREFIX = "corrected:"
+SLO_STAT_PREFIX = "slo:"
+"""The stats of an SLO's classification against the labels: `slo:<name>:cohen_kappa`, ..."""
 THRESHOLD_WINDOW = "agreement:min"
 """The row carrying `judge.min_agreement` (value) and `judge.min_agreement_pairs` (n)."""
 MAIN_STATS = MappingProxyType(
@@ -97,6 +106,9 @@ class JudgeAgreementJob(IncrementalJob):
         self._longest = max(w.seconds for w in env.windows)
         self.min_agreement = float(env.options.get("min_agreement", DEFAULT_MIN_AGREEMENT))
         self.min_pairs = int(env.options.get("min_agreement_pairs", DEFAULT_MIN_PAIRS))
+        self.slo_rules: dict[str, list[tuple[str, str, str, float]]] = defaultdict(list)
+        for rule in env.options.get("slo_rules", ()):
+            self.slo_rules[rule[1]].append(tuple(rule))
 
     def run(self, now: datetime | None = None) -> JobReport:
         started = time.perf_counter()
@@ -155,6 +167,8 @@ class JudgeAgreementJob(IncrementalJob):
                     by_model[models.get((trace, metric), fallback)].append((judge, human))
                 for model, own in sorted(by_model.items()):
                     points += _agreement(window, metric, scale, model, own)
+                    for slo, _m, op, cut in self.slo_rules.get(metric, ()):
+                        points += _slo_agreement(window, metric, scale, model, own, slo, op, cut)
         return points, len({t for t, _m in labels})
 
     def _models(self, session: Session, traces: Iterable[str]) -> dict[tuple[str, str], str]:
@@ -200,6 +214,33 @@ def _agreement(
     out: list[tuple[Window, WindowAggregate]] = []
     for stat, value in found.stats.items():
         group = Group(f"{model}|{stat}", MappingProxyType({"model": model, "stat": stat}))
+        if isinstance(value, Stat):
+            agg = Aggregate(metric, value.value, value.n, value.ci_lower, value.ci_upper)
+        else:
+            agg = Aggregate(metric, None, found.n, skip_reasons={value.reason: 0})
+        out.append((name, WindowAggregate(group, agg)))
+    return out
+
+
+def _slo_agreement(
+    window: Window,
+    metric: str,
+    scale: LabelScale,
+    model: str,
+    pairs: list[tuple[float, float]],
+    slo: str,
+    op: str,
+    threshold: float,
+) -> list[tuple[Window, WindowAggregate]]:
+    """The SLO's classification of the judge's values against the labels' (step 5)."""
+    judge = np.array([j for j, _h in pairs], dtype=np.float64)
+    human = scale.label_on_metric_scale(np.array([h for _j, h in pairs], dtype=np.float64))
+    found = threshold_agreement(judge, human, op, threshold).agreement
+    name = Window(AGREEMENT_PREFIX + window.name, window.seconds)
+    out: list[tuple[Window, WindowAggregate]] = []
+    for stat, value in found.stats.items():
+        label = f"{SLO_STAT_PREFIX}{slo}:{stat}"
+        group = Group(f"{model}|{label}", MappingProxyType({"model": model, "stat": label}))
         if isinstance(value, Stat):
             agg = Aggregate(metric, value.value, value.n, value.ci_lower, value.ci_upper)
         else:

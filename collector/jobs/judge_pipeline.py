@@ -11,7 +11,14 @@ from collector.settings import Settings
 from collector.store.models import Trace
 
 NAME = "judge_pipeline"
-METRICS = ("judge_accuracy", "judge_precision", "judge_recall", "judge_f1", "judge_latency_ms")
+METRICS = (
+    "judge_accuracy",
+    "judge_precision",
+    "judge_recall",
+    "judge_f1",
+    "judge_latency_ms",
+    "judge_decision_correct",
+)
 
 
 def labelled(query: Select[Any]) -> Select[Any]:

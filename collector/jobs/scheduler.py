@@ -107,7 +107,16 @@ def ux_options(settings: Settings) -> dict[str, Any]:
         "min_agreement": settings.judge.min_agreement,
         "min_agreement_pairs": settings.judge.min_agreement_pairs,
         "response_relevancy_questions": settings.judge.response_relevancy_questions,
+        "slo_rules": slo_rules(settings),
     }
+
+
+def slo_rules(settings: Settings) -> list[tuple[str, str, str, float]]:
+    """(slo, metric, op, threshold) of the threshold SLOs: the judge agreement job compares
+    their classification with the human labels (`evaluators.threshold_agreement`)."""
+    return [
+        (s.name, s.metric, s.op, s.threshold) for s in settings.slo.specs() if s.kind == "threshold"
+    ]
 
 
 class JobRunner:

@@ -1,4 +1,5 @@
-"""Tier UX: semantic and actual cache hit rate, context preservation, multi-turn consistency.
+"""Tier UX: semantic and actual cache hit rate, context preservation, multi-turn consistency,
+and the answers' latency (`latency_ms`, every trace: what a latency SLO counts).
 
 `cache_hit_rate` compares each new question with the earlier ones within the look-back,
 so those are passed as context; the session metrics look at traces that have a session.
@@ -20,6 +21,7 @@ METRICS = (
     "cache_hit_rate_actual",
     "context_preservation",
     "multi_turn_consistency",
+    "latency_ms",
 )
 
 
@@ -31,7 +33,7 @@ def definition(settings: Settings) -> JobDefinition:
     return JobDefinition(
         name=NAME,
         metrics=METRICS,
-        description="cache hit rate (semantic and actual) and dialog quality",
+        description="cache hit rate (semantic and actual), dialog quality and latency",
         context_lookback_s=settings.ux.cache_lookback_s,
         dataset_candidates=in_session,
     )

@@ -7,8 +7,12 @@ the SLO's `alertPolicies` or by `alertPolicyRef`) and `AlertCondition` (inline o
 What must hold:
 - the indicator is a `ratioMetric` whose `good` and `total` sources have
   `metricSource.type: ragpulse`; `good.metricSource.spec` is `{metric, op, threshold}` (a
-  threshold SLI) or `{metric, succeeded: true}` (the metric's evaluation succeeded);
-  `total.metricSource.spec` names the same metric;
+  threshold SLI) or `{metric, succeeded: true}` (the metric's evaluation succeeded), and
+  `total.metricSource.spec` names the same metric; or, for the SLIs that are no metric
+  against a threshold, `sli` names the kind in both: `{sli: latency, limit: 2s}` (good:
+  the trace's latency within the limit; total `{sli: latency}`: every trace with a
+  latency) or `{sli: agreement, agrees: true}` (good: the production judge's decision
+  agrees with `judge_label`; total `{sli: agreement}`: every labelled trace);
 - `budgetingMethod: Occurrences`, one rolling `timeWindow`, one objective (`target`, or
   `targetPercent`);
 - alert conditions are `kind: burnrate` with `op: gt|gte`, `threshold` (the burn-rate
@@ -30,6 +34,7 @@ import yaml
 from collector.settings.durations import parse_duration
 from collector.settings.slo_spec import (
     DEFAULT_ALERTS,
+    KIND_METRICS,
     BurnAlert,
     SloSpec,
     SloSpecError,
@@ -88,6 +93,8 @@ def _slo(
     ratio = _map(indicator, ("spec", "ratioMetric"), f"{where}: indicator")
     good = _source(where, ratio, "good")
     total = _source(where, ratio, "total")
+    if "sli" in good or "sli" in total:
+        return _kind_slo(name, where, spec, good, total, target, window, docs)
     metric = str(good.get("metric", ""))
     if str(total.get("metric", "")) != metric:
         raise SloSpecError(f"{where}: good and total must name the same metric")
@@ -107,6 +114,45 @@ def _slo(
         description=str(spec.get("description", "")),
         alerts=_alerts(where, spec.get("alertPolicies"), docs),
         **fields,
+    )
+
+
+def _kind_slo(
+    name: str,
+    where: str,
+    spec: Mapping[str, Any],
+    good: Mapping[str, Any],
+    total: Mapping[str, Any],
+    target: float,
+    window: str,
+    docs: dict[str, dict[str, Mapping[str, Any]]],
+) -> SloSpec:
+    """A `latency` or `agreement` SLO (`sli` in the sources)."""
+    kind = str(good.get("sli", ""))
+    if kind not in KIND_METRICS or str(total.get("sli", "")) != kind:
+        raise SloSpecError(
+            f"{where}: good and total need the same sli, one of {', '.join(KIND_METRICS)}"
+        )
+    if "metric" in good or "metric" in total:
+        raise SloSpecError(f"{where}: an sli source names no metric (sli {kind} implies it)")
+    limit: Any = None
+    if kind == "latency":
+        limit = good.get("limit")
+        if limit is None:
+            raise SloSpecError(f"{where}: good needs limit (e.g. 2s or 2000 for ms)")
+        if isinstance(limit, bool) or not isinstance(limit, int | float | str):
+            raise SloSpecError(f"{where}: limit {limit!r} is not a duration or number of ms")
+    elif good.get("agrees") is not True:
+        raise SloSpecError(f"{where}: good needs agrees: true (sli agreement)")
+    return SloSpec(
+        name=name,
+        metric="",
+        target=target,
+        window=window,
+        kind="latency" if kind == "latency" else "agreement",
+        description=str(spec.get("description", "")),
+        alerts=_alerts(where, spec.get("alertPolicies"), docs),
+        limit=limit,
     )
 
 

@@ -22,13 +22,16 @@ class SloObjective(Group):
     """One SLO declared in the settings."""
 
     name: str
-    metric: str
+    metric: str = ""
+    """The metric (not for `latency` and `agreement`, which imply theirs)."""
     target: float
     window: str = "28d"
     kind: Kind = "threshold"
     op: str = ">="
     threshold: float = 0.0
     description: str = ""
+    limit: float | str | None = None
+    """`kind: latency`: the limit, a duration (`2s`, `1500ms`) or milliseconds."""
 
     def spec(self) -> SloSpec:
         return SloSpec(
@@ -40,6 +43,7 @@ class SloObjective(Group):
             op=self.op,
             threshold=self.threshold,
             description=self.description,
+            limit=self.limit,
         )
 
 

@@ -4,10 +4,20 @@ An SLI event is one trace's outcome of one metric, classified good or bad:
 - `threshold`: the metric's score against a threshold (`faithfulness >= 0.7`,
   `hit_rate@5 == 1`, `answer_relevance >= 0.5`);
 - `success`: the metric was computed (good) or its evaluation failed (bad), e.g. a judge
-  call that succeeded.
+  call that succeeded;
+- `latency`: the trace's end-to-end latency within `limit` (a duration such as `2s` or
+  `1500ms`, or a number of milliseconds): good when `latency_ms <= limit`. The metric is
+  `latency_ms` (`evaluators/latency.py`), scored on every trace (not sampled);
+- `agreement`: the production judge's show/hide decision agrees with the trace's
+  `judge_label`: the metric `judge_decision_correct` (1 or 0), every labelled trace an
+  event (`evaluators/classification.py`).
+`latency` and `agreement` name their metric themselves (`KIND_METRICS`) and become, once
+validated, threshold SLIs on it (`latency_ms <= limit`, `judge_decision_correct == 1`), so
+events, rules and dashboard treat every kind alike.
 A trace for which the metric was skipped (no reference, no label yet) is no event. Only
 metrics with per-trace outcomes make events (not the production judge's confusion-matrix
-metrics such as `judge_accuracy`, computed over sets of traces).
+metrics such as `judge_accuracy`, computed over sets of traces: `agreement` is its
+per-trace form).
 
 Alerts follow the Google SRE Workbook ("Alerting on SLOs", multi-window multi-burn-rate):
 each `BurnAlert` fires when the error ratio over its long window and its short window both
@@ -27,10 +37,13 @@ from typing import Literal
 from collector.settings.durations import parse_duration
 from evaluators.errors import UnknownMetricError
 from evaluators.registry import resolve
+from evaluators.rule import OPS, is_good
 
-Kind = Literal["threshold", "success"]
+Kind = Literal["threshold", "success", "latency", "agreement"]
+KINDS = ("threshold", "success", "latency", "agreement")
+KIND_METRICS = {"latency": "latency_ms", "agreement": "judge_decision_correct"}
+"""The metric of the kinds that imply theirs."""
 Severity = Literal["page", "ticket"]
-OPS = (">=", ">", "<=", "<", "==")
 PER_TRACE = ("per_sample", "async_per_sample")
 """Metric kinds with one outcome per trace: the only ones an SLI event can come from."""
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -72,6 +85,9 @@ class SloSpec:
     threshold: float = 0.0
     description: str = ""
     alerts: tuple[BurnAlert, ...] = DEFAULT_ALERTS
+    limit: float | str | None = None
+    """`latency` SLOs: the latency limit as declared (`2s`, `1500ms`, or milliseconds);
+    validated into `threshold` (ms)."""
 
     @property
     def budget(self) -> float:
@@ -83,16 +99,8 @@ class SloSpec:
         return parse_duration(self.window)
 
     def is_good(self, value: float) -> bool:
-        """A score's classification (`threshold` SLOs)."""
-        if self.op == ">=":
-            return value >= self.threshold
-        if self.op == ">":
-            return value > self.threshold
-        if self.op == "<=":
-            return value <= self.threshold
-        if self.op == "<":
-            return value < self.threshold
-        return math.isclose(value, self.threshold, abs_tol=1e-9)
+        """A score's classification (`value op threshold`; `==` within 1e-9)."""
+        return is_good(value, self.op, self.threshold)
 
 
 def validate(spec: SloSpec) -> SloSpec:
@@ -100,6 +108,10 @@ def validate(spec: SloSpec) -> SloSpec:
     where = f"slo {spec.name!r}"
     if not NAME.match(spec.name):
         raise SloSpecError(f"{where}: the name must be lower-case letters, digits, - or _")
+    if spec.kind not in KINDS:
+        raise SloSpecError(f"{where}: kind {spec.kind!r} must be one of {', '.join(KINDS)}")
+    if spec.kind in KIND_METRICS:
+        spec = _implied(where, spec)
     try:
         resolved = resolve(spec.metric)
     except UnknownMetricError as exc:
@@ -113,8 +125,6 @@ def validate(spec: SloSpec) -> SloSpec:
     if not 0.0 < spec.target < 1.0:
         raise SloSpecError(f"{where}: target {spec.target} must lie in (0, 1)")
     _duration(where, "window", spec.window)
-    if spec.kind not in ("threshold", "success"):
-        raise SloSpecError(f"{where}: kind {spec.kind!r} must be threshold or success")
     if spec.kind == "threshold":
         if spec.op not in OPS:
             raise SloSpecError(f"{where}: op {spec.op!r} must be one of {', '.join(OPS)}")
@@ -156,6 +166,42 @@ def validate_all(specs: tuple[SloSpec, ...]) -> tuple[SloSpec, ...]:
         seen.add(spec.name)
         out.append(validate(spec))
     return tuple(out)
+
+
+def _implied(where: str, spec: SloSpec) -> SloSpec:
+    """A `latency` or `agreement` SLO as the threshold SLI on its own metric."""
+    metric = KIND_METRICS[spec.kind]
+    if spec.metric not in ("", metric):
+        raise SloSpecError(
+            f"{where}: a {spec.kind} SLO measures {metric}, not {spec.metric!r} (leave metric out)"
+        )
+    if spec.kind == "agreement":
+        if spec.limit is not None:
+            raise SloSpecError(f"{where}: an agreement SLO takes no limit")
+        return replace(spec, metric=metric, op="==", threshold=1.0)
+    return replace(spec, metric=metric, op="<=", threshold=limit_ms(where, spec.limit))
+
+
+def limit_ms(where: str, limit: float | str | None) -> float:
+    """A latency limit in milliseconds: a positive number (ms) or a duration (`2s`,
+    `1500ms`, `1m`)."""
+    problem = f"{where}: limit {limit!r} is not a positive duration (2s, 1500ms) or number of ms"
+    if limit is None:
+        raise SloSpecError(f"{where}: a latency SLO needs a limit (e.g. 2s or 2000 for ms)")
+    if isinstance(limit, bool):
+        raise SloSpecError(problem)
+    if isinstance(limit, int | float):
+        value = float(limit)
+    elif limit.endswith("ms") and limit[:-2].isdigit():
+        value = float(int(limit[:-2]))
+    else:
+        try:
+            value = parse_duration(limit) * 1000.0
+        except ValueError:
+            raise SloSpecError(problem) from None
+    if not (math.isfinite(value) and value > 0):
+        raise SloSpecError(problem)
+    return value
 
 
 def _duration(where: str, field: str, text: str) -> float:

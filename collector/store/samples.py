@@ -44,6 +44,7 @@ FIELD_COLUMNS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
         "tags": ("tags",),
         "shown_urls": ("shown_url",),
         "ground_truth": _GROUND_TRUTH,
+        "latency_ms": ("latency_ms",),
     }
 )
 """`Sample` field -> the `traces` columns it is mapped from."""
@@ -95,6 +96,7 @@ def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> S
         tags=_tags(row.tags),
         shown_urls=shown_urls,
         ground_truth=source,
+        latency_ms=row.latency_ms,
     )
 
 

@@ -233,7 +233,13 @@ def _start_prometheus(args: argparse.Namespace, directory: Path, settings: Setti
         return None
     target = f"{settings.exporter.host}:{settings.exporter.port}"
     try:
-        return start_prometheus(binary, directory / "prometheus", target, port=args.prometheus_port)
+        return start_prometheus(
+            binary,
+            directory / "prometheus",
+            target,
+            port=args.prometheus_port,
+            slo_specs=settings.slo.specs(),
+        )
     except (PrometheusError, OSError) as exc:
         print(f"  prometheus failed: {exc}; continuing with /metrics only")
         return None

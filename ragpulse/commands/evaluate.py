@@ -26,7 +26,10 @@ def register(subparsers: Any) -> None:
         "When the configured database exists and is migrated, the run is recorded in `runs`. "
         "Rows may carry human `labels` (judge metric -> value on its scale, optional "
         "`labeler`): judge metrics then also report their agreement with the labels and a "
-        "label-corrected mean (`judge_agreement` and `aggregate.<metric>.corrected` in --output).",
+        "label-corrected mean (`judge_agreement` and `aggregate.<metric>.corrected` in --output), "
+        "and each configured quality SLO on such a metric compares its good/bad classification "
+        "at its threshold with the labels' (Cohen's kappa, sensitivity, specificity; "
+        "`slo_agreement` in --output).",
     )
     parser.add_argument("file", metavar="FILE.jsonl", type=Path, help="dataset of trace records")
     parser.add_argument(
@@ -153,6 +156,13 @@ def run(args: argparse.Namespace) -> int:
     )
 
 
+def _slo_trust(settings: Settings, result: Any, labels: list[Any], seed: int) -> list[Any]:
+    """The configured SLOs' classification against the dataset's labels (`slo.*`)."""
+    from ragpulse.offline_eval.slo_labels import compare_slos_with_labels
+
+    return compare_slos_with_labels(result, labels, settings.slo.specs(), seed)
+
+
 def _evaluate(
     args: argparse.Namespace,
     settings: Settings,
@@ -216,10 +226,20 @@ def _evaluate(
     document = to_json(result, samples, invalid)
     labelled = compare_judges_with_labels(result, labels, args.seed)
     add_label_results(document, labelled)
+    slos = _slo_trust(settings, result, labels, args.seed) if labelled else []
+    if slos:
+        from ragpulse.offline_eval.slo_labels import slo_trust_dict
+
+        document["slo_agreement"] = slo_trust_dict(slos)
     print(render_table(result.aggregates))
     if labelled:
         print("\njudge agreement with human labels (all = the mean over judge models)")
         print(render_agreement_table(labelled))
+    if slos:
+        from ragpulse.offline_eval.slo_labels import HEADING, render_slo_trust
+
+        print(f"\n{HEADING}")
+        print(render_slo_trust(slos))
     for value, aggs in result.groups.items():
         print(f"\n{args.group_by} = {value}")
         print(render_table(aggs))

@@ -1,5 +1,7 @@
-"""`ragpulse slo`: check the quality SLOs and generate their Prometheus rules, promtool tests
-and Grafana dashboard (the same generators `dashboards/build.py` runs on the example)."""
+"""`ragpulse slo`: check the quality SLOs, generate their Prometheus rules, promtool tests
+and Grafana dashboard (the same generators `dashboards/build.py` runs on the example), and
+say how far to trust each budget (`trust`: the SLI's classification against the stored
+human labels, `collector.jobs.slo_trust`)."""
 
 from __future__ import annotations
 
@@ -17,14 +19,27 @@ def register(subparsers: Any) -> None:
         "from --openslo FILE. `check` validates them and prints each one; `rules` writes "
         "DIR/rules/slo-NAME.yml (recording rules and burn-rate alerts), "
         "DIR/tests/slo-NAME_{page,ticket}_test.yml (run them with `promtool test rules` in "
-        "DIR/tests) and DIR/slo.json (the Grafana dashboard).",
+        "DIR/tests) and DIR/slo.json (the Grafana dashboard); `trust` compares each SLO's "
+        "good/bad classification of the stored judge scores with the stored human labels of "
+        "the same traces over --since (default: the SLO's window): Cohen's kappa, sensitivity "
+        "(of the traces humans call bad, the share the SLI counts bad) and specificity, with "
+        "bootstrap 95%% intervals, and both bad shares.",
         epilog="examples:\n  ragpulse slo check --openslo examples/slo.yaml\n"
-        "  ragpulse slo rules --openslo examples/slo.yaml --output deploy/slo",
+        "  ragpulse slo rules --openslo examples/slo.yaml --output deploy/slo\n"
+        "  ragpulse slo trust --since 7d",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("action", choices=("check", "rules"))
+    parser.add_argument("action", choices=("check", "rules", "trust"))
     parser.add_argument("--openslo", metavar="FILE", help="an OpenSLO v1 file (else: settings)")
     parser.add_argument("--output", metavar="DIR", default=".", help="where `rules` writes")
+    parser.add_argument(
+        "--since",
+        metavar="DURATION",
+        help="`trust`: the look-back of the labelled traces, e.g. 7d (default: each SLO's window)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="`trust`: print JSON instead of the table"
+    )
     parser.set_defaults(func=run)
 
 
@@ -43,13 +58,11 @@ def run(args: argparse.Namespace) -> int:
     if not specs:
         print("ragpulse slo: no SLO declared (slo.openslo_file, slo.objectives or --openslo)")
         return 2
+    if args.action == "trust":
+        return _trust(args, specs)
     if args.action == "check":
         for spec in specs:
-            good = (
-                f"{spec.metric} {spec.op} {spec.threshold:g}"
-                if spec.kind == "threshold"
-                else f"{spec.metric} evaluated"
-            )
+            good = _good(spec)
             alerts = ", ".join(
                 f"{a.severity} {a.factor:g}x/{a.long_window}+{a.short_window}" for a in spec.alerts
             )
@@ -57,6 +70,59 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _write(specs, Path(args.output))
     return 0
+
+
+def _trust(args: argparse.Namespace, specs: Any) -> int:
+    from datetime import UTC, datetime, timedelta
+
+    from collector.jobs.scheduler import metric_jobs
+    from collector.jobs.slo_trust import slo_trust
+    from collector.settings import load_settings, parse_duration
+    from collector.store.session import make_engine, make_session_factory
+    from ragpulse.offline_eval.slo_labels import HEADING, render_slo_trust, slo_trust_dict
+    from ragpulse.store_check import require_migrated
+
+    if args.since is not None:
+        try:
+            parse_duration(args.since)
+        except ValueError as exc:
+            print(f"ragpulse slo: --since: {exc}")
+            return 2
+    settings = load_settings(args.config)
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)  # a one-line UserError: no store, or not migrated
+    engine = make_engine(url)
+    factory = make_session_factory(engine)
+    now = datetime.now(UTC)
+    jobs = metric_jobs(settings)
+    with factory() as session:
+        trusts = [
+            slo_trust(
+                session,
+                spec,
+                jobs,
+                now - timedelta(seconds=parse_duration(args.since or spec.window)),
+            )
+            for spec in specs
+        ]
+    engine.dispose()
+    if args.json:
+        print(json.dumps(slo_trust_dict(trusts), indent=2))
+    else:
+        print(HEADING)
+        print(render_slo_trust(trusts))
+    return 0
+
+
+def _good(spec: Any) -> str:
+    """What makes an event good, in words."""
+    if spec.kind == "success":
+        return f"{spec.metric} evaluated"
+    if spec.kind == "latency":
+        return f"latency_ms <= {spec.threshold:g} (every trace)"
+    if spec.kind == "agreement":
+        return "the production judge's decision agrees with judge_label (labelled traces)"
+    return f"{spec.metric} {spec.op} {spec.threshold:g}"
 
 
 def _write(specs: Any, out: Path) -> None:

@@ -1,6 +1,8 @@
 """A real Prometheus for `ragpulse demo`: scrapes the demo's /metrics with the shipped rules
 and keeps exemplars (`--enable-feature=exemplar-storage`), so the score histograms' trace
-ids can be queried (`/api/v1/query_exemplars`).
+ids can be queried (`/api/v1/query_exemplars`). Its SLO rules are those of the demo's own
+SLOs (`rule_files`: the example OpenSLO file's unless the settings name others), generated
+on every start.
 
 The Debian `prometheus` binary is used when it is installed; its configuration and data
 live under the demo directory (the data survive a restart, so the charts keep their
@@ -15,15 +17,19 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from collector.ingest.kafka.broker import _die_with_parent, free_port
+from collector.settings import SloSpec
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 9090
+SLO_RULES_PREFIX = "slo-"
+"""The shipped SLO rules files (`slo-NAME.yml`, generated from examples/slo.yaml)."""
 INSTALL_HINT = (
     "install the `prometheus` package (Debian/Ubuntu: sudo apt-get install prometheus) "
     "to see the dashboards"
@@ -46,6 +52,26 @@ def shipped_rules() -> list[Path]:
     """The alert and recording rules of the source tree (dashboards/prometheus/rules)."""
     rules = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "rules"
     return sorted(rules.glob("*.yml")) if rules.is_dir() else []
+
+
+def rule_files(directory: Path, specs: Sequence[SloSpec]) -> list[Path]:
+    """The rules the demo's Prometheus loads: the shipped ones, but the SLO rules generated
+    from the demo's own SLOs (`specs`: the example OpenSLO file's, unless the settings name
+    others) into `directory/rules`, so the SLOs whose events the demo records are the ones
+    its Prometheus alerts on (for the example file they equal the shipped `slo-*.yml`)."""
+    from dashboards import slo_rules
+
+    out = directory / "rules"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("slo-*.yml"):  # a previous start's SLOs
+        old.unlink()
+    generated = []
+    for spec in specs:
+        path = out / slo_rules.file_name(spec)
+        path.write_text(slo_rules.render([spec]), encoding="utf-8")
+        generated.append(path)
+    kept = [p for p in shipped_rules() if not p.name.startswith(SLO_RULES_PREFIX)]
+    return [*kept, *generated]
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -108,10 +134,12 @@ def start_prometheus(
     port: int = DEFAULT_PORT,
     interval: str = "5s",
     timeout_s: float = 30.0,
+    slo_specs: Sequence[SloSpec] | None = None,
 ) -> DemoPrometheus:
-    """Start Prometheus scraping `target` (host:port), wait until it is ready."""
+    """Start Prometheus scraping `target` (host:port), wait until it is ready; with
+    `slo_specs`, the SLO rules are generated from them (`rule_files`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    rules = shipped_rules()
+    rules = shipped_rules() if slo_specs is None else rule_files(directory, slo_specs)
     config = write_config(directory, target, rules, interval)
     if not port or not port_is_free(HOST, port):
         port = free_port(HOST)

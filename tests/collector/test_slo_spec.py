@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def _slo(**overrides: object) -> str:
 
 
 def test_the_example_file() -> None:
-    faith, hit, judge = load_openslo(EXAMPLE)
+    faith, hit, judge, fast, decisions = load_openslo(EXAMPLE)
     assert (faith.name, faith.metric, faith.op, faith.threshold) == (
         "faithfulness",
         "faithfulness",
@@ -74,7 +75,102 @@ def test_the_example_file() -> None:
     )
     # no alertPolicies: the workbook's, less the 14.4x a 90% SLO cannot reach
     assert hit.alerts == DEFAULT_ALERTS[1:]
-    assert (judge.kind, judge.target) == ("success", pytest.approx(0.99))  # targetPercent
+    assert judge.kind == "success" and judge.target == pytest.approx(0.99)  # targetPercent
+    assert (fast.kind, fast.metric, fast.op, fast.threshold) == (
+        "latency",
+        "latency_ms",
+        "<=",
+        2200,
+    )
+    assert (decisions.kind, decisions.metric, decisions.op, decisions.threshold) == (
+        "agreement",
+        "judge_decision_correct",
+        "==",
+        1.0,
+    )
+    # an 80% SLO: 14.4x and 6x would need error ratios above 1, only the tickets remain
+    assert decisions.alerts == DEFAULT_ALERTS[2:]
+
+
+def _kind_slo(good: str, total: str) -> str:
+    return (
+        _slo()
+        .replace('metric: faithfulness, op: ">=", threshold: 0.7', good)
+        .replace("{metric: faithfulness}", "{" + total + "}")
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "ms"), [("2s", 2000.0), ("1500ms", 1500.0), ("1m", 60_000.0), (750, 750.0)]
+)
+def test_a_latency_sli_takes_a_duration_or_milliseconds(limit: object, ms: float) -> None:
+    [spec] = parse_openslo(_kind_slo(f"sli: latency, limit: {limit}", "sli: latency"))
+    assert (spec.kind, spec.metric, spec.threshold) == ("latency", "latency_ms", ms)
+    assert spec.is_good(ms) and not spec.is_good(ms + 0.1)
+
+
+def test_an_agreement_sli() -> None:
+    [spec] = parse_openslo(_kind_slo("sli: agreement, agrees: true", "sli: agreement"))
+    assert (spec.kind, spec.metric) == ("agreement", "judge_decision_correct")
+    assert spec.is_good(1.0) and not spec.is_good(0.0)
+
+
+@pytest.mark.parametrize(
+    ("good", "total", "error"),
+    [
+        (
+            "sli: latency, limit: fast",
+            "sli: latency",
+            "slo 'faithful': limit 'fast' is not a positive duration (2s, 1500ms) or number of ms",
+        ),
+        ("sli: latency, limit: -5", "sli: latency", "limit -5 is not a positive duration"),
+        ("sli: latency, limit: 0ms", "sli: latency", "limit '0ms' is not a positive duration"),
+        ("sli: latency, limit: true", "sli: latency", "limit True is not a duration"),
+        ("sli: latency", "sli: latency", "SLO 'faithful': good needs limit"),
+        ("sli: latency, limit: 2s", "sli: agreement", "good and total need the same sli"),
+        ("sli: speed, limit: 2s", "sli: speed", "need the same sli, one of latency, agreement"),
+        ("sli: agreement", "sli: agreement", "good needs agrees: true"),
+        (
+            "sli: latency, limit: 2s",
+            "sli: latency, metric: mrr",
+            "an sli source names no metric",
+        ),
+    ],
+)
+def test_invalid_kind_slis_are_one_line_errors(good: str, total: str, error: str) -> None:
+    with pytest.raises(SloSpecError) as caught:
+        parse_openslo(_kind_slo(good, total))
+    message = str(caught.value)
+    assert error in message
+    assert "\n" not in message
+
+
+def test_settings_declare_latency_and_agreement_slos() -> None:
+    settings = load_settings(
+        slo={
+            "objectives": [
+                {"name": "fast", "kind": "latency", "limit": "2s", "target": 0.99},
+                {"name": "fast-ms", "kind": "latency", "limit": 1500, "target": 0.99},
+                {"name": "agrees", "kind": "agreement", "target": 0.8, "window": "7d"},
+            ]
+        }
+    )
+    fast, fast_ms, agrees = settings.slo.specs()
+    assert (fast.metric, fast.threshold, fast_ms.threshold) == ("latency_ms", 2000.0, 1500.0)
+    assert (agrees.metric, agrees.window) == ("judge_decision_correct", "7d")
+    for bad, error in (
+        ({"kind": "latency"}, "slo 'x': a latency SLO needs a limit (e.g. 2s or 2000 for ms)"),
+        ({"kind": "latency", "limit": "2 s"}, "slo 'x': limit '2 s' is not a positive duration"),
+        ({"kind": "latency", "limit": 0}, "slo 'x': limit 0.0 is not a positive duration"),
+        (
+            {"kind": "latency", "limit": "2s", "metric": "mrr"},
+            "slo 'x': a latency SLO measures latency_ms, not 'mrr' (leave metric out)",
+        ),
+        ({"kind": "agreement", "limit": "2s"}, "slo 'x': an agreement SLO takes no limit"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            load_settings(slo={"objectives": [{"name": "x", "target": 0.9, **bad}]})
+        assert error in str(caught.value)
 
 
 def test_a_success_sli() -> None:
@@ -134,7 +230,7 @@ def test_alert_checks() -> None:
         )
 
 
-def _fields(spec: SloSpec, alerts: bool = True) -> dict[str, object]:
+def _fields(spec: SloSpec, alerts: bool = True) -> dict[str, Any]:
     out = {k: getattr(spec, k) for k in ("name", "metric", "target", "window", "op", "threshold")}
     if alerts:
         out["alerts"] = spec.alerts
@@ -152,6 +248,8 @@ def test_settings_declare_slos_and_name_the_file(monkeypatch: pytest.MonkeyPatch
         "faithfulness",
         "retrieval-hit",
         "judge-calls",
+        "fast-answers",
+        "judge-decisions",
         "hits",
     ]
     assert specs[-1].window == "28d" and specs[-1].alerts == DEFAULT_ALERTS

@@ -63,6 +63,7 @@ def _traffic(engine: Engine) -> None:
                 judge_decision=bool(i % 3),
                 judge_label=bool(i % 4),
                 judge_latency_ms=100.0 + i,
+                latency_ms=1500.0 + 25 * i,  # above 2.2 s from i = 29: the latency SLO's bad
                 cache_hit=bool(i % 5 == 0),
                 cache_similarity=0.9,
                 tags={"tenant": tenant, "version": "v2" if i % 3 else "v1"},
@@ -84,6 +85,7 @@ def _traffic(engine: Engine) -> None:
                 question=questions[i % len(questions)],
                 contexts=[{"id": f"d{i % 3}"}, {"id": "d9"}],
                 relevant_ids=[f"d{i % 4}"],
+                latency_ms=1500.0 + 10 * i,
                 tags={"tenant": "acme" if i % 2 else "beta"},
             )
         session.commit()

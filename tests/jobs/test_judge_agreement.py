@@ -245,3 +245,53 @@ def test_exported_series_from_a_fresh_registry(sqlite_url: str) -> None:
     again = CollectorRegistry()
     again.register(QualityCollector(reloaded))
     assert sorted(generate_latest(again).decode().splitlines()) == sorted(exported.splitlines())
+
+
+def test_each_slo_classification_against_the_labels(db_url: str) -> None:
+    """An SLO on e2e_score (>= 0.5): its good/bad classification of the judge's scores
+    against the labels' (positive = bad), as `slo:NAME:*` stats and series; the agreement
+    alert's anchored stat regex does not read them."""
+    from sklearn.metrics import recall_score
+
+    settings = load_settings(
+        scheduler={"jobs": ["judge_agreement"]},
+        slo={
+            "objectives": [
+                {"name": "e2e-ok", "metric": "e2e_score", "threshold": 0.5, "target": 0.9}
+            ]
+        },
+    )
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    truth = _seed(factory)
+    cache = ResultsCache()
+    job = build_runner(settings, engine, job_environment(settings, engine, results=cache)).jobs[
+        "judge_agreement"
+    ]
+    assert job.run(NOW).status == "ok"
+    job.publish()
+    traces = [f"t{i:02d}" for i in range(40)]
+    labelled = [t for t in traces if isinstance(truth["e2e"][t], float) and t in truth["e2e_label"]]
+    bad_j = [int(truth["e2e"][t] < 0.5) for t in labelled]
+    bad_h = [int(truth["e2e_label"][t] < 0.5) for t in labelled]
+    rows = _rows(factory, "agreement:1h")
+    for stat, expected, n in (
+        ("cohen_kappa", cohen_kappa_score(bad_h, bad_j), len(labelled)),
+        ("sensitivity", recall_score(bad_h, bad_j), sum(bad_h)),
+        ("specificity", recall_score(bad_h, bad_j, pos_label=0), len(labelled) - sum(bad_h)),
+    ):
+        row = rows[("e2e_score", f"unknown|slo:e2e-ok:{stat}")]
+        assert row.value == pytest.approx(expected)
+        assert row.n == n
+        lo, value, hi = row.ci_lower, row.value, row.ci_upper
+        assert lo is not None and value is not None and hi is not None
+        assert lo <= value <= hi
+    registry = CollectorRegistry()
+    registry.register(QualityCollector(cache))
+    labels = {"metric": "e2e_score", "model": "unknown", "window": "1h"}
+    value = registry.get_sample_value(
+        "ragpulse_judge_agreement", {**labels, "stat": "slo:e2e-ok:cohen_kappa"}
+    )
+    assert value == rows[("e2e_score", "unknown|slo:e2e-ok:cohen_kappa")].value
+    # no SLO on context_relevance: none of its stats
+    assert not any(k[0] == "context_relevance" and "slo:" in k[1] for k in rows)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy.stats import norm, spearmanr
-from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import cohen_kappa_score, recall_score
 
 from ragpulse.cli import main
 from tests.fixtures.llm_server import Reply, ScriptedLLM, prompt_text
@@ -99,8 +99,16 @@ def _ppi(judge_all: np.ndarray, judge_lab: np.ndarray, human: np.ndarray) -> tup
 
 
 def test_labels_give_agreement_and_corrected_means(
-    judged: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    judged: ScriptedLLM,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # a quality SLO on e2e_score: its classification at 0.75 is compared with the labels'
+    monkeypatch.setenv(
+        "RAGPULSE_SLO__OBJECTIVES",
+        '[{"name": "e2e-good", "metric": "e2e_score", "threshold": 0.75, "target": 0.9}]',
+    )
     doc, _ = _run(tmp_path, "labelled", _records(with_labels=True))
     printed = capsys.readouterr().out
     lab = slice(0, N_LABELLED)
@@ -146,6 +154,22 @@ def test_labels_give_agreement_and_corrected_means(
     assert doc["aggregate"]["context_relevance"]["corrected"]["value"] == pytest.approx(value)
     assert doc["aggregate"]["context_relevance"]["corrected"]["ci_upper"] == pytest.approx(hi)
 
+    # The SLO's good/bad classification (judge mean >= 0.75) against the labels' (positive
+    # = bad), as scikit-learn computes it
+    bad_j = (judge_mean[lab] < 0.75).astype(int)
+    bad_h = (HUMAN_E2E[lab] < 0.75).astype(int)
+    slo = doc["slo_agreement"]["e2e-good"]
+    assert (slo["metric"], slo["n"]) == ("e2e_score", N_LABELLED)
+    assert slo["stats"]["cohen_kappa"]["value"] == pytest.approx(cohen_kappa_score(bad_h, bad_j))
+    assert slo["stats"]["sensitivity"]["value"] == pytest.approx(recall_score(bad_h, bad_j))
+    assert slo["stats"]["specificity"]["value"] == pytest.approx(
+        recall_score(bad_h, bad_j, pos_label=0)
+    )
+    assert slo["bad_share_sli"] == pytest.approx(bad_j.mean())
+    assert slo["bad_share_human"] == pytest.approx(bad_h.mean())
+    assert "SLO classification against human labels" in printed
+    assert re.search(r"e2e-good\s+e2e_score\s+cohen_kappa\s+-?\d\.\d{4}", printed)
+
     # The bad labels cost nothing but themselves.
     assert doc["aggregate"]["e2e_score"]["n"] == N
 
@@ -158,6 +182,6 @@ def test_no_labels_no_agreement(
     judged: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc, _ = _run(tmp_path, "plain", _records(with_labels=False))
-    assert "judge_agreement" not in doc
+    assert "judge_agreement" not in doc and "slo_agreement" not in doc
     assert "corrected" not in doc["aggregate"]["e2e_score"]
     assert "judge agreement" not in capsys.readouterr().out
