@@ -1,13 +1,15 @@
 """job_buckets: per-minute sufficient statistics of the jobs' per-trace outcomes
 
-One row per (job, metric, group, bucket): the scored count, sum, sum of squares, count of
-positive values and the sums on the log scale (latencies) of its scored values
-(`outcome` ""), or the count of its outcomes skipped or failed for one reason (`outcome`
-"skipped:<reason>" / "error:<type>"): every column is a sum, so a row is updated by adding. The windows and detectors of a job are sums of these rows, so a
-jobs worker no longer holds a row per trace (issue 31). The metric "" counts the traces
-of a group (what label folding ranks values by). Rows only ever change by adding a
-trace's contribution or moving it (old out, new in), in the transaction that stores the
-trace's outcomes; they are rebuilt from `job_outcomes` by `ragpulse jobs rebuild-buckets`.
+One row per (job, metric, group, bucket, outcome): for the scored values (`outcome` "")
+their count, sum, sum of squares, count of positive values and the sums on the log scale
+(latencies); for outcomes skipped or failed for one reason (`outcome` "skipped:<reason>"
+/ "error:<type>") their count. Every column is a sum, so a row is updated by adding.
+The windows and detectors of a job are sums of these rows, so a jobs worker no longer
+holds a row per trace (issue 31). The metric "" counts the traces of a group (what label
+folding ranks values by). Rows only change by adding a trace's contribution or moving it
+(old out, new in), in the transaction that stores the trace's outcomes; a job that has
+outcomes but no buckets (the upgrade to this revision) builds them from `job_outcomes` on
+its first run (`collector.jobs.sync.TraceCursor`).
 
 Revision ID: 0014
 Revises: 0013
