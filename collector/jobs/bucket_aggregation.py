@@ -16,17 +16,15 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-import orjson
-from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.bucket_stats import SCORED, TRACES
 from collector.jobs.bucket_store import WindowSums, window_sums
 from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
 from collector.jobs.labels import Folding, LabelLimits, choose_kept
-from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.outcome_rows import label_folds, load_columns
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import Window
-from collector.store.models import JobOutcome
 from evaluators.signature import Signature
 
 
@@ -59,16 +57,6 @@ def foldings(
     return out
 
 
-def _label_folds(columns: OutcomeColumns, kept: Mapping[str, Folding]) -> dict[str, LabelFold]:
-    """`foldings` in the codes of a short-lived `OutcomeColumns`."""
-    out = {}
-    for label, folding in kept.items():
-        values = columns.label_values(label)
-        keep = np.array([v in folding.kept for v in values], dtype=bool)
-        out[label] = LabelFold(folding, keep)
-    return out
-
-
 def _from_rows(
     session: Session,
     job: str,
@@ -81,27 +69,8 @@ def _from_rows(
     signatures: Mapping[str, Signature],
     kept: Mapping[str, Folding],
 ) -> list[WindowAggregate]:
-    columns = OutcomeColumns(metrics, group_labels, max_length)
-    query = select(
-        JobOutcome.trace_id,
-        JobOutcome.trace_updated_at,
-        JobOutcome.ts,
-        cast(JobOutcome.groups, Text),
-        cast(JobOutcome.outcomes, Text),
-    ).where(
-        JobOutcome.job == job,
-        JobOutcome.ts >= datetime.fromtimestamp(start, UTC),
-        JobOutcome.ts <= datetime.fromtimestamp(end, UTC),
-    )
-    for trace_id, updated, ts, groups, outcomes in session.execute(query):
-        columns.put_encoded(
-            trace_id,
-            _epoch(updated),
-            _epoch(ts),
-            orjson.loads(groups) if groups else None,
-            orjson.loads(outcomes) if outcomes else {},
-        )
-    return columns.aggregate(start, end, proportions, signatures, folds=_label_folds(columns, kept))
+    columns = load_columns(session, job, metrics, group_labels, max_length, start, end)
+    return columns.aggregate(start, end, proportions, signatures, folds=label_folds(columns, kept))
 
 
 def window_points(

@@ -42,6 +42,7 @@ class BucketHistory:
         """`scored`: read only these metrics' scored sums (what the detectors need), not
         the trace counts and skip and error counts the windows need too."""
         self.job = job
+        self.span = (since, until)
         b = JobBucket
         query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
         query = query.where(

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import signature
 from collector.jobs.bucket_aggregation import foldings, sums_from_db, window_points
-from collector.jobs.bucket_drift import drift_points_at
+from collector.jobs.bucket_drift import DriftSource
 from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
@@ -110,6 +110,7 @@ class IncrementalJob:
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
         self._drift_cache: tuple[float, list[tuple[Window, WindowAggregate]]] | None = None
+        self._drift_source = DriftSource(self.name, env.group_labels, env.label_limits.max_length)
         self._facts = [
             MetricFacts(m.name, m.spec.direction or "none", m.spec.unit) for m in self.per_sample
         ]
@@ -306,9 +307,17 @@ class IncrementalJob:
         cached = self._drift_cache
         if cached is not None and 0 <= at - cached[0] < config.every_s:
             return cached[1]
-        made = drift_points_at(
-            session, self.name, self._facts, at, self._longest, kept, config, history
-        )
+        source = self._drift_source
+        if history is not None:
+            if source.history is not history:
+                source = self._drift_source = DriftSource(
+                    self.name, self.env.group_labels, self.env.label_limits.max_length, history
+                )
+        elif source.history is not None:
+            source = self._drift_source = DriftSource(
+                self.name, self.env.group_labels, self.env.label_limits.max_length
+            )
+        made = source.points(session, self._facts, at, self._longest, kept, config)
         self._drift_cache = (at, made)
         return made
 

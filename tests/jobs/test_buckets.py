@@ -280,3 +280,38 @@ def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(
                     assert got.value is None, key
                 else:
                     assert got.value == pytest.approx(want.value, rel=1e-9, abs=1e-12), key
+
+
+def test_the_detectors_run_per_trace_while_a_jobs_window_is_small_and_from_sums_above(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below `DRIFT_ROWS_MAX` traces the detectors are the per-trace ones over the stored
+    rows (the same points as `drift_points` over columns of every row); above it, the
+    bucket sums' detectors give a point for every series too."""
+    from collector.jobs import bucket_drift
+    from collector.jobs.drift import drift_points
+
+    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
+    engine = make_engine(db_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i in range(900):
+            _add(session, i, (i * 0.21) % 180, hit=(i * 3) % 10 < 6, tenant=["a", "b"][i % 2])
+        session.commit()
+    env = job_environment(settings, engine, embedder=None, judge=None)
+    assert env.drift is not None
+    job = IncrementalJob(definitions(settings)[JOB], env)
+    job.run(NOW)
+    with factory() as session:
+        rows = _reference(session, [m.name for m in job.per_sample])
+        at = _epoch(NOW)
+        folds = rows.folds(at - job.longest_s, env.label_limits)
+        want = drift_points(rows, job._facts, at, job.longest_s, folds, env.drift)
+        job._drift_cache = None
+        got = [p for p in job.points_at(session, NOW) if p[0].name.startswith(("drift:", "mde"))]
+        key = lambda p: (p[0].name, p[1].group.key, p[1].aggregate.metric)  # noqa: E731
+        assert sorted(got, key=key) == sorted(want, key=key)
+        monkeypatch.setattr(bucket_drift, "DRIFT_ROWS_MAX", 10)
+        job._drift_cache = None
+        summed = [p for p in job.points_at(session, NOW) if p[0].name.startswith("drift:")]
+        assert {key(p) for p in summed} == {key(p) for p in want if p[0].name.startswith("drift:")}

@@ -163,7 +163,7 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    import collector.jobs.engine as engine_module
+    import collector.jobs.bucket_drift as bucket_drift
     from collector.jobs.engine import IncrementalJob
     from collector.jobs.scheduler import definitions
     from collector.settings import load_settings
@@ -172,13 +172,13 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
     from ragpulse.job_setup import job_environment
 
     calls = []
-    real = engine_module.drift_points_at
+    real = bucket_drift.DriftSource.points
 
     def counted(*args: object, **kw: object) -> object:
         calls.append(args[3])
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_module, "drift_points_at", counted)  # type: ignore[attr-defined]
+    monkeypatch.setattr(bucket_drift.DriftSource, "points", counted)  # type: ignore[attr-defined]
     url = f"sqlite:///{tmp_path}/e.db"
     upgrade(url)
     settings = load_settings(database={"url": url})  # alerting.every: 5m
