@@ -9,8 +9,10 @@ minutes the job publishes the 24h window's accuracy, its Wilson 95% interval
 sample count; a day of warm-up, then `--weeks` weeks per run, one tenant per run. The
 series are back-filled into a real Prometheus (`benchmarks.alerting_rules.RulesProm`),
 which evaluates, every minute, the rule before issue 32 (the point estimate below the
-threshold) and the shipped rule (`dashboards/quality_rules.threshold_rule`: the interval's
-upper bound below it), `for:` applied. Reported: firing episodes a week per rule.
+threshold, no `keep_firing_for`) and the shipped rule
+(`dashboards/quality_rules.threshold_rule`: the interval's upper bound below it,
+`keep_firing_for: 1h`), `for:` and `keep_firing_for:` applied. Reported: firing episodes
+a week and the share of the time firing, per rule.
 
 Run: `.venv/bin/python -m benchmarks.threshold_flapping [--weeks 20]`.
 """
@@ -43,7 +45,7 @@ Point = tuple[float, float, float, float, int]
 def point_rule() -> dict[str, Any]:
     """The rule as it was before issue 32: the window's point estimate."""
     selector = f'{{metric="{ALERT.metric}",window="{ALERT.window}",{OVERALL_OR_TENANT}}}'
-    rule = threshold_rule(ALERT)
+    rule = {k: v for k, v in threshold_rule(ALERT).items() if k != "keep_firing_for"}
     return {
         **rule,
         "expr": f"ragpulse_metric_value{selector} < {ALERT.threshold:g} and on (metric, "

@@ -57,6 +57,8 @@ class ThresholdAlert:
     min_samples: int = 20
     for_: str = "15m"
     direction: str = "higher"
+    keep_firing_for: str = "1h"
+    """A bound hovering near the threshold during a real drop must not re-notify."""
 
 
 THRESHOLD_ALERTS = [
@@ -180,6 +182,7 @@ def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
             f"ragpulse_metric_samples{{{OVERALL_OR_TENANT}}} >= {alert.min_samples}"
         ),
         "for": alert.for_,
+        "keep_firing_for": alert.keep_firing_for,
         "labels": {"severity": "warning", "tier": alert.tier},
         "annotations": {
             "summary": (
