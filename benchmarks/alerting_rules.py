@@ -46,9 +46,10 @@ def _seconds(text: str | None) -> float:
 
 def episodes_of(
     alert: str, severity: str, labels: tuple[tuple[str, str], ...], true_at: Iterable[float],
-    start: float, end: float, hold: float, keep: float,
+    start: float, end: float, hold: float, keep: float, step: float = STEP,
 ) -> list[Episode]:  # fmt: skip
-    """Firing intervals of one label set whose expression returned it at `true_at`."""
+    """Firing intervals of one label set whose expression returned it at `true_at`
+    (evaluated every `step` seconds)."""
     present = set(true_at)
     out = []
     pending = firing = false_since = None
@@ -66,7 +67,7 @@ def episodes_of(
                 if firing is not None:
                     out.append(Episode(alert, severity, labels, firing, t))
                 pending = firing = None
-        t += STEP
+        t += step
     if firing is not None:
         out.append(Episode(alert, severity, labels, firing, end))
     return out
@@ -136,9 +137,9 @@ class RulesProm:
             self.process.terminate()
             self.process.wait(timeout=30)
 
-    def query_range(self, expr: str, start: float, end: float) -> list[Any]:
+    def query_range(self, expr: str, start: float, end: float, step: float = STEP) -> list[Any]:
         params = urllib.parse.urlencode(
-            {"query": expr, "start": start, "end": end, "step": f"{int(STEP)}s"}
+            {"query": expr, "start": start, "end": end, "step": f"{int(step)}s"}
         )
         with urllib.request.urlopen(f"{self.url}/api/v1/query_range?{params}", timeout=300) as r:
             body = json.loads(r.read())

@@ -39,11 +39,13 @@ from dashboards import (  # noqa: E402
     runbooks,
     slo_rule_tests,
     slo_rules,
+    threshold_rule_tests,
 )
 
 OUT = HERE / "grafana" / "dashboards"
 RULES = HERE / "prometheus" / "rules" / "quality.yml"
 DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
+THRESHOLD_TESTS = HERE / "prometheus" / "tests" / "threshold_test.yml"
 HAND_WRITTEN = (
     HERE / "prometheus" / "rules" / "operations.yml",
     HERE / "prometheus" / "tests" / "operations_test.yml",
@@ -66,6 +68,7 @@ def generated(docs_url: str = runbooks.DOCS_URL) -> dict[Path, str]:
     }
     files[RULES] = quality_rules.render(docs_url)
     files[DRIFT_TESTS] = drift_rule_tests.render(docs_url)
+    files[THRESHOLD_TESTS] = threshold_rule_tests.render(docs_url)
     for path in HAND_WRITTEN:
         files[path] = runbooks.relink(path.read_text(encoding="utf-8"), docs_url)
     for spec in load_openslo(boards.SLO_EXAMPLE):

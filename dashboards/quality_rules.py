@@ -2,7 +2,9 @@
 
 - Threshold alerts (`THRESHOLD_ALERTS`): seed 004 §11.2 "needs attention" on the 24h
   window with enough samples, plus the retrieval outage alert. The comparison follows the
-  metric's direction: `<` for higher-is-better, `>` for lower-is-better.
+  metric's direction: the 95% interval's upper bound `<` the threshold for
+  higher-is-better, its lower bound `>` for lower-is-better (the whole interval on the
+  wrong side, not the point estimate: no flapping on a steady metric near its threshold).
 - Drift alerts, one pair per direction, over every registered metric with that direction
   (families with a cutoff match any k): the 1h 95% interval entirely on the worse side of
   the 7d value (`RagpulseQualityDrift` for higher-is-better, `...DriftUp` for lower), and
@@ -28,7 +30,8 @@ HEADER = """\
 # and the seeds' thresholds: edit those and run `python dashboards/build.py`, not this file
 # (tests/dashboards/test_generated.py checks it is up to date).
 # Thresholds: seed 004 §11.2 "needs attention" column, on the 24h window with at least 20
-# samples (fewer samples are too noisy to page on). Drift: the last hour is clearly worse
+# samples, the whole 95% interval on the wrong side (a point estimate near the threshold
+# flaps). Drift: the last hour is clearly worse
 # than the 7-day baseline, "worse" read from the metric's direction (higher or lower is
 # better); counts (direction "none") have no drift rule.
 """
@@ -54,6 +57,8 @@ class ThresholdAlert:
     min_samples: int = 20
     for_: str = "15m"
     direction: str = "higher"
+    keep_firing_for: str = "1h"
+    """A bound hovering near the threshold during a real drop must not re-notify."""
 
 
 THRESHOLD_ALERTS = [
@@ -152,26 +157,37 @@ def _fmt(value: float) -> str:
 
 
 def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
-    """The alert on a window's value; for an LLM-judge metric the value corrected for the
-    judge's error against human labels (`ragpulse_metric_corrected`, overall) wins over
-    the judge's raw mean where it exists (`or` keeps the raw per-tenant values)."""
+    """The alert on a window's 95% interval wholly on the wrong side of the threshold: its
+    upper bound below it for a higher-is-better metric, its lower bound above it for a
+    lower-is-better one (issue 32: the point estimate of 240 labelled traces a day, true
+    accuracy 0.90, crosses 0.85 by chance in a week of 10-minute evaluations; the bound
+    does not). The window's value stands in where no interval is published. For an
+    LLM-judge metric the value corrected for the judge's error against human labels
+    (`ragpulse_metric_corrected`, overall) wins over the judge's raw mean where it exists
+    (`or` keeps the raw per-tenant values)."""
     op = "<" if alert.direction == "higher" else ">"
+    bound = "ci_upper" if alert.direction == "higher" else "ci_lower"
     selector = f'{{metric="{alert.metric}",window="{alert.window}",{OVERALL_OR_TENANT}}}'
-    value = f"ragpulse_metric_value{selector}"
+    value = f"ragpulse_metric_{bound}{selector} or ragpulse_metric_value{selector}"
     if alert.metric in LABEL_SCALES:
-        value = f"(ragpulse_metric_corrected{selector} or {value})"
+        value = (
+            f"ragpulse_metric_corrected_{bound}{selector} or ragpulse_metric_corrected{selector} "
+            f"or {value}"
+        )
+    edge = "top" if alert.direction == "higher" else "bottom"
     return {
         "alert": alert.name,
         "expr": (
-            f"{value} {op} {_fmt(alert.threshold)} and on (metric, window, tenant) "
+            f"({value}) {op} {_fmt(alert.threshold)} and on (metric, window, tenant) "
             f"ragpulse_metric_samples{{{OVERALL_OR_TENANT}}} >= {alert.min_samples}"
         ),
         "for": alert.for_,
+        "keep_firing_for": alert.keep_firing_for,
         "labels": {"severity": "warning", "tier": alert.tier},
         "annotations": {
             "summary": (
-                f'{alert.title} is {{{{ $value | printf "%.2f" }}}} '
-                f"({op} {_fmt(alert.threshold)}) over {alert.window}{TENANT}"
+                f"{alert.title} is {op} {_fmt(alert.threshold)} over {alert.window}{TENANT} "
+                f'even at the {edge} of its 95% interval ({{{{ $value | printf "%.2f" }}}})'
             ),
             "description": alert.description,
         },

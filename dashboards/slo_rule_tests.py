@@ -7,10 +7,11 @@ step. Every burning fixture starts with a steady history (half the budget burnt)
 the severity's longest window, then burns at a rate between the condition's factor and the
 next factor of its severity (so no faster condition fires instead): the alert must be
 quiet before the burn, quiet while too little of the long window has burnt, and firing
-once the lower confidence bound passes the threshold (computed here from the same linear
-model). The steady fixture also checks the burn rate and the budget remaining. The sparse
-fixture is the sampled-score case: three events every 15 minutes, most of them bad — the
-point estimate is above the fastest page threshold, the confidence bound is not.
+once the long window's share passes the threshold with at least the condition's minimum
+of bad events (computed here from the same linear model). The steady fixture also checks
+the burn rate and the budget remaining. The sparse fixture is the sampled-score case: two
+events an hour, those of one hour bad — the point estimate is above the fastest page
+threshold, the bad events are fewer than the minimum that tells a burn from chance.
 
 Page tests step by 1 minute (`slo-NAME_page_test.yml`), ticket tests, whose windows run to
 days, by 10 minutes (`slo-NAME_ticket_test.yml`): promtool evaluates every rule of the
@@ -19,7 +20,6 @@ test's rules file (`slo-NAME.yml`, that SLO's only) at every step.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +27,7 @@ import yaml
 
 from collector.settings import BurnAlert, SloSpec, parse_duration
 from dashboards.runbooks import DOCS_URL
-from dashboards.slo_rules import ALERTS, Z, alert_rules
+from dashboards.slo_rules import ALERTS, alert_rules, min_bad_events
 from dashboards.slo_rules import file_name as file_name_rules
 
 STEP = {"page": 60, "ticket": 600}
@@ -71,12 +71,6 @@ def _fmt(value: float) -> str:
     return f"{value:.6g}"
 
 
-def _lower(p: float, n: float, z: float = Z) -> float:
-    return (p + z * z / (2 * n) - z * math.sqrt(max(p * (1 - p) / n + z * z / (4 * n * n), 0))) / (
-        1 + z * z / n
-    )
-
-
 def _burn_ratio(spec: SloSpec, alert: BurnAlert) -> float:
     """A bad ratio above this condition's threshold and below the next faster one's of its
     severity (at most twice its own)."""
@@ -99,16 +93,18 @@ def _fires_at(
     """Whether a condition of `severity` holds `minutes` after a burn at `ratio` started
     (after a steady history at half the budget), in the linear model of the counters, with
     its thresholds times `margin` (the model ignores Prometheus' extrapolation at edges):
-    the long window's lower bound and the short window's share above the threshold."""
+    both windows' shares above the threshold, the long window's bad events at least the
+    condition's minimum."""
     steady = spec.budget / 2
     for a in spec.alerts:
         if a.severity != severity:
             continue
         threshold = margin * a.factor * spec.budget
         long_s = parse_duration(a.long_window)
-        lower = _lower(_share(steady, ratio, minutes, long_s), RATE * long_s / 60)
+        share = _share(steady, ratio, minutes, long_s)
+        enough = RATE * long_s / 60 * share >= min_bad_events(a.factor, spec.budget)
         short = _share(steady, ratio, minutes, parse_duration(a.short_window))
-        if lower > threshold and short > threshold:
+        if share > threshold and enough and short > threshold:
             return True
     return False
 
@@ -201,32 +197,38 @@ def steady_test(spec: SloSpec, severity: str) -> dict[str, Any]:
     }
 
 
-def _significant(k: int, alert: BurnAlert, spec: SloSpec) -> bool:
-    """Whether k bad events among six an hour, the rest of the long window good, put the
-    window's lower bound above the alert's threshold."""
-    n = 6 * parse_duration(alert.long_window) / 3600
-    return _lower(k / n, n) > alert.factor * spec.budget
+def _pages(k: int, alert: BurnAlert, spec: SloSpec) -> bool:
+    """Whether k bad events among two an hour, the rest of the long window good, meet the
+    alert's long-window condition: share above the threshold, at least its minimum count."""
+    n = EVERY_HOUR * parse_duration(alert.long_window) / 3600
+    threshold = alert.factor * spec.budget
+    return k / n > threshold and k >= min_bad_events(alert.factor, spec.budget)
+
+
+EVERY_HOUR = 2
+"""The sparse fixture's events an hour: 120 traces an hour, 5% judged, at night."""
 
 
 def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
-    """Sampled scores: one event every 10 minutes (120 traces an hour, 5% judged), and one
-    hour in which k of the 6 are bad by chance, k the fewest whose share is above the
-    fastest page threshold (5 for a 95% SLO's 0.72): the workbook's condition would page,
-    but k of six events establish no burn, so no page. None when even k of six would be
-    significant (a 99% SLO: one bad of six is above 0.144 and not significant, so it gets a
-    test; a target where no k fits gets none)."""
+    """Sampled scores: one event every 30 minutes (120 traces an hour, 5% judged, at night,
+    a quarter of the day's volume), and one hour in which k of the 2 are bad by chance, k
+    the fewest whose share is above the fastest page threshold (2 for a 95% SLO's 0.72,
+    1 for a 99% SLO's 0.144): the workbook's condition would page (the short window,
+    empty, does not stop it), but k bad events are fewer than the minimum that tells a
+    burn from chance (`slo_rules.min_bad_events`), so no page. None when no k fits."""
     page = [a for a in spec.alerts if a.severity == "page"]
     if not page:
         return None
     threshold = max(a.factor for a in page) * spec.budget
-    k = next((k for k in range(1, 7) if k / 6 > threshold), None)
-    if k is None or any(_significant(k, a, spec) for a in page):
+    k = next((k for k in range(1, EVERY_HOUR + 1) if k / EVERY_HOUR > threshold), None)
+    if k is None or any(_pages(k, a, spec) for a in page):
         return None
     minutes = 360
-    bad_at = set(range(230, 230 - 10 * k, -10))  # hour 3: k bad events of six
+    every = 60 // EVERY_HOUR
+    bad_at = set(range(210, 210 - every * k, -every))  # hour 3: k bad events of two
     good, bad, values_g, values_b = 0, 0, [], []
     for minute in range(minutes + 1):
-        if minute % 10 == 0 and minute > 0:
+        if minute % every == 0 and minute > 0:
             if minute in bad_at:
                 bad += 1
             else:
@@ -235,7 +237,8 @@ def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
         values_b.append(str(bad))
     labels = f'slo="{spec.name}",tenant="{TENANT}"'
     return {
-        "name": f"RagpulseSloFastBurn {spec.name}: {k} of 6 sampled events bad in an hour "
+        "name": f"RagpulseSloFastBurn {spec.name}: {k} of {EVERY_HOUR} sampled events bad in an "
+        "hour "
         f"(a share above {_fmt(threshold)}) is no page",
         "interval": "1m",
         "input_series": [
@@ -250,7 +253,7 @@ def sparse_test(spec: SloSpec) -> dict[str, Any] | None:
         ],
         "alert_rule_test": [
             {"eval_time": f"{m}m", "alertname": "RagpulseSloFastBurn", "exp_alerts": []}
-            for m in (60, 231, 235, 240, 290, 359)
+            for m in (60, 211, 215, 220, 240, 290, 359)
         ],
     }
 

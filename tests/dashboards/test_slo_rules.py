@@ -1,5 +1,5 @@
-"""The generated SLO rules: the workbook's thresholds, and the confidence bound that keeps
-sampled scores from paging on a handful of events (promtool, both ways)."""
+"""The generated SLO rules: the workbook's thresholds, and the minimum count of bad events
+that keeps sampled scores from paging on a handful of events (promtool, both ways)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,18 @@ def test_alerts_follow_the_workbook() -> None:
     alerts = {r["alert"]: r for r in slo_rules.alert_rules(FAITHFULNESS)}
     page, ticket = alerts["RagpulseSloFastBurn"], alerts["RagpulseSloSlowBurn"]
     # budget 0.05: 14.4x -> 0.72 over 1h and 5m, 6x -> 0.3 over 6h and 30m, ...
-    assert 'ragpulse_slo:error_ratio_lower:rate1h{slo="faithfulness"} > 0.72' in page["expr"]
+    # with the fewest bad events that are evidence of a burn: 3 in 1h, 5 in 6h, 11 in 1d
+    assert (
+        'ragpulse_slo:error_ratio:rate1h{slo="faithfulness"} > 0.72 and on (slo, tenant) '
+        'ragpulse_slo:bad_events:increase1h{slo="faithfulness"} >= 3' in page["expr"]
+    )
     assert 'ragpulse_slo:error_ratio:rate5m{slo="faithfulness"} > 0.72' in page["expr"]
-    assert 'ragpulse_slo:error_ratio_lower:rate6h{slo="faithfulness"} > 0.3' in page["expr"]
-    assert 'ragpulse_slo:error_ratio_lower:rate1d{slo="faithfulness"} > 0.15' in ticket["expr"]
-    assert 'ragpulse_slo:error_ratio_lower:rate3d{slo="faithfulness"} > 0.05' in ticket["expr"]
+    assert (
+        'rate6h{slo="faithfulness"} > 0.3 and on (slo, tenant) '
+        'ragpulse_slo:bad_events:increase6h{slo="faithfulness"} >= 5' in page["expr"]
+    )
+    assert 'increase1d{slo="faithfulness"} >= 11' in ticket["expr"]
+    assert 'ragpulse_slo:error_ratio:rate3d{slo="faithfulness"} > 0.05' in ticket["expr"]
     assert (page["labels"]["severity"], ticket["labels"]["severity"]) == ("page", "ticket")
     recorded = {r["record"] for r in slo_rules.recording_rules(FAITHFULNESS)}
     assert {"ragpulse_slo:error_budget_remaining", "ragpulse_slo:burn_rate:rate1h"} <= recorded
@@ -32,14 +39,26 @@ def test_alerts_follow_the_workbook() -> None:
     )
 
 
-def _run_sparse(tmp_path: Path, z: float) -> subprocess.CompletedProcess[str]:
-    """The sparse fixture of the faithfulness SLO against rules with bound quantile `z`."""
+def test_minimum_bad_events_tell_a_burn_from_chance() -> None:
+    # 3 bad events with at most 4 in the window: P(>= 3 of 4 | 5% bad) = 4.8e-4 <= 1e-3,
+    # where 2 of 2 would be 2.5e-3
+    assert slo_rules.min_bad_events(14.4, 0.05) == 3
+    assert slo_rules.min_bad_events(14.4, 0.01) == 4
+    # a ratio just above the budget is no evidence against it: no minimum
+    assert slo_rules.min_bad_events(1.0, 0.05) == 1
+
+
+def _run_sparse(
+    tmp_path: Path, method: slo_rules.Method, z: float = 0.0
+) -> subprocess.CompletedProcess[str]:
+    """The sparse fixture of the faithfulness SLO against rules of `method`."""
     (tmp_path / "rules").mkdir(parents=True)
     (tmp_path / "tests").mkdir()
-    (tmp_path / "rules" / "slo.yml").write_text(slo_rules.render([FAITHFULNESS], z))
+    rules = slo_rules.render([FAITHFULNESS], z, method=method)
+    (tmp_path / "rules" / "slo.yml").write_text(rules)
     sparse = slo_rule_tests.sparse_test(FAITHFULNESS)
     assert sparse is not None and sparse["name"].endswith(
-        "5 of 6 sampled events bad in an hour (a share above 0.72) is no page"
+        "2 of 2 sampled events bad in an hour (a share above 0.72) is no page"
     )
     tests = {
         "rule_files": ["../rules/slo.yml"],
@@ -58,11 +77,11 @@ def _run_sparse(tmp_path: Path, z: float) -> subprocess.CompletedProcess[str]:
 
 
 @needs_promtool
-def test_five_bad_of_six_sampled_events_page_only_without_the_bound(tmp_path: Path) -> None:
-    with_bound = _run_sparse(tmp_path / "bound", slo_rules.Z)
-    assert with_bound.returncode == 0, with_bound.stdout + with_bound.stderr
-    # the workbook's condition on the point estimate (z = 0) pages on them
-    point = _run_sparse(tmp_path / "point", 0.0)
+def test_two_bad_of_two_sampled_events_page_only_without_the_minimum(tmp_path: Path) -> None:
+    shipped = _run_sparse(tmp_path / "shipped", "min-count")
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    # the workbook's condition on the point estimate (a bound with z = 0) pages on them
+    point = _run_sparse(tmp_path / "point", "wilson", 0.0)
     assert point.returncode != 0
     output = point.stdout + point.stderr
     assert "alertname: RagpulseSloFastBurn" in output and "got:" in output

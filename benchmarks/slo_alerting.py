@@ -1,0 +1,280 @@
+"""SLO burn-rate alerting benchmark (issue 32): the generated rules, evaluated by a real
+Prometheus, in the SRE Workbook's terms (precision, recall, detection and reset time).
+
+Traffic (`benchmarks.slo_traffic`): at each `--volumes` rate (traces an hour, 5% judged:
+one SLI event per judged trace, a daily cycle with night a quarter of the day), per SLO of
+`examples/slo.yaml` that `--slos` names (default faithfulness, a 95% target, and
+judge-calls, 99%), `--seeds` steady runs and, per burn factor (1x, 2x, 6x, 14.4x, 36x: the
+workbook's table; those whose error ratio would pass 1 are skipped), `--seeds` burn runs:
+ten days of counters scraped once a minute, the error ratio half the budget, except that a
+burn run burns at factor x budget for `--burn-hours` from day 5 plus a random hour.
+
+Evaluation, as the rule manager does it: `promtool tsdb create-blocks-from openmetrics`
+loads the counters into a real Prometheus, which evaluates every recording rule that reads
+the counters (`increase` over each window) once a minute over the last seven days
+(`query_range`); their results, back-filled into a second Prometheus, are what the rule
+manager would have recorded. Each method's alert expressions (their derived recording
+rules, ratios and bounds, inlined) are then evaluated there once a minute and `for:`
+applied (`benchmarks.alerting_rules`).
+
+Per method (`METHODS`: the rules `dashboards/slo_rules.py` generates with each
+confidence), SLO and volume: false pages (and tickets) a week (episodes that start on steady
+traffic: the steady runs and each burn run before its burn), precision (pages that start
+during a burn of at least the smallest page factor, tickets during any burn, over all),
+and per burn factor: recall (burns paged before they ended), the median detection time
+(burn start to first page) and the median reset time (burn end to the alert's end).
+
+Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--seeds 3]`
+(Prometheus and promtool from the Debian package `prometheus`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.alerting_rules import Episode, RulesProm, episodes_of, family_episodes
+from benchmarks.slo_traffic import DAY, MINUTE, H, Run, write_counters, write_recorded
+from collector.settings import SloSpec, parse_duration
+from collector.settings.openslo import load_openslo
+from dashboards import boards, slo_rules
+
+FACTORS = (1.0, 2.0, 6.0, 14.4, 36.0)
+WEEK = 7 * DAY
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Seconds simulated, evaluated from `warmup` (once the longest alert window, 3d, is
+    full of history) to the end; burns start at `burn_from` plus a random hour of the
+    next `hours` (any time of day: day or night volume)."""
+
+    length: float = 10 * DAY
+    warmup: float = 3 * DAY
+    burn_from: float = 5 * DAY
+    hours: int = 24
+
+
+DEFAULT = Timeline()
+STEP = 300.0
+"""Rules evaluated every 5 minutes (the shortest window): a 1-minute rule interval would
+cost five times the time for detection times 4 minutes finer."""
+
+
+def _rules(method: slo_rules.Method, z: float) -> Callable[[SloSpec], list[dict[str, Any]]]:
+    return lambda spec: list(slo_rules.rules([spec], z, method=method)["groups"][0]["rules"])
+
+
+METHODS = {
+    "workbook (point estimate)": _rules("wilson", 0.0),
+    "Wilson 99% (before the fix)": _rules("wilson", 2.326),
+    "Wilson 90%": _rules("wilson", 1.282),
+    "min-count (shipped)": _rules("min-count", 0.0),
+}
+RAW = "ragpulse_slo_events_total"
+NAME = re.compile(r'(ragpulse_slo:[a-z_]+:[a-z]+\w*)\{slo="[^"]*"\}')
+
+
+@dataclass
+class Outcome:
+    """One method's episodes on one SLO's runs."""
+
+    runs: list[Run]
+    pages: dict[str, list[tuple[float, float]]]
+    tickets: dict[str, list[tuple[float, float]]]
+    when: Timeline
+
+
+def plan(
+    spec: SloSpec, seeds: int, burn_hours: float, rng: np.random.Generator, when: Timeline
+) -> list[Run]:
+    runs = [Run(f"steady-{s}", 0.0) for s in range(seeds)]
+    for factor in FACTORS:
+        if factor * spec.budget >= 1.0:
+            continue
+        for s in range(seeds):
+            start = when.burn_from + float(rng.integers(0, when.hours)) * H
+            runs.append(Run(f"burn{factor:g}-{s}", factor, start, start + burn_hours * H))
+    return runs
+
+
+def inline(expr: str, derived: dict[str, str]) -> str:
+    """`expr` with every derived recording rule's name replaced by its expression."""
+    while True:
+        done = NAME.sub(
+            lambda m: f"({derived[m.group(1)]})" if m.group(1) in derived else m.group(0), expr
+        )
+        if done == expr:
+            return done
+        expr = done
+
+
+def evaluate(
+    specs: Sequence[SloSpec], per_hour: float, seeds: int, burn_hours: float, seed: int,
+    workdir: Path, when: Timeline = DEFAULT,
+) -> dict[tuple[str, str], Outcome]:  # fmt: skip
+    """Every method's page and ticket episodes per (method, SLO)."""
+    rng = np.random.default_rng(seed)
+    runs = {s.name: plan(s, seeds, burn_hours, rng, when) for s in specs}
+    base = (time.time() // DAY) * DAY - when.length - DAY
+    start, end = base + when.warmup, base + when.length - MINUTE
+    minutes = int(when.length / MINUTE)
+    counters = workdir / f"counters-{per_hour:g}.om"
+    slos = [(s.name, s.budget, runs[s.name]) for s in specs]
+    write_counters(counters, slos, per_hour, minutes, base, seed)
+    recorded: dict[str, list[dict[str, Any]]] = {}
+    clock = time.monotonic()
+    with RulesProm(counters, workdir / f"raw-{per_hour:g}", lookback_s=5 * MINUTE) as prom:
+        for spec in specs:
+            for rule in slo_rules.recording_rules(spec):
+                if RAW in rule["expr"] and not rule["record"].endswith("period"):
+                    result = prom.query_range(rule["expr"], start, end, STEP)
+                    recorded.setdefault(rule["record"], []).extend(result)
+    stored = workdir / f"recorded-{per_hour:g}.om"
+    samples = write_recorded(stored, recorded.items())
+    print(f"  {per_hour:>6.0f}/h: recorded {samples} samples in "
+          f"{time.monotonic() - clock:.0f} s", flush=True)  # fmt: skip
+    out: dict[tuple[str, str], Outcome] = {}
+    with RulesProm(stored, workdir / f"rec-{per_hour:g}", lookback_s=STEP + MINUTE) as prom:
+        for method, make in METHODS.items():
+            for spec in specs:
+                rules = make(spec)
+                derived = {r["record"]: r["expr"] for r in rules if "record" in r}
+                derived = {k: v for k, v in derived.items() if RAW not in v}
+                found: dict[str, dict[str, list[tuple[float, float]]]] = {}
+                for rule in (r for r in rules if "alert" in r):
+                    severity = rule["labels"]["severity"]
+                    episodes = _episodes(prom, rule, inline(rule["expr"], derived), start, end)
+                    by_tenant = found.setdefault(severity, {})
+                    for e in episodes:
+                        tenant = dict(e.labels).get("tenant", "")
+                        by_tenant.setdefault(tenant, []).append((e.start - base, e.end - base))
+                out[(method, spec.name)] = Outcome(
+                    runs[spec.name], found.get("page", {}), found.get("ticket", {}), when
+                )
+    print(f"  {per_hour:>6.0f}/h: evaluated in {time.monotonic() - clock:.0f} s", flush=True)
+    return out
+
+
+def _episodes(
+    prom: RulesProm, rule: dict[str, Any], expr: str, start: float, end: float
+) -> list[Episode]:
+    hold = parse_duration(rule["for"]) if rule.get("for") else 0.0
+    severity = rule["labels"]["severity"]
+    out = []
+    for series in prom.query_range(expr, start, end, STEP):
+        labels = tuple(sorted(series["metric"].items()))
+        times = [float(t) for t, _ in series["values"]]
+        out += episodes_of(rule["alert"], severity, labels, times, start, end, hold, 0.0, STEP)
+    return out
+
+
+def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    episodes = [Episode("", "", (), a, b) for a, b in spans]
+    return family_episodes(episodes)
+
+
+def summary(outcome: Outcome, page_factor: float) -> dict[str, Any]:
+    """False alarms a week, precision, and per factor recall, detection and reset."""
+    steady_s = 0.0
+    false = {"page": 0, "ticket": 0}
+    true = {"page": 0, "ticket": 0}
+    per_factor: dict[float, list[tuple[float | None, float | None]]] = {}
+    for run in outcome.runs:
+        steady_s += min(run.start, outcome.when.length) - outcome.when.warmup
+        for severity, found in (("page", outcome.pages), ("ticket", outcome.tickets)):
+            for a, _ in _merged(found.get(run.tenant, [])):
+                if a < run.start:
+                    false[severity] += 1
+                elif severity == "ticket" or run.factor >= page_factor:
+                    true[severity] += 1
+                else:
+                    false[severity] += 1
+        if run.factor:
+            # a burn at a page factor should page; a slower one should open a ticket
+            found = outcome.pages if run.factor >= page_factor else outcome.tickets
+            alerts = [e for e in _merged(found.get(run.tenant, [])) if e[0] >= run.start]
+            first = next((a for a, _ in alerts if a < run.end), None)
+            detect = None if first is None else (first - run.start) / H
+            last = max((b for _, b in alerts), default=run.end)
+            reset = None if first is None else max(last - run.end, 0.0) / H
+            per_factor.setdefault(run.factor, []).append((detect, reset))
+    weeks = steady_s / WEEK
+    return {
+        "false": {k: v / weeks for k, v in false.items()},
+        "precision": {
+            k: (true[k] / (true[k] + false[k]) if true[k] + false[k] else None) for k in true
+        },
+        "factors": per_factor,
+    }
+
+
+def _median(values: list[float | None]) -> str:
+    found = [v for v in values if v is not None]
+    return f"{statistics.median(found):.2f}" if found else "-"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def report(results: dict[float, dict[tuple[str, str], Outcome]], specs: Sequence[SloSpec]) -> None:
+    header = " | ".join(f"{f:g}x" for f in FACTORS)
+    print("\nPer burn factor: burns alerted / burns, median hours from the burn's start to the "
+          "alert, median hours from its end to the alert's end; a page for factors from the "
+          "smallest page factor (6x) up, a ticket below ('-': never; 'n/a': an error ratio "
+          "above 1)\n")  # fmt: skip
+    print(f"| SLO | volume | method | false pages/wk | false tickets/wk | page precision | "
+          f"ticket precision | {header} |")  # fmt: skip
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |" + " --- |" * len(FACTORS))
+    for spec in specs:
+        page_factor = min(a.factor for a in spec.alerts if a.severity == "page")
+        for per_hour, outcomes in results.items():
+            for method in METHODS:
+                s = summary(outcomes[(method, spec.name)], page_factor)
+                cells = []
+                for factor in FACTORS:
+                    runs = s["factors"].get(factor)
+                    if runs is None:
+                        cells.append("n/a")
+                        continue
+                    paged = sum(d is not None for d, _ in runs)
+                    detect = _median([d for d, _ in runs])
+                    reset = _median([r for _, r in runs])
+                    cells.append(f"{paged}/{len(runs)} {detect} / {reset}")
+                print(f"| {spec.name} {spec.target:.3g} | {per_hour:g}/h | {method} | "
+                      f"{s['false']['page']:.2f} | {s['false']['ticket']:.2f} | "
+                      f"{_pct(s['precision']['page'])} | {_pct(s['precision']['ticket'])} | "
+                      + " | ".join(cells) + " |", flush=True)  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--volumes", type=float, nargs="+", default=[120, 1200, 12000])
+    parser.add_argument("--slos", nargs="+", default=["faithfulness", "judge-calls"])
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--burn-hours", type=float, default=48.0)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    specs = [s for s in load_openslo(boards.SLO_EXAMPLE) if s.name in args.slos]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for per_hour in args.volumes:
+            results[per_hour] = evaluate(
+                specs, per_hour, args.seeds, args.burn_hours, args.seed, Path(tmp)
+            )
+    report(results, specs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
