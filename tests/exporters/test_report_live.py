@@ -102,6 +102,9 @@ def _more_traffic(engine: Any, tick: int) -> None:
                 reference="Reset it on the portal.",
                 contexts=[{"id": "d1", "text": "Reset it on the portal."}],
                 tags={"tenant": "acme" if i % 2 else "beta"},
+                latency_ms=800.0 + 300.0 * i,  # the latency SLO's events, within its limit
+                judge_decision=True,  # the agreement SLO's: a decision and its label
+                judge_label=True,
             )
         session.commit()
 

@@ -178,7 +178,7 @@ def _sdk_traces(database: Path) -> int:
     return int(row[0])
 
 
-def _wait_for_sdk_traces(database: Path, timeout_s: float = 30) -> None:
+def _wait_for_sdk_traces(database: Path, timeout_s: float = 90) -> None:
     deadline = time.monotonic() + timeout_s
     while _sdk_traces(database) == 0:
         assert time.monotonic() < deadline, "no trace came through the receiver"
