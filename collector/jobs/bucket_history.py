@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -43,6 +44,7 @@ class BucketHistory:
         the trace counts and skip and error counts the windows need too."""
         self.job = job
         self.span = (since, until)
+        self._frame: tuple[Any, BucketFrame] | None = None
         b = JobBucket
         query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
         query = query.where(
@@ -95,7 +97,17 @@ class BucketHistory:
         return subtract(out, edge_delta(session, self.job, start, end))
 
     def frame(self, metrics: Sequence[str], kept: Mapping[str, Folding]) -> BucketFrame:
-        """The scored sums of `metrics` per (metric, final group, minute) of the span."""
+        """The scored sums of `metrics` per (metric, final group, minute) of the span
+        (made once per choice of kept values: a back-fill's steps share it)."""
+        key = (
+            tuple(metrics),
+            tuple(sorted((label, tuple(sorted(f.kept))) for label, f in kept.items())),
+        )
+        if self._frame is None or self._frame[0] != key:
+            self._frame = (key, self._make_frame(metrics, kept))
+        return self._frame[1]
+
+    def _make_frame(self, metrics: Sequence[str], kept: Mapping[str, Folding]) -> BucketFrame:
         metric_code = {m: i for i, m in enumerate(metrics)}
         groups: list[Group] = [OVERALL]
         by_key: dict[str, int] = {OVERALL.key: 0}
@@ -116,26 +128,27 @@ class BucketHistory:
             series_metric[code] = metric_code[metric]
             series_group[code] = by_key[group.key]
         rows = series_metric[self._series] >= 0
-        keys = np.stack(
-            [
-                series_metric[self._series][rows],
-                series_group[self._series][rows],
-                self._bucket[rows],
-            ],
-            axis=1,
-        )
-        unique, inverse = np.unique(keys.reshape(-1, 3), axis=0, return_inverse=True)
+        bucket = self._bucket[rows]
+        low = int(bucket.min()) if bucket.size else 0
+        width = int(bucket.max()) - low + 1 if bucket.size else 1
+        # one int64 key per (metric, group, minute): np.unique on it, not on rows of three
+        combined = (
+            series_metric[self._series][rows] * len(groups) + series_group[self._series][rows]
+        ) * width + (bucket - low)
+        unique, inverse = np.unique(combined, return_inverse=True)
         inverse = inverse.reshape(-1)
         values = self._values[rows]
         merged = np.zeros((unique.shape[0], len(SUM_COLUMNS)))
         for c in range(len(SUM_COLUMNS)):
             merged[:, c] = np.bincount(inverse, weights=values[:, c], minlength=unique.shape[0])
+        series, minute = np.divmod(unique, width)
+        metric_of, group_of = np.divmod(series, len(groups))
         return BucketFrame(
             metrics=tuple(metrics),
             groups=tuple(groups),
-            metric=unique[:, 0].astype(np.int32),
-            group=unique[:, 1].astype(np.int32),
-            bucket=unique[:, 2].astype(np.int64),
+            metric=metric_of.astype(np.int32),
+            group=group_of.astype(np.int32),
+            bucket=(minute + low).astype(np.int64),
             n=np.rint(merged[:, 0]).astype(np.int64),
             total=merged[:, 1],
             squares=merged[:, 2],

@@ -58,7 +58,11 @@ def apply(session: Session, job: str, delta: Delta) -> int:
     ]
     if not rows:
         return 0
-    dialect = session.get_bind().dialect.name
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg":
+        _copy_apply(session, job, rows)
+        return len(rows)
+    dialect = bind.dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     stmt = insert(JobBucket)
     table = JobBucket.__table__.c
@@ -87,6 +91,38 @@ def apply(session: Session, job: str, delta: Delta) -> int:
             emptied,
         )
     return len(rows)
+
+
+_STAGE = "ragpulse_job_buckets_in"
+_KEY = ("job", "bucket", "metric", "grp", "outcome")
+
+
+def _copy_apply(session: Session, job: str, rows: list[dict[str, Any]]) -> None:
+    """PostgreSQL: COPY the changes into a temporary table, add them with one INSERT ...
+    SELECT ... ON CONFLICT in key order (the lock order every writer shares), then delete
+    the rows they emptied: a backlog's run touches a row per metric, group and minute of
+    its traces, ~10x faster than one statement per row."""
+    raw: Any = session.connection().connection.driver_connection
+    columns = (*_KEY, *SUM_COLUMNS)
+    names = ", ".join(columns)
+    with raw.cursor() as cur:
+        cur.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (job text, bucket bigint, metric text, "
+            "grp text, outcome text, n bigint, total float8, squares float8, positives bigint, "
+            "log_total float8, log_squares float8) ON COMMIT DELETE ROWS"
+        )
+        with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN") as copy:
+            for r in rows:
+                copy.write_row(tuple(r[c] for c in columns))
+        updates = ", ".join(f"{c} = job_buckets.{c} + excluded.{c}" for c in SUM_COLUMNS)
+        order = ", ".join(_KEY)
+        cur.execute(
+            f"INSERT INTO job_buckets ({names}) SELECT {names} FROM {_STAGE} ORDER BY {order} "
+            f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET {updates}"
+        )
+        match = " AND ".join(f"b.{c} = s.{c}" for c in _KEY)
+        cur.execute(f"DELETE FROM job_buckets b USING {_STAGE} s WHERE {match} AND b.n <= 0")
+        cur.execute(f"DELETE FROM {_STAGE}")
 
 
 def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
