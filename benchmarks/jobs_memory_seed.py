@@ -71,7 +71,7 @@ FROM traces WHERE id BETWEEN :lo AND :hi AND trace_id LIKE 'seed-%'
 """
 
 
-def _partitions(conn: Connection, start: datetime, end: datetime) -> None:
+def make_partitions(conn: Connection, start: datetime, end: datetime) -> None:
     """The daily partitions of the seeded days (what maintenance would have made), so
     rows do not pile up in the default partition."""
     from collector.store import partitions
@@ -80,11 +80,11 @@ def _partitions(conn: Connection, start: datetime, end: datetime) -> None:
     partitions.ensure_partitions(conn, days)
 
 
-def _triggers(conn: Connection, enable: bool) -> None:
+def user_triggers(conn: Connection, enable: bool) -> None:
     conn.execute(text(f"ALTER TABLE traces {'ENABLE' if enable else 'DISABLE'} TRIGGER USER"))
 
 
-def _keys(conn: Connection, prefix: str) -> None:
+def fill_keys(conn: Connection, prefix: str) -> None:
     """`trace_keys` rows of the traces just filled with the trigger off (when it exists)."""
     if conn.execute(text("SELECT to_regclass('trace_keys')")).scalar_one() is None:
         return
@@ -105,8 +105,8 @@ def seed(engine: Engine, job: str, rows: int, end: datetime) -> None:
         raise ValueError(f"no seeded outcomes for job {job!r}; known: {', '.join(OUTCOMES)}")
     start = end - SPAN
     with engine.begin() as conn:
-        _partitions(conn, start, end)
-        _triggers(conn, enable=False)
+        make_partitions(conn, start, end)
+        user_triggers(conn, enable=False)
     for lo in range(1, rows + 1, CHUNK):
         hi = min(rows, lo + CHUNK - 1)
         with engine.begin() as conn:
@@ -122,8 +122,8 @@ def seed(engine: Engine, job: str, rows: int, end: datetime) -> None:
                 },
             )
     with engine.begin() as conn:
-        _keys(conn, "seed-")
-        _triggers(conn, enable=True)
+        fill_keys(conn, "seed-")
+        user_triggers(conn, enable=True)
         top = conn.execute(text("SELECT coalesce(max(id), 0) FROM traces")).scalar_one()
     fill = FILL_OUTCOMES.format(outcomes=OUTCOMES[job])
     for lo in range(1, top + 1, CHUNK):
