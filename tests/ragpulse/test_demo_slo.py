@@ -4,7 +4,9 @@ generated rules and the dashboard in the demo")."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import urllib.request
 from collections import Counter
 from datetime import UTC, datetime
@@ -127,3 +129,18 @@ def test_the_demo_traffic_counts_slo_events_on_metrics(sqlite_url: str, embedder
     # the retrieval SLO counts too; the judge SLOs have no event with the judge off
     assert sum(v for k, v in counted.items() if k[0] == "retrieval-hit") > 0
     assert not any(v for k, v in counted.items() if k[0] in ("faithfulness", "judge-calls"))
+
+
+def test_the_installed_commands_can_generate_slo_rules_outside_the_checkout(tmp_path: Path) -> None:
+    """`ragpulse demo` (and `ragpulse slo rules`) import `dashboards` at run time: it must be
+    importable as installed, from any working directory, not only from the checkout."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import dashboards.slo_rules, dashboards.runbooks"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
