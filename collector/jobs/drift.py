@@ -101,6 +101,13 @@ def _round(x: float) -> float:
     return float(f"{x:.2g}")
 
 
+def in_control_run_length(det: Detector, n_groups: int, per_week: float) -> float:
+    """In-control run length (traces) of one series under `det`'s family-wise budget: the
+    family is `det.series_metrics` x `n_groups` series, the series sees `per_week` traces."""
+    family = det.series_metrics * n_groups
+    return _round(family * per_week / det.false_alarms_per_week)
+
+
 def drift_points(
     columns: OutcomeColumns,
     metrics: Sequence[MetricFacts],
@@ -176,8 +183,7 @@ class _Series:
 
     def arl(self, det: Detector) -> float:
         """In-control run length (traces) of this series under `det`'s budget."""
-        family = det.series_metrics * self.n_groups
-        return _round(family * self.per_week / det.false_alarms_per_week)
+        return in_control_run_length(det, self.n_groups, self.per_week)
 
     def drift(self, det: Detector, span_s: float) -> tuple[Window, WindowAggregate]:
         window = Window(DRIFT_PREFIX + det.name, span_s)

@@ -56,6 +56,7 @@ from collector.jobs.drift import (
     _detectable,
     _round,
     _threshold,
+    in_control_run_length,
 )
 from collector.jobs.drift_scores import BUCKET_TRACES, binomial_steps, bucket_minutes
 from collector.jobs.outcomes import WindowAggregate
@@ -254,8 +255,7 @@ class _Series:
         return 0.0 if self.base is None else self.base.n / self.base_span * WEEK_S
 
     def arl(self, det: Detector) -> float:
-        family = det.series_metrics * self.n_groups
-        return _round(family * self.per_week / det.false_alarms_per_week)
+        return in_control_run_length(det, self.n_groups, self.per_week)
 
     def drift(self, det: Detector, span_s: float) -> tuple[Window, WindowAggregate]:
         window = Window(DRIFT_PREFIX + det.name, span_s)
