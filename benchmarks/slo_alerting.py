@@ -95,10 +95,11 @@ class Outcome:
 
 
 def plan(
-    spec: SloSpec, seeds: int, burn_hours: float, rng: np.random.Generator, when: Timeline
-) -> list[Run]:
+    spec: SloSpec, seeds: int, burn_hours: float, rng: np.random.Generator, when: Timeline,
+    factors: Sequence[float] = FACTORS,
+) -> list[Run]:  # fmt: skip
     runs = [Run(f"steady-{s}", 0.0) for s in range(seeds)]
-    for factor in FACTORS:
+    for factor in factors:
         if factor * spec.budget >= 1.0:
             continue
         for s in range(seeds):
@@ -120,11 +121,11 @@ def inline(expr: str, derived: dict[str, str]) -> str:
 
 def evaluate(
     specs: Sequence[SloSpec], per_hour: float, seeds: int, burn_hours: float, seed: int,
-    workdir: Path, when: Timeline = DEFAULT,
+    workdir: Path, when: Timeline = DEFAULT, factors: Sequence[float] = FACTORS,
 ) -> dict[tuple[str, str], Outcome]:  # fmt: skip
     """Every method's page and ticket episodes per (method, SLO)."""
     rng = np.random.default_rng(seed)
-    runs = {s.name: plan(s, seeds, burn_hours, rng, when) for s in specs}
+    runs = {s.name: plan(s, seeds, burn_hours, rng, when, factors) for s in specs}
     base = (time.time() // DAY) * DAY - when.length - DAY
     start, end = base + when.warmup, base + when.length - MINUTE
     minutes = int(when.length / MINUTE)
@@ -227,22 +228,27 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
-def report(results: dict[float, dict[tuple[str, str], Outcome]], specs: Sequence[SloSpec]) -> None:
-    header = " | ".join(f"{f:g}x" for f in FACTORS)
+def report(
+    results: dict[float, dict[tuple[str, str], Outcome]],
+    specs: Sequence[SloSpec],
+    factors: Sequence[float] = FACTORS,
+) -> None:
+    header = " | ".join(f"{f:g}x" for f in factors)
     print("\nPer burn factor: burns alerted / burns, median hours from the burn's start to the "
           "alert, median hours from its end to the alert's end; a page for factors from the "
           "smallest page factor (6x) up, a ticket below ('-': never; 'n/a': an error ratio "
           "above 1)\n")  # fmt: skip
     print(f"| SLO | volume | method | false pages/wk | false tickets/wk | page precision | "
           f"ticket precision | {header} |")  # fmt: skip
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |" + " --- |" * len(FACTORS))
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |" + " --- |" * len(factors))
+    details = []
     for spec in specs:
         page_factor = min(a.factor for a in spec.alerts if a.severity == "page")
         for per_hour, outcomes in results.items():
             for method in METHODS:
                 s = summary(outcomes[(method, spec.name)], page_factor)
                 cells = []
-                for factor in FACTORS:
+                for factor in factors:
                     runs = s["factors"].get(factor)
                     if runs is None:
                         cells.append("n/a")
@@ -251,10 +257,19 @@ def report(results: dict[float, dict[tuple[str, str], Outcome]], specs: Sequence
                     detect = _median([d for d, _ in runs])
                     reset = _median([r for _, r in runs])
                     cells.append(f"{paged}/{len(runs)} {detect} / {reset}")
+                    times = sorted(d for d, _ in runs if d is not None)
+                    within = sum(t <= 1.0 for t in times)
+                    details.append(
+                        f"{spec.name} {per_hour:g}/h {method} {factor:g}x: alerted within 1 h "
+                        f"{within}/{len(runs)}; hours to alert "
+                        + ", ".join(f"{t:.2f}" for t in times)
+                    )
                 print(f"| {spec.name} {spec.target:.3g} | {per_hour:g}/h | {method} | "
                       f"{s['false']['page']:.2f} | {s['false']['ticket']:.2f} | "
                       f"{_pct(s['precision']['page'])} | {_pct(s['precision']['ticket'])} | "
                       + " | ".join(cells) + " |", flush=True)  # fmt: skip
+    print("\nEvery burn's detection time:\n")
+    print("\n".join(details))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -264,15 +279,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--burn-hours", type=float, default=48.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--factors", type=float, nargs="+", default=list(FACTORS), help="burn factors to run"
+    )
     args = parser.parse_args(argv)
     specs = [s for s in load_openslo(boards.SLO_EXAMPLE) if s.name in args.slos]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for per_hour in args.volumes:
             results[per_hour] = evaluate(
-                specs, per_hour, args.seeds, args.burn_hours, args.seed, Path(tmp)
-            )
-    report(results, specs)
+                specs, per_hour, args.seeds, args.burn_hours, args.seed, Path(tmp),
+                factors=args.factors,
+            )  # fmt: skip
+    report(results, specs, args.factors)
     return 0
 
 
