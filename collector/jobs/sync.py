@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 import orjson
-from sqlalchemy import Row, Select, Text, and_, cast, exists, func, literal, select
+from sqlalchemy import ColumnElement, Row, Select, Text, and_, cast, exists, func, literal, select
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_store
@@ -263,27 +263,54 @@ class TraceCursor:
         self.retrying = fresh
 
     def _stored(
-        self, session: Session, trace_ids: Sequence[str]
+        self, session: Session, rows: Sequence[Row[Any]]
     ) -> dict[str, tuple[float, Any, Any]]:
-        """trace_id -> (ts, groups, outcomes) of the stored outcomes of these traces."""
+        """trace_id -> (ts, groups, outcomes) of the stored outcomes of `rows`' traces.
+
+        A trace never updated since it arrived (`received_at` = `updated_at`) still has the
+        timestamp it was scored with, so its stored row, if any, is looked up at that
+        timestamp: a batch of such rows, in time order, reads only the outcome rows
+        between its oldest and newest timestamp (one or two partitions, a few rows even
+        when PostgreSQL's statistics lag a back-fill's inserts). An updated trace may have
+        moved: looked up under any timestamp."""
         out: dict[str, tuple[float, Any, Any]] = {}
-        ids = sorted(set(trace_ids))
+        fixed: dict[str, datetime] = {}
+        moving: set[str] = set()
+        for row in rows:
+            if getattr(row, "received_at", None) == row.updated_at:
+                fixed[row.trace_id] = row.timestamp
+            else:
+                moving.add(row.trace_id)
+        fixed = {t: ts for t, ts in fixed.items() if t not in moving}
+        in_time = sorted(fixed, key=fixed.__getitem__)
+        for start in range(0, len(in_time), _CHUNK):
+            part = in_time[start : start + _CHUNK]
+            between = JobOutcome.ts.between(fixed[part[0]], fixed[part[-1]])
+            self._read_stored(session, part, out, between)
+        ids = sorted(moving)
         for start in range(0, len(ids), _CHUNK):
-            query = select(
-                JobOutcome.trace_id,
-                JobOutcome.ts,
-                cast(JobOutcome.groups, Text),
-                cast(JobOutcome.outcomes, Text),
-            ).where(
-                JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids[start : start + _CHUNK])
-            )
-            for trace_id, ts, groups, outcomes in session.execute(query):
-                out[trace_id] = (
-                    epoch(ts),
-                    orjson.loads(groups) if groups else None,
-                    orjson.loads(outcomes) if outcomes else {},
-                )
+            self._read_stored(session, ids[start : start + _CHUNK], out)
         return out
+
+    def _read_stored(
+        self,
+        session: Session,
+        ids: Sequence[str],
+        out: dict[str, tuple[float, Any, Any]],
+        *where: ColumnElement[bool],
+    ) -> None:
+        query = select(
+            JobOutcome.trace_id,
+            JobOutcome.ts,
+            cast(JobOutcome.groups, Text),
+            cast(JobOutcome.outcomes, Text),
+        ).where(JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids), *where)
+        for trace_id, ts, groups, outcomes in session.execute(query):
+            out[trace_id] = (
+                epoch(ts),
+                orjson.loads(groups) if groups else None,
+                orjson.loads(outcomes) if outcomes else {},
+            )
 
     def forget(self, trace_ids: Sequence[str]) -> None:
         """Traces whose outcomes were recorded but then rolled back (a shard lease lost
@@ -306,7 +333,7 @@ class TraceCursor:
         evaluated = []
         moved = set()
         delta = Delta(self.metrics)
-        stored = self._stored(session, [row.trace_id for row in rows])
+        stored = self._stored(session, rows)
         for ts, groups_before, outcomes_before in stored.values():
             delta.add(ts, groups_before, outcomes_before, -1)
         for i, row in enumerate(rows):

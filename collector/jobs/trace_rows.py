@@ -36,14 +36,18 @@ ROW_KEY = ("id", "updated_at")
 SLICE_COLUMNS = ("model",)
 """Read for the trace's slice dimensions (`collector.jobs.slices`), not for its Sample."""
 
+FIRST_SEEN = ("received_at",)
+"""Read to tell a trace never updated since it arrived (its timestamp cannot have moved:
+`sync.TraceCursor` finds its stored outcome at that timestamp)."""
+
 SAMPLE_COLUMNS = tuple(
     getattr(Trace, c.key)
     for c in TRACES.columns
-    if c.key in ROW_KEY or c.key in COLUMNS or c.key in SLICE_COLUMNS
+    if c.key in ROW_KEY or c.key in COLUMNS or c.key in SLICE_COLUMNS or c.key in FIRST_SEEN
 )
 """The row key and every column a `Sample` is mapped from, in the table's order."""
 
-ALWAYS = frozenset(ROW_KEY + SLICE_COLUMNS).union(
+ALWAYS = frozenset(ROW_KEY + SLICE_COLUMNS + FIRST_SEEN).union(
     *(FIELD_COLUMNS[f] for f in ("trace_id", "timestamp", "question", "tags"))
 )
 """Columns every job reads: the row's identity and version, the time and group tags the

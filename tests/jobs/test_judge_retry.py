@@ -27,7 +27,7 @@ from ragpulse.commands.traces import _outcome as shown
 from ragpulse.job_setup import job_environment
 from ragpulse.judge import make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
-from tests.jobs.helpers import add_trace
+from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 
 METRICS = ("faithfulness_rating", "answer_relevance")
 DEFINITION = JobDefinition(
@@ -214,6 +214,8 @@ def test_transient_failures_wait_and_the_next_run_judges_them_without_paying_twi
     assert _result(engine, "answer_relevance") == (5, 0)
     assert _result(engine, "faithfulness_rating") == (5, 0)
     assert sample("ragpulse_judge_pending_retry", {"job": "judged"}) == 0
+    with factory() as session:  # the retried traces' first outcomes were moved out, once
+        assert_buckets_match_outcomes(session, "judged")
 
     faults.calls.clear()
     third = runner.run("judged")

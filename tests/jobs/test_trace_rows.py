@@ -36,7 +36,7 @@ UX_SESSION_METRICS = ("context_preservation", "multi_turn_consistency")
 def test_every_sample_field_maps_to_sample_columns() -> None:
     assert FIELD_COLUMNS.keys() == {f.name for f in dataclasses.fields(Sample)}
     mapped = {c for cols in FIELD_COLUMNS.values() for c in cols}
-    assert mapped | {"id", "updated_at", "model"} == {c.key for c in SAMPLE_COLUMNS}
+    assert mapped | {"id", "updated_at", "received_at", "model"} == {c.key for c in SAMPLE_COLUMNS}
     assert {c.key for c in SAMPLE_COLUMNS} >= ALWAYS
 
 
