@@ -31,6 +31,7 @@ Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import statistics
 import tempfile
@@ -272,6 +273,18 @@ def report(
     print("\n".join(details))
 
 
+def with_page_factor(spec: SloSpec, factor: float) -> SloSpec:
+    """`spec` with its 1-hour page alert at burn rate `factor` (what a team sets in its
+    OpenSLO AlertCondition when a burn of exactly 14.4x must page within the hour)."""
+    alerts = tuple(
+        dataclasses.replace(a, factor=factor)
+        if a.severity == "page" and a.long_window == "1h"
+        else a
+        for a in spec.alerts
+    )
+    return dataclasses.replace(spec, alerts=alerts)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--volumes", type=float, nargs="+", default=[120, 1200, 12000])
@@ -282,8 +295,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--factors", type=float, nargs="+", default=list(FACTORS), help="burn factors to run"
     )
+    parser.add_argument(
+        "--page-factor",
+        type=float,
+        help="the 1h page alert's burn rate instead of the example's (the workbook's 14.4)",
+    )
     args = parser.parse_args(argv)
     specs = [s for s in load_openslo(boards.SLO_EXAMPLE) if s.name in args.slos]
+    if args.page_factor is not None:
+        specs = [with_page_factor(s, args.page_factor) for s in specs]
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for per_hour in args.volumes:
