@@ -173,6 +173,7 @@ def _assemble(
     raw: Mapping[str, list[Outcome] | DatasetValue | Outcome],
     group_by: str | None,
     recompute: Callable[[ResolvedMetric, Sequence[Sample]], DatasetValue | Outcome],
+    aggregate: bool = True,
 ) -> EvaluationResult:
     aggregates: dict[str, Aggregate] = {}
     per_sample: dict[str, list[Outcome]] = {}
@@ -183,6 +184,8 @@ def _assemble(
         result = raw[metric.name]
         if isinstance(result, list):
             per_sample[metric.name] = result
+            if not aggregate:
+                continue
             aggregates[metric.name] = aggregate_outcomes(
                 metric.name,
                 result,
@@ -219,8 +222,11 @@ def evaluate(
     progress: ProgressCallback | None = None,
     *,
     group_by: str | None = None,
+    aggregate: bool = True,
 ) -> EvaluationResult:
-    """Compute and aggregate `metric_names` over `samples` (synchronous API)."""
+    """Compute and aggregate `metric_names` over `samples` (synchronous API). Without
+    `aggregate` only the per-sample outcomes are kept (the jobs aggregate their windows
+    from stored outcomes: a bootstrap per batch would be paid for nothing)."""
     metrics = resolve_all(metric_names)
     ctx = _with_cache(ctx, metrics)
     report = _Reporter(progress, ctx.judge)
@@ -234,7 +240,7 @@ def evaluate(
     if async_metrics:
         raw.update(asyncio.run(_run_async_metrics(async_metrics, samples, ctx, report)))
     return _assemble(
-        metrics, samples, ctx, raw, group_by, lambda m, subset: _dataset(m, subset, ctx)
+        metrics, samples, ctx, raw, group_by, lambda m, subset: _dataset(m, subset, ctx), aggregate
     )
 
 

@@ -66,6 +66,7 @@ class DriftSource:
         self.max_length = max_length
         self.history = history
         self._span_columns: OutcomeColumns | None = None
+        self._span_few: bool | None = None
 
     def points(
         self,
@@ -75,12 +76,14 @@ class DriftSource:
         longest_s: float,
         kept: Mapping[str, Folding],
         config: DriftConfig,
+        traces: int | None = None,
     ) -> list[tuple[Window, WindowAggregate]]:
-        """The detectors' points of every watched metric and group at `at`."""
+        """The detectors' points of every watched metric and group at `at` (`traces`: the
+        job's traces in the longest window when the caller has summed them already)."""
         watched = [f.name for f in facts if f.direction in ("higher", "lower")]
         if not watched or not config.detectors:
             return []
-        columns = self._columns(session, watched, at - longest_s, at)
+        columns = self._columns(session, watched, at - longest_s, at, traces)
         if columns is not None:
             folds = label_folds(columns, kept)
             return drift_points(columns, facts, at, longest_s, folds, config)
@@ -89,20 +92,27 @@ class DriftSource:
         return drift_points_from_frame(frame, facts, at, longest_s, config)
 
     def _columns(
-        self, session: Session, watched: list[str], start: float, end: float
+        self,
+        session: Session,
+        watched: list[str],
+        start: float,
+        end: float,
+        traces: int | None = None,
     ) -> OutcomeColumns | None:
         """The rows of the window (a back-fill: of its whole span, once) when few."""
         if self.history is None:
-            if traces_between(session, self.job, start, end) > DRIFT_ROWS_MAX:
+            if traces is None:
+                traces = traces_between(session, self.job, start, end)
+            if traces > DRIFT_ROWS_MAX:
                 return None
             return load_columns(
                 session, self.job, watched, self.group_labels, self.max_length, start, end
             )
-        if self._span_columns is None:
+        if self._span_few is None:  # decided once for the back-fill's span
             since, until = self.history.span
-            if traces_between(session, self.job, since, until) > DRIFT_ROWS_MAX:
-                return None
-            self._span_columns = load_columns(
-                session, self.job, watched, self.group_labels, self.max_length, since, until
-            )
+            self._span_few = traces_between(session, self.job, since, until) <= DRIFT_ROWS_MAX
+            if self._span_few:
+                self._span_columns = load_columns(
+                    session, self.job, watched, self.group_labels, self.max_length, since, until
+                )
         return self._span_columns

@@ -34,6 +34,8 @@ from collector.jobs.aggregation import signature
 from collector.jobs.bucket_aggregation import foldings, sums_from_db, window_points
 from collector.jobs.bucket_drift import DriftSource
 from collector.jobs.bucket_history import BucketHistory
+from collector.jobs.bucket_stats import SCORED, TRACES
+from collector.jobs.bucket_store import WindowSums
 from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.drift import MetricFacts
@@ -269,10 +271,18 @@ class IncrementalJob:
         are left out: they are recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        sums_of = sums_from_db(session, self.name) if history is None else (
+        read = sums_from_db(session, self.name) if history is None else (
             lambda start, end: history.window_sums(session, start, end)
         )  # fmt: skip
-        kept = foldings(sums_of, at_s - self._longest, env.group_labels, env.label_limits)
+        seen: dict[tuple[float, float | None], WindowSums] = {}
+
+        def sums_of(start: float, end: float | None) -> WindowSums:
+            if (start, end) not in seen:
+                seen[(start, end)] = read(start, end)
+            return seen[(start, end)]
+
+        longest = at_s - self._longest
+        kept = foldings(sums_of, longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
         points = window_points(
             session,
@@ -288,7 +298,8 @@ class IncrementalJob:
             at_s,
         )
         if env.drift is not None:
-            points += self._drift_at(session, at_s, kept, history)
+            traces = sums_of(longest, None).get((TRACES, OVERALL.key, SCORED))
+            points += self._drift_at(session, at_s, kept, history, traces.n if traces else 0)
         return points
 
     def _drift_at(
@@ -297,6 +308,7 @@ class IncrementalJob:
         at: float,
         kept: Mapping[str, Folding],
         history: BucketHistory | None = None,
+        traces: int | None = None,
     ) -> list[tuple[Window, WindowAggregate]]:
         """The detectors' points, recomputed at most every `DriftConfig.every_s` (steps of a
         few minutes do not change what pages): the previous ones are given again in
@@ -317,7 +329,7 @@ class IncrementalJob:
             source = self._drift_source = DriftSource(
                 self.name, self.env.group_labels, self.env.label_limits.max_length
             )
-        made = source.points(session, self._facts, at, self._longest, kept, config)
+        made = source.points(session, self._facts, at, self._longest, kept, config, traces)
         self._drift_cache = (at, made)
         return made
 

@@ -122,7 +122,7 @@ class PerSampleScoring:
         if self.definition.context_lookback_s > 0:
             context = self._context(session, rows)
         names = [m.name for m in self.metrics]
-        result = evaluate(context + samples, names, eval_context(self.env))
+        result = evaluate(context + samples, names, eval_context(self.env), aggregate=False)
         offset = len(context)
         return {
             m.name: list(
