@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -46,6 +47,15 @@ class BucketFrame:
     """How many of the values are > 0 (binary metrics: the successes)."""
     log_total: np.ndarray
     log_squares: np.ndarray
+
+    @cached_property
+    def series_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the rows in (metric, group, bucket) order, each one's series key metric x
+        len(groups) + group), sorted once: a reader stepping through time (a back-fill's
+        detectors) selects its minutes from it instead of sorting at every step."""
+        order = np.lexsort((self.bucket, self.group, self.metric))
+        keys = self.metric[order].astype(np.int64) * len(self.groups) + self.group[order]
+        return order, keys
 
 
 def log_values(values: np.ndarray) -> np.ndarray:

@@ -184,8 +184,11 @@ def drift_points_from_frame(
     first = math.floor((now_ts - longest_s) / BUCKET_S)
     split = math.floor((now_ts - config.span_s) / BUCKET_S)
     last = math.floor(now_ts / BUCKET_S)
-    inside = np.flatnonzero((frame.bucket >= first) & (frame.bucket <= last))
-    present = set(np.unique(frame.group[inside]).tolist())
+    sorted_rows, sorted_keys = frame.series_order
+    minutes = frame.bucket[sorted_rows]
+    within = (minutes >= first) & (minutes <= last)
+    order, keys = sorted_rows[within], sorted_keys[within]
+    present = set(np.flatnonzero(np.bincount(frame.group[order], minlength=1)).tolist())
     groups = [
         (code, group)
         for code, group in enumerate(frame.groups)
@@ -194,8 +197,6 @@ def drift_points_from_frame(
     ]
     if OVERALL not in frame.groups:
         groups.insert(0, (-1, OVERALL))  # as `groups_in`: the overall series, even empty
-    order = inside[np.lexsort((frame.bucket[inside], frame.group[inside], frame.metric[inside]))]
-    keys = frame.metric[order].astype(np.int64) * len(frame.groups) + frame.group[order]
     starts = np.flatnonzero(np.diff(keys, prepend=-1)) if keys.size else keys
     ends = np.append(starts[1:], keys.size) if keys.size else keys
     by_key = {int(keys[a]): order[a:b] for a, b in zip(starts, ends, strict=True)}
