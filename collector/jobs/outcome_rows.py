@@ -55,7 +55,7 @@ def load_columns(
         )
         .execution_options(yield_per=_CHUNK)
     )
-    for trace_id, updated, ts, groups, outcomes in session.execute(query):
+    for trace_id, updated, ts, groups, outcomes in session.connection().execute(query):
         columns.put_encoded(
             trace_id,
             _epoch(updated),
