@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, cast
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import signature
-from collector.jobs.bucket_aggregation import foldings, sums_from_db, window_points
+from collector.jobs.bucket_aggregation import foldings, window_points
 from collector.jobs.bucket_drift import DriftSource
 from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.dataset import DatasetMetrics
@@ -54,6 +54,7 @@ from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
 from collector.jobs.sync import BACKLOG_CHUNK, Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
+from collector.jobs.window_source import from_db
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
@@ -264,20 +265,19 @@ class IncrementalJob:
     def points_at(
         self, session: Session, at: datetime, history: BucketHistory | None = None
     ) -> list[tuple[Window, WindowAggregate]]:
-        """The per-sample metrics' windows and detectors as they were at `at`, from the
-        bucket sums (`history`: a back-fill's sums in hand; else read). Dataset metrics
-        are left out: they are recomputed from traces."""
+        """The per-sample metrics' windows (with the quantiles of those read by quantile)
+        and detectors as they were at `at`, from the bucket sums and bins (`history`: a
+        back-fill's sums in hand; else read). Dataset metrics are left out: they are
+        recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        sums_of = sums_from_db(session, self.name) if history is None else (
-            lambda start, end: history.window_sums(session, start, end)
-        )  # fmt: skip
-        kept = foldings(sums_of, at_s - self._longest, env.group_labels, env.label_limits)
+        source = from_db(session, self.name) if history is None else history.source(session)
+        kept = foldings(source.sums, at_s - self._longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
         points = window_points(
             session,
             self.name,
-            sums_of,
+            source,
             env.windows,
             [m.name for m in self.per_sample],
             env.group_labels,
@@ -286,6 +286,7 @@ class IncrementalJob:
             {m.name: signature(m, env) for m in self.per_sample},
             kept,
             at_s,
+            [m.name for m in self.per_sample if m.spec.quantiles],
         )
         if env.drift is not None:
             points += self._drift_at(session, at_s, kept, history)
