@@ -141,6 +141,8 @@ class JobMetric:
     direction: Direction
     unit: Unit = "ratio"
     interval: bool = True
+    quantile_of: str | None = None
+    """A window quantile's per-sample metric (`latency_ms` for `latency_ms_p95`)."""
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:
@@ -181,6 +183,7 @@ def register(spec: MetricSpec) -> MetricSpec:
                     direction=spec.direction or "none",
                     unit=spec.unit,
                     interval=False,
+                    quantile_of=spec.family,
                 )
             )
     return spec
