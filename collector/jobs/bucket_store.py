@@ -10,8 +10,8 @@ each other but never deadlock, and never need each other's rows.
 `window_sums` gives the sums of the traces with ts in [start, end] exactly: the buckets
 inside, minus the stored outcomes of the two edge buckets that fall outside (at most two
 minutes of one job's rows, read from `job_outcomes`); `window_bins` the bins alike, from
-the same edge rows (`window_source.Edges`). `rebuild` recomputes a job's buckets and bins from
-`job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
+the same edge rows (`window_source.Edges`). `rebuild` recomputes a job's buckets and bins
+from `job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
 """
 
 from __future__ import annotations
@@ -265,9 +265,9 @@ def has_outcomes(session: Session, job: str, since: datetime) -> bool:
 
 
 def rebuild(session: Session, job: str, since: datetime, chunk: int = 20_000) -> int:
-    """Recompute the job's buckets and bins from its stored outcomes with ts >= since, streaming
-    them `chunk` rows at a time (memory bounded by one chunk's buckets, not by the rows);
-    the caller commits. Outcome rows read."""
+    """Recompute the job's buckets and bins from its stored outcomes with ts >= since,
+    streaming them `chunk` rows at a time (memory bounded by one chunk's buckets, not by
+    the rows); the caller commits. Outcome rows read."""
     session.execute(delete(JobBucket).where(JobBucket.job == job))
     session.execute(delete(JobBucketBin).where(JobBucketBin.job == job))
     query = (
