@@ -5,7 +5,8 @@ An empty panel on a fresh install is normal, but "No data" does not tell a perso
 to wait, to configure something, or to worry. The condition of a panel is the first of
 `RULES` whose series its queries read; a quality panel's is that of the job computing its
 metric (`JOB_CONDITIONS`): the judge jobs need a judge, the retrieval benchmark ground
-truth, and so on. The report (`ragpulse report`) shows the same text for an empty panel.
+truth, and so on; a metric's percentiles (`latency_ms_p95`) need its values. The report
+(`ragpulse report`) shows the same text for an empty panel.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ SLO_EVENTS = Condition(
     "No SLO events yet: declare SLOs (RAGPULSE_SLO__OPENSLO_FILE or slo.objectives) and let "
     "the jobs score their metrics; a burn rate needs events in its window",
 )
+PERCENTILES = Condition(
+    "percentiles",
+    "No values in the window yet: the percentiles need traces that report the metric "
+    "(latency_ms: the trace's latency_ms, or its stages)",
+)
 NOT_YET = Condition(
     "not_yet",
     "No data yet: appears once traces arrive and the jobs have run over them "
@@ -123,6 +129,8 @@ def condition(exprs: Iterable[str]) -> Condition:
     jobs = _job_of()
     for expr in exprs:
         for metric in _METRIC.findall(expr):
+            if getattr(metrics_view.describe(metric), "quantile_of", None) is not None:
+                return PERCENTILES
             job = jobs.get(metric)
             if job in JOB_CONDITIONS:
                 return JOB_CONDITIONS[job]

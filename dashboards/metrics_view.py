@@ -2,7 +2,8 @@
 
 - `scheduled()`: every metric name a scheduled job produces, row by row (one row per job):
   a metric added to a job's `METRICS` gets a panel and (with a direction) drift rules.
-- `describe(name)`: direction, unit, range and interval from `evaluators.registry`.
+- `describe(name)`: direction, unit, range and interval from `evaluators.registry`;
+  `quantiles_of(metric)`: the window quantiles reported beside a metric read by quantile.
 - `BANDS`: the seeds' interpretation bands (seed 004 §11.2, §4.4.4 for the other NDCG
   cutoff, §3.4.3 for silhouette, seed 000 for context relevance, seed 002 for its
   metrics) as Grafana threshold steps, ordered by the metric's direction
@@ -204,6 +205,14 @@ def scheduled() -> list[tuple[str, str, tuple[str, ...]]]:
         for m in job_modules()
         if m.METRICS
     ]
+
+
+def quantiles_of(metric: str) -> tuple[str, ...]:
+    """The window quantiles the jobs report of `metric` (`quantiles=True` in the registry:
+    `latency_ms_p50`, ...), none for other metrics."""
+    return tuple(
+        name for name, spec in declared().items() if getattr(spec, "quantile_of", None) == metric
+    )
 
 
 def undirected() -> list[str]:

@@ -11,7 +11,8 @@
   the 1h value worse than the 7d value by more than `ragpulse:drift_max_relative_drop`
   (`RagpulseQualityDrop` / `RagpulseQualityRise`). Metrics with direction "none" (counts)
   get no drift rule; a metric without a declared direction gets none either (and fails
-  tests/evaluators/test_registry_meta.py).
+  tests/evaluators/test_registry_meta.py), nor does a job metric without an interval (the
+  window quantiles `latency_ms_p50/p95/p99`: the window rule's bar is in standard errors).
 """
 
 from __future__ import annotations
@@ -252,6 +253,10 @@ def _families(
             out.append((name, spec.cutoff, tier(name)))
     if kind in (None, "dataset"):
         for name, job_spec in JOB_METRICS.items():
+            # the window rule's bar is in standard errors of the 24h interval: a job metric
+            # without one (the window quantiles, `latency_ms_p95`) could never fire it
+            if not job_spec.interval:
+                continue
             if job_spec.direction in ("higher", "lower") and direction in (
                 None,
                 job_spec.direction,

@@ -3,9 +3,11 @@
     latency_ms_i = the trace's `latency_ms` (the total, or the sum of its stages)
 
 A trace that reported no latency is `Skipped`. Aggregated as the mean with a 95% interval,
-like every per-sample metric; its per-trace outcomes are also what a latency SLO
-(`kind: latency`, "the trace's latency <= 2 s") classifies, over every trace (the UX job's
-population: not sampled).
+like every per-sample metric, and read by quantile too (`quantiles=True`): each window
+also reports `latency_ms_p50`, `latency_ms_p95` and `latency_ms_p99`, from DDSketch bins
+within 1% of the exact quantiles (`evaluators.quantiles`). Its per-trace outcomes are
+also what a latency SLO (`kind: latency`, "the trace's latency <= 2 s") classifies, over
+every trace (the UX job's population: not sampled).
 """
 
 from __future__ import annotations
@@ -37,5 +39,6 @@ register(
         direction="lower",
         unit="ms",
         reads=frozenset({"latency_ms"}),
+        quantiles=True,
     )
 )

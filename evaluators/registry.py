@@ -10,7 +10,9 @@ Every metric declares which way is better (`direction`), its `unit` and its
 them (`dashboards/build.py`), so a metric registered without a direction gets no
 panel colours and no drift rule, and `tests/evaluators/test_registry_meta.py` fails.
 Metrics a job computes from other tables than the traces (the LLM judge's own
-consistency, error rate and latency) are declared in `JOB_METRICS` with the same facts.
+consistency, error rate and latency) are declared in `JOB_METRICS` with the same facts,
+and so are the window quantiles of a metric registered with `quantiles=True`
+(`latency_ms_p50`, `latency_ms_p95`, `latency_ms_p99`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evaluators.errors import UnknownMetricError
 from evaluators.outcome import Outcome
+from evaluators.quantiles import QUANTILES, RELATIVE_ACCURACY, quantile_name
 from evaluators.sample import Sample
 
 if TYPE_CHECKING:
@@ -118,6 +121,10 @@ class MetricSpec:
     """The `Sample` fields `compute` reads besides `trace_id`, or None for any. Callers
     that build samples from storage may then leave the others at their defaults: the UX
     job does not fetch and map the retrieved contexts of every trace it scores."""
+    quantiles: bool = False
+    """Per-sample metrics read by quantile (latencies): the jobs also report each window's
+    p50, p95 and p99 (`<family>_p50`, ..., declared in `JOB_METRICS` by `register`), from
+    mergeable DDSketch bins of the scores (`evaluators.quantiles`)."""
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:
@@ -134,6 +141,8 @@ class JobMetric:
     direction: Direction
     unit: Unit = "ratio"
     interval: bool = True
+    quantile_of: str | None = None
+    """A window quantile's per-sample metric (`latency_ms` for `latency_ms_p95`)."""
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:
@@ -164,6 +173,19 @@ def register(spec: MetricSpec) -> MetricSpec:
     if spec.family in FAMILIES or spec.family in JOB_METRICS:
         raise ValueError(f"metric family {spec.family!r} is registered twice")
     FAMILIES[spec.family] = spec
+    if spec.quantiles:
+        for q in QUANTILES:
+            declare(
+                JobMetric(
+                    quantile_name(spec.family, q),
+                    f"{q * 100:g}th percentile of {spec.family} over a window (DDSketch bins: "
+                    f"within {RELATIVE_ACCURACY:.0%} of the exact value). {spec.description}",
+                    direction=spec.direction or "none",
+                    unit=spec.unit,
+                    interval=False,
+                    quantile_of=spec.family,
+                )
+            )
     return spec
 
 

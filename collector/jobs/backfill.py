@@ -8,7 +8,9 @@ at every step from `start` to `end` from the bucket sums, exactly as a run at th
 would have from the same outcomes, and writes them to
 `metric_results` with that time as `computed_at` (rows of an earlier back-fill at the same
 times are replaced, so it can be run again). Each step's points also go to `emit`, e.g.
-an OpenMetrics file to back-fill Prometheus with (`exporters.openmetrics`).
+an OpenMetrics file to back-fill Prometheus with (`exporters.openmetrics`). The
+percentiles of the metrics read by quantile (`latency_ms_p50`, `_p95`, `_p99`) are
+back-filled too, from the bins, which each step reads by a query (`bucket_history`).
 
 What it cannot know: a trace's version as it was then (feedback that arrived later counts
 from the start), and dataset metrics (sessions, clusters, confusion matrices: recomputed

@@ -3,42 +3,36 @@
 Per run: one query sums the longest window's traces per label value (which values keep
 series of their own: `labels.choose_kept`, as before), then one query per window sums its
 buckets per metric, group and outcome (`bucket_store.window_sums`, exact at the window's
-edges). The memory of a run depends on windows x metrics x groups, not on traces.
+edges), and for a job with metrics read by quantile one more sums their bins
+(`bucket_bins`: p50/p95/p99 within 1%). The memory of a run depends on windows x metrics
+x groups (x bins), not on traces.
 
 A window of at most `SMALL_WINDOW_TRACES` traces is aggregated from its stored rows
 instead (read into a short-lived `OutcomeColumns`): the row-based aggregation with its
-seeded bootstrap for small samples, exactly as before, at a bounded cost.
+seeded bootstrap for small samples, exactly as before, and exact quantiles, at a bounded
+cost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy.orm import Session
 
+from collector.jobs import bucket_bins
 from collector.jobs.bucket_stats import SCORED, TRACES
-from collector.jobs.bucket_store import WindowSums, window_sums
+from collector.jobs.bucket_store import WindowSums
 from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
 from collector.jobs.labels import Folding, LabelLimits, choose_kept
 from collector.jobs.outcome_rows import label_folds, load_columns
 from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.window_source import WindowSource
 from collector.jobs.windows import Window
 from evaluators.signature import Signature
 
-
-def _epoch(ts: datetime) -> float:
-    return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
-
-
 SumsOf = Callable[[float, float | None], WindowSums]
 """(start, end) -> the job's sums of the traces with start <= ts <= end (None: no end)."""
-
-
-def sums_from_db(session: Session, job: str) -> SumsOf:
-    """Each window's sums by a query (`bucket_store.window_sums`)."""
-    return lambda start, end: window_sums(session, job, start, end)
 
 
 def foldings(
@@ -68,15 +62,20 @@ def _from_rows(
     proportions: Mapping[str, bool],
     signatures: Mapping[str, Signature],
     kept: Mapping[str, Folding],
+    quantiles: Sequence[str],
 ) -> list[WindowAggregate]:
     columns = load_columns(session, job, metrics, group_labels, max_length, start, end)
-    return columns.aggregate(start, end, proportions, signatures, folds=label_folds(columns, kept))
+    folds = label_folds(columns, kept)
+    items = columns.aggregate(start, end, proportions, signatures, folds=folds)
+    if quantiles:
+        items += bucket_bins.from_rows(columns, start, end, quantiles, signatures, folds)
+    return items
 
 
 def window_points(
     session: Session,
     job: str,
-    sums_of: SumsOf,
+    source: WindowSource,
     windows: Sequence[Window],
     metrics: Sequence[str],
     group_labels: Sequence[str],
@@ -85,19 +84,25 @@ def window_points(
     signatures: Mapping[str, Signature],
     kept: Mapping[str, Folding],
     at: float,
+    quantiles: Sequence[str] = (),
 ) -> list[tuple[Window, WindowAggregate]]:
-    """Every metric's aggregate per window and group, the windows ending at `at`."""
+    """Every metric's aggregate per window and group, the windows ending at `at`, and the
+    quantiles of `quantiles` (metrics registered with `quantiles=True`)."""
     points: list[tuple[Window, WindowAggregate]] = []
     for window in windows:
         start = at - window.seconds
-        sums = sums_of(start, at)
+        sums = source.sums(start, at)
         overall = sums.get((TRACES, "", SCORED))
         if overall is None or overall.n <= SMALL_WINDOW_TRACES:
             items = _from_rows(
                 session, job, start, at, metrics, group_labels, max_length,
-                proportions, signatures, kept,
+                proportions, signatures, kept, quantiles,
             )  # fmt: skip
         else:
             items = aggregates_from_sums(sums, metrics, proportions, signatures, kept)
+            if quantiles:
+                groups = list({item.group.key: item.group for item in items}.values())
+                bins = source.bins(start, at, quantiles)
+                items += bucket_bins.from_bins(bins, groups, quantiles, signatures, kept)
         points.extend((window, item) for item in items)
     return points

@@ -6,6 +6,11 @@ rows are read once, sorted by (metric, group, outcome, bucket) and summed cumula
 so a window is two look-ups per series plus the rows of its two edge minutes
 (`bucket_store.edge_delta`). Memory: one row per minute x metric x group x outcome of the
 span, never per trace.
+
+The quantile metrics' bins are not held: a span's bin rows are 28-42x its sums' rows at
+100M traces a day (docs/SCALING.md), so each step reads its windows' bins by a query, as
+a run does (`bucket_store.window_bins`, with the same edge rows as its sums): a back-fill
+gives the quantiles at the cost of that query per step and window.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.bucket_frame import BucketFrame
 from collector.jobs.bucket_stats import SCORED, TRACES, Sums, bucket_of
-from collector.jobs.bucket_store import SUM_COLUMNS, WindowSums, edge_delta, subtract
+from collector.jobs.bucket_store import SUM_COLUMNS, WindowBins, WindowSums, subtract, window_bins
 from collector.jobs.labels import OTHER, Folding
+from collector.jobs.window_source import Edges, WindowSource
 from collector.jobs.windows import OVERALL, Group, group_for
 from collector.store.models import JobBucket
 
@@ -44,6 +50,7 @@ class BucketHistory:
         the trace counts and skip and error counts the windows need too."""
         self.job = job
         self.span = (since, until)
+        self._edges = Edges(job)
         self._frame: tuple[Any, BucketFrame] | None = None
         b = JobBucket
         query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
@@ -95,7 +102,20 @@ class BucketHistory:
                 continue
             n, total, squares, positives, log_total, log_squares = row.tolist()
             out[key] = Sums(round(n), total, squares, round(positives), log_total, log_squares)
-        return subtract(out, edge_delta(session, self.job, start, end))
+        return subtract(out, self._edges(session, start, end))
+
+    def window_bins(
+        self, session: Session, start: float, end: float, metrics: Sequence[str]
+    ) -> WindowBins:
+        """As `bucket_store.window_bins` (a query: the bins are not held)."""
+        return window_bins(session, self.job, start, end, metrics, self._edges(session, start, end))
+
+    def source(self, session: Session) -> WindowSource:
+        """The windows of `session`'s step from the sums in hand."""
+        return WindowSource(
+            lambda start, end: self.window_sums(session, start, end),
+            lambda start, end, metrics: self.window_bins(session, start, end, metrics),
+        )
 
     def frame(self, metrics: Sequence[str], kept: Mapping[str, Folding]) -> BucketFrame:
         """The scored sums of `metrics` per (metric, final group, minute) of the span

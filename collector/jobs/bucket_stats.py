@@ -11,10 +11,15 @@ that stores the new outcomes (`bucket_store.apply`).
 
 A trace counts in the overall group "" and in `label=value` for each group label it has
 (one label at a time, `collector.jobs.windows`).
+
+The scored values of a metric read by quantile (`binned`: `quantiles=True` in the
+registry, latencies) also count in DDSketch bins per (metric, group, bucket, bin)
+(`evaluators.quantiles.bin_of`), which move with the sums: `Delta.bins`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,8 +27,11 @@ from typing import Any
 
 from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
 from collector.store.models import BUCKET_S
+from evaluators.errors import UnknownMetricError
+from evaluators.quantiles import bin_of
+from evaluators.registry import describe
 
-__all__ = ["BUCKET_S", "Delta", "Sums", "bucket_of", "group_keys", "outcome_key"]
+__all__ = ["BUCKET_S", "Delta", "Sums", "binned", "bucket_of", "group_keys", "outcome_key"]
 
 TRACES = ""
 """The metric name under which a group's traces are counted."""
@@ -34,6 +42,8 @@ LOG_FLOOR = 1e-3
 
 Key = tuple[str, str, int, str]
 """(metric, group key, bucket, outcome)."""
+BinKey = tuple[str, str, int, int]
+"""(metric, group key, bucket, bin)."""
 
 
 def bucket_of(ts: float) -> int:
@@ -49,6 +59,17 @@ def group_keys(groups: Mapping[str, Any] | None, max_length: int = DEFAULT_MAX_L
         if value is not None:
             keys.append(f"{label}={value}")
     return keys
+
+
+@functools.cache
+def binned(metric: str) -> bool:
+    """Whether `metric` is read by quantile (`quantiles=True` in the registry): its scored
+    values also count in DDSketch bins. Names the registry does not know are not."""
+    try:
+        spec = describe(metric)
+    except UnknownMetricError:
+        return False
+    return bool(getattr(spec, "quantiles", False))
 
 
 def outcome_key(encoded: Any) -> str | None:
@@ -90,6 +111,8 @@ class Delta:
         """`metrics`: the metrics counted (None: every stored one)."""
         self.metrics = metrics
         self.sums: dict[Key, Sums] = {}
+        self.bins: dict[BinKey, int] = {}
+        """Changes to the bins' counts of the quantile metrics' scored values."""
 
     def __len__(self) -> int:
         return len(self.sums)
@@ -112,19 +135,24 @@ class Delta:
         JSON form) at its timestamp `ts`."""
         bucket = bucket_of(ts)
         keys = group_keys(groups, max_length)
-        parts: list[tuple[str, str, float | None]] = []
+        parts: list[tuple[str, str, float | None, int | None]] = []
         for metric, encoded in outcomes.items():
             if self.metrics is not None and metric not in self.metrics:
                 continue
             outcome = outcome_key(encoded)
             if outcome is None:
                 continue
-            parts.append((metric, outcome, float(encoded) if outcome == SCORED else None))
+            value = float(encoded) if outcome == SCORED else None
+            index = bin_of(value) if value is not None and binned(metric) else None
+            parts.append((metric, outcome, value, index))
         for grp in keys:
             self._at((TRACES, grp, bucket, SCORED)).n += sign
-            for metric, outcome, value in parts:
+            for metric, outcome, value, index in parts:
                 sums = self._at((metric, grp, bucket, outcome))
                 sums.n += sign
+                if index is not None:
+                    key = (metric, grp, bucket, index)
+                    self.bins[key] = self.bins.get(key, 0) + sign
                 if value is not None:
                     logged = math.log(max(value, LOG_FLOOR))
                     sums.total += sign * value
@@ -140,3 +168,23 @@ class Delta:
             sums = self.sums[key]
             if not sums.empty():
                 yield key, sums
+
+    def bin_items(self) -> Iterator[tuple[BinKey, int]]:
+        """Non-zero changes to the bins' counts, in key order."""
+        for key in sorted(self.bins):
+            count = self.bins[key]
+            if count:
+                yield key, count
+
+    def merge(self, other: Delta) -> None:
+        """Add `other`'s changes to these."""
+        for key, sums in other.sums.items():
+            into = self._at(key)
+            into.n += sums.n
+            into.total += sums.total
+            into.squares += sums.squares
+            into.positives += sums.positives
+            into.log_total += sums.log_total
+            into.log_squares += sums.log_squares
+        for index, count in other.bins.items():
+            self.bins[index] = self.bins.get(index, 0) + count

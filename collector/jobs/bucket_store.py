@@ -1,35 +1,41 @@
-"""Reading and writing a job's per-minute bucket sums (`job_buckets`, rev. 0014).
+"""Reading and writing a job's per-minute bucket sums (`job_buckets`, rev. 0014) and the
+DDSketch bins of its quantile metrics (`job_bucket_bins`, rev. 0015).
 
 `apply` adds a `Delta` in the caller's transaction: one upsert per changed row that adds
-to what is stored (`n = n + excluded.n`, ...), in key order, then deletes the rows it
-emptied. Concurrent workers (sharded jobs) lock the rows they change in the same order,
-so they wait for each other but never deadlock, and never need each other's rows.
+to what is stored (`n = n + excluded.n`, ...), in key order, the sums' table before the
+bins', then deletes the rows it emptied (a bin whose count reaches 0 goes too). Concurrent
+workers (sharded jobs) lock the rows they change in the same order, so they wait for
+each other but never deadlock, and never need each other's rows.
 
 `window_sums` gives the sums of the traces with ts in [start, end] exactly: the buckets
 inside, minus the stored outcomes of the two edge buckets that fall outside (at most two
-minutes of one job's rows, read from `job_outcomes`). `rebuild` recomputes a job's buckets
+minutes of one job's rows, read from `job_outcomes`); `window_bins` the bins alike, from
+the same edge rows (`window_source.Edges`). `rebuild` recomputes a job's buckets and bins
 from `job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Table, Text, bindparam, cast, delete, exists, func, select
+from sqlalchemy import Text, bindparam, cast, delete, exists, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from collector.jobs.bucket_stats import BUCKET_S, Delta, Sums, bucket_of
-from collector.store.models import JobBucket, JobOutcome
+from collector.jobs.bucket_stats import BUCKET_S, SCORED, Delta, Sums, bucket_of
+from collector.store.models import JobBucket, JobBucketBin, JobOutcome
 
 logger = logging.getLogger(__name__)
 
-BUCKETS: Table = JobBucket.__table__  # type: ignore[assignment]
 WindowSums = dict[tuple[str, str, str], Sums]
 """(metric, group key, outcome) -> the sums of a window."""
+WindowBins = dict[tuple[str, str], dict[int, int]]
+"""(metric, group key) -> bin -> how many of the window's scored values fell in it."""
 
 SUM_COLUMNS = ("n", "total", "squares", "positives", "log_total", "log_squares")
 _BATCH = 5_000
@@ -43,86 +49,112 @@ def _epoch(ts: datetime) -> float:
     return (ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)).timestamp()
 
 
+@dataclass(frozen=True)
+class _Added:
+    """A table of per-minute counts and sums that writers add to."""
+
+    name: str
+    model: Any
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    """The summed columns; the first, `n`, is a count: a row whose `n` reaches 0 goes."""
+    stage: str
+    """The staging table's columns (PostgreSQL's COPY path)."""
+
+
+_SUMS = _Added(
+    "job_buckets",
+    JobBucket,
+    ("job", "bucket", "metric", "grp", "outcome"),
+    SUM_COLUMNS,
+    "job text, bucket bigint, metric text, grp text, outcome text, n bigint, total float8, "
+    "squares float8, positives bigint, log_total float8, log_squares float8",
+)
+_BINS = _Added(
+    "job_bucket_bins",
+    JobBucketBin,
+    ("job", "bucket", "metric", "grp", "bin"),
+    ("n",),
+    "job text, bucket bigint, metric text, grp text, bin integer, n bigint",
+)
+
+
 def apply(session: Session, job: str, delta: Delta) -> int:
-    """Add `delta` to the job's stored bucket sums (the caller commits). Rows changed."""
-    rows = [
+    """Add `delta` to the job's stored bucket sums and bins (the caller commits), the sums
+    first (every writer locks in this order). Rows changed."""
+    sums = [
         {
             "job": job,
             "metric": metric,
             "grp": grp,
             "bucket": bucket,
             "outcome": outcome,
-            **{c: getattr(sums, c) for c in SUM_COLUMNS},
+            **{c: getattr(part, c) for c in SUM_COLUMNS},
         }
-        for (metric, grp, bucket, outcome), sums in delta.items()
+        for (metric, grp, bucket, outcome), part in delta.items()
     ]
+    bins = [
+        {"job": job, "metric": metric, "grp": grp, "bucket": bucket, "bin": index, "n": count}
+        for (metric, grp, bucket, index), count in delta.bin_items()
+    ]
+    return _add(session, _SUMS, job, sums) + _add(session, _BINS, job, bins)
+
+
+def _add(session: Session, table: _Added, job: str, rows: list[dict[str, Any]]) -> int:
+    """Add `rows` to `table`: one upsert per row adding to what is stored, in key order,
+    then the rows emptied deleted."""
     if not rows:
         return 0
     bind = session.get_bind()
     if bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg":
-        _copy_apply(session, job, rows)
+        _copy_add(session, table, rows)
         return len(rows)
-    dialect = bind.dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(JobBucket)
-    table = JobBucket.__table__.c
+    insert = postgresql.insert if bind.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(table.model)
+    stored = table.model.__table__.c
     stmt = stmt.on_conflict_do_update(
-        index_elements=["job", "bucket", "metric", "grp", "outcome"],
-        set_={c: table[c] + stmt.excluded[c] for c in SUM_COLUMNS},
+        index_elements=list(table.key),
+        set_={c: stored[c] + stmt.excluded[c] for c in table.columns},
     )
     for start in range(0, len(rows), _BATCH):
         session.execute(stmt, rows[start : start + _BATCH])
-    emptied = [
-        {"b_bucket": r["bucket"], "b_metric": r["metric"], "b_grp": r["grp"], "b_out": r["outcome"]}
-        for r in rows
-        if r["n"] < 0
-    ]
+    parts = table.key[1:]
+    emptied = [{f"b_{c}": r[c] for c in parts} for r in rows if r["n"] < 0]
     if emptied:
-        b = BUCKETS.c
         session.execute(
-            delete(BUCKETS).where(
-                b.job == job,
-                b.bucket == bindparam("b_bucket"),
-                b.metric == bindparam("b_metric"),
-                b.grp == bindparam("b_grp"),
-                b.outcome == bindparam("b_out"),
-                b.n <= 0,
+            delete(table.model.__table__).where(
+                stored.job == job, *(stored[c] == bindparam(f"b_{c}") for c in parts), stored.n <= 0
             ),
             emptied,
         )
     return len(rows)
 
 
-_STAGE = "ragpulse_job_buckets_in"
-_KEY = ("job", "bucket", "metric", "grp", "outcome")
-
-
-def _copy_apply(session: Session, job: str, rows: list[dict[str, Any]]) -> None:
+def _copy_add(session: Session, table: _Added, rows: list[dict[str, Any]]) -> None:
     """PostgreSQL: COPY the changes into a temporary table, add them with one INSERT ...
     SELECT ... ON CONFLICT in key order (the lock order every writer shares), then delete
     the rows they emptied: a backlog's run touches a row per metric, group and minute of
-    its traces, ~10x faster than one statement per row."""
+    its traces (and per bin), ~10x faster than one statement per row."""
     raw: Any = session.connection().connection.driver_connection
-    columns = (*_KEY, *SUM_COLUMNS)
+    stage = f"ragpulse_{table.name}_in"
+    columns = (*table.key, *table.columns)
     names = ", ".join(columns)
+    key = ", ".join(table.key)
     with raw.cursor() as cur:
         cur.execute(
-            f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (job text, bucket bigint, metric text, "
-            "grp text, outcome text, n bigint, total float8, squares float8, positives bigint, "
-            "log_total float8, log_squares float8) ON COMMIT DELETE ROWS"
+            f"CREATE TEMP TABLE IF NOT EXISTS {stage} ({table.stage}) ON COMMIT DELETE ROWS"
         )
-        with cur.copy(f"COPY {_STAGE} ({names}) FROM STDIN") as copy:
+        with cur.copy(f"COPY {stage} ({names}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row(tuple(r[c] for c in columns))
-        updates = ", ".join(f"{c} = job_buckets.{c} + excluded.{c}" for c in SUM_COLUMNS)
-        order = ", ".join(_KEY)
+        updates = ", ".join(f"{c} = {table.name}.{c} + excluded.{c}" for c in table.columns)
         cur.execute(
-            f"INSERT INTO job_buckets ({names}) SELECT {names} FROM {_STAGE} ORDER BY {order} "
-            f"ON CONFLICT ({', '.join(_KEY)}) DO UPDATE SET {updates}"
+            f"INSERT INTO {table.name} ({names}) SELECT {names} FROM {stage} ORDER BY {key} "
+            f"ON CONFLICT ({key}) DO UPDATE SET {updates}"
         )
-        match = " AND ".join(f"b.{c} = s.{c}" for c in _KEY)
-        cur.execute(f"DELETE FROM job_buckets b USING {_STAGE} s WHERE {match} AND b.n <= 0")
-        cur.execute(f"DELETE FROM {_STAGE}")
+        match = " AND ".join(f"b.{c} = s.{c}" for c in table.key)
+        cur.execute(f"DELETE FROM {table.name} b USING {stage} s WHERE {match} AND b.n <= 0")
+        cur.execute(f"DELETE FROM {stage}")
 
 
 def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
@@ -140,8 +172,11 @@ def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
     return delta
 
 
-def window_sums(session: Session, job: str, start: float, end: float | None) -> WindowSums:
-    """The sums of the job's traces with start <= ts <= end (None: no upper bound)."""
+def window_sums(
+    session: Session, job: str, start: float, end: float | None, edge: Delta | None = None
+) -> WindowSums:
+    """The sums of the job's traces with start <= ts <= end (None: no upper bound);
+    `edge`: the window's `edge_delta`, when the caller has it already."""
     first = bucket_of(start)
     b = JobBucket
     query = (
@@ -161,7 +196,33 @@ def window_sums(session: Session, job: str, start: float, end: float | None) -> 
             float(values[4] or 0.0),
             float(values[5] or 0.0),
         )
-    return subtract(out, edge_delta(session, job, start, end))
+    return subtract(out, edge if edge is not None else edge_delta(session, job, start, end))
+
+
+def window_bins(
+    session: Session, job: str, start: float, end: float, metrics: Sequence[str], edge: Delta
+) -> WindowBins:
+    """The bins of `metrics`' scored values of the job's traces with start <= ts <= end:
+    the minutes' bins summed, less `edge`'s (the window's `edge_delta`)."""
+    b = JobBucketBin
+    query = (
+        select(b.metric, b.grp, b.bin, func.sum(b.n))
+        .where(
+            b.job == job,
+            b.bucket >= bucket_of(start),
+            b.bucket <= bucket_of(end),
+            b.metric.in_(list(metrics)),
+        )
+        .group_by(b.metric, b.grp, b.bin)
+    )
+    out: WindowBins = {}
+    for metric, grp, index, count in session.execute(query):
+        out.setdefault((metric, grp), {})[int(index)] = int(count or 0)
+    for (metric, grp, _bucket, index), count in edge.bin_items():
+        bins = out.get((metric, grp))
+        if bins is not None and index in bins:
+            bins[index] -= count
+    return {key: {i: c for i, c in bins.items() if c > 0} for key, bins in out.items()}
 
 
 def edge_delta(session: Session, job: str, start: float, end: float | None) -> Delta:
@@ -171,13 +232,9 @@ def edge_delta(session: Session, job: str, start: float, end: float | None) -> D
     first = bucket_of(start)
     delta = _rows_delta(session, job, o.ts >= _ts(first * BUCKET_S), o.ts < _ts(start))
     if end is not None:
-        after = _rows_delta(
-            session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S)
+        delta.merge(
+            _rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
         )
-        for key, sums in after.sums.items():
-            into = delta.sums.setdefault(key, Sums())
-            for c in SUM_COLUMNS:
-                setattr(into, c, getattr(into, c) + getattr(sums, c))
     return delta
 
 
@@ -190,8 +247,16 @@ def subtract(sums: WindowSums, delta: Delta) -> WindowSums:
     return {k: v for k, v in sums.items() if v.n > 0}
 
 
-def has_buckets(session: Session, job: str) -> bool:
-    return bool(session.execute(select(exists().where(JobBucket.job == job))).scalar())
+def has_buckets(session: Session, job: str, binned: Sequence[str] = ()) -> bool:
+    """Whether the job has bucket sums, and bins too if it has scored values of one of
+    the `binned` metrics (sums stored before the bins existed, rev. 0015, have none)."""
+    if not session.execute(select(exists().where(JobBucket.job == job))).scalar():
+        return False
+    if not binned or session.execute(select(exists().where(JobBucketBin.job == job))).scalar():
+        return True
+    b = JobBucket
+    scored = exists().where(b.job == job, b.outcome == SCORED, b.metric.in_(list(binned)))
+    return not session.execute(select(scored)).scalar()
 
 
 def has_outcomes(session: Session, job: str, since: datetime) -> bool:
@@ -200,10 +265,11 @@ def has_outcomes(session: Session, job: str, since: datetime) -> bool:
 
 
 def rebuild(session: Session, job: str, since: datetime, chunk: int = 20_000) -> int:
-    """Recompute the job's buckets from its stored outcomes with ts >= since, streaming
-    them `chunk` rows at a time (memory bounded by one chunk's buckets, not by the rows);
-    the caller commits. Outcome rows read."""
+    """Recompute the job's buckets and bins from its stored outcomes with ts >= since,
+    streaming them `chunk` rows at a time (memory bounded by one chunk's buckets, not by
+    the rows); the caller commits. Outcome rows read."""
     session.execute(delete(JobBucket).where(JobBucket.job == job))
+    session.execute(delete(JobBucketBin).where(JobBucketBin.job == job))
     query = (
         select(JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text))
         .where(JobOutcome.job == job, JobOutcome.ts >= since)

@@ -41,6 +41,17 @@ def _split(grp: str) -> tuple[str, str] | None:
     return label, value
 
 
+def final_group(grp: str, foldings: Mapping[str, Folding]) -> Group:
+    """The group a stored group key counts in: itself, or `label=other` when folded."""
+    parts = _split(grp)
+    if parts is None:
+        return OVERALL
+    label, raw = parts
+    folding = foldings.get(label)
+    kept = folding is None or raw in folding.kept
+    return group_for(label, raw if kept else OTHER)
+
+
 def folded_sums(
     sums: WindowSums, foldings: Mapping[str, Folding]
 ) -> dict[str, tuple[Group, WindowSums]]:
@@ -50,14 +61,7 @@ def folded_sums(
     for (metric, grp, outcome), value in sums.items():
         group = groups.get(grp)
         if group is None:
-            parts = _split(grp)
-            if parts is None:
-                continue
-            label, raw = parts
-            folding = foldings.get(label)
-            kept = folding is None or raw in folding.kept
-            group = group_for(label, raw if kept else OTHER)
-            groups[grp] = group
+            group = groups[grp] = final_group(grp, foldings)
         into = out.setdefault(group.key, (group, {}))[1].setdefault((metric, "", outcome), Sums())
         for c in SUM_COLUMNS:
             setattr(into, c, getattr(into, c) + getattr(value, c))

@@ -25,13 +25,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import signature
-from collector.jobs.bucket_aggregation import foldings, sums_from_db, window_points
+from collector.jobs.bucket_aggregation import foldings, window_points
 from collector.jobs.bucket_drift import DriftSource
 from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.bucket_stats import SCORED, TRACES
@@ -56,6 +57,7 @@ from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
 from collector.jobs.sync import BACKLOG_CHUNK, Pending, TraceCursor, epoch, oldest_first, version_s
 from collector.jobs.trace_rows import SampleMemo, columns_for
+from collector.jobs.window_source import from_db
 from collector.jobs.windows import OVERALL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
@@ -266,14 +268,14 @@ class IncrementalJob:
     def points_at(
         self, session: Session, at: datetime, history: BucketHistory | None = None
     ) -> list[tuple[Window, WindowAggregate]]:
-        """The per-sample metrics' windows and detectors as they were at `at`, from the
-        bucket sums (`history`: a back-fill's sums in hand; else read). Dataset metrics
-        are left out: they are recomputed from traces."""
+        """The per-sample metrics' windows (with the quantiles of those read by quantile)
+        and detectors as they were at `at`, from the bucket sums and bins (`history`: a
+        back-fill's sums in hand; else read). Dataset metrics are left out: they are
+        recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        read = sums_from_db(session, self.name) if history is None else (
-            lambda start, end: history.window_sums(session, start, end)
-        )  # fmt: skip
+        source = from_db(session, self.name) if history is None else history.source(session)
+        read = source.sums
         seen: dict[tuple[float, float | None], WindowSums] = {}
 
         def sums_of(start: float, end: float | None) -> WindowSums:
@@ -281,13 +283,14 @@ class IncrementalJob:
                 seen[(start, end)] = read(start, end)
             return seen[(start, end)]
 
+        source = replace(source, sums=sums_of)
         longest = at_s - self._longest
         kept = foldings(sums_of, longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
         points = window_points(
             session,
             self.name,
-            sums_of,
+            source,
             env.windows,
             [m.name for m in self.per_sample],
             env.group_labels,
@@ -296,6 +299,7 @@ class IncrementalJob:
             {m.name: signature(m, env) for m in self.per_sample},
             kept,
             at_s,
+            [m.name for m in self.per_sample if m.spec.quantiles],
         )
         if env.drift is not None:
             traces = sums_of(longest, None).get((TRACES, OVERALL.key, SCORED))

@@ -1,13 +1,14 @@
 """A job's record of what it has evaluated, kept in step with the database.
 
 Per-trace outcomes live in `job_outcomes` (shared by every replica) and their sums in
-`job_buckets` (`bucket_store`); the `job_state` watermark is the newest trace version
-done. Nothing per trace is held in memory: `TraceCursor` lists the traces new or updated
-since the watermark (minus `GRACE`, for transactions that committed late) whose version
-has no stored outcomes yet (an anti-join in the database, so a backlog is taken in
-bounded chunks), and records a run's outcomes: the row upserted, and in the same
-transaction the trace's old contribution taken out of the buckets and the new one put
-in, so a trace scored again counts once, and a crash before the commit changes neither.
+`job_buckets` (the quantile metrics' bins in `job_bucket_bins`, `bucket_store`); the
+`job_state` watermark is the newest trace version done. Nothing per trace is held in
+memory: `TraceCursor` lists the traces new or updated since the watermark (minus
+`GRACE`, for transactions that committed late) whose version has no stored outcomes yet
+(an anti-join in the database, so a backlog is taken in bounded chunks), and records a
+run's outcomes: the row upserted, and in the same transaction the trace's old
+contribution taken out of the buckets and the new one put in, so a trace scored again
+counts once, and a crash before the commit changes neither.
 
 Traces waiting to retry a transient judge failure (`retry.py`) are older than the
 watermark, so the watermark query cannot find them: `pending` adds them from the marked
@@ -30,7 +31,7 @@ from sqlalchemy import ColumnElement, Row, Select, Text, and_, cast, exists, fun
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_store
-from collector.jobs.bucket_stats import Delta
+from collector.jobs.bucket_stats import Delta, binned
 from collector.jobs.candidates import Filter, requests
 from collector.jobs.labels import DEFAULT_MAX_LENGTH
 from collector.jobs.lock import job_lock
@@ -152,11 +153,13 @@ class TraceCursor:
             self.watermark = state.watermark
 
     def _ensure_buckets(self, session: Session, now: datetime) -> None:
-        """Build the job's buckets from its stored outcomes when it has outcomes in the
-        longest window but no buckets yet, in a transaction of its own under a lock of its
+        """Build the job's buckets (and bins) from its stored outcomes when it has outcomes
+        in the longest window but no buckets yet, or buckets of a quantile metric but no
+        bins (stored before rev. 0015), in a transaction of its own under a lock of its
         own (two workers starting together build them once)."""
         since = now - timedelta(seconds=self.longest_s)
-        if bucket_store.has_buckets(session, self.job):
+        binned_metrics = sorted(m for m in self.metrics if binned(m))
+        if bucket_store.has_buckets(session, self.job, binned_metrics):
             return
         if not bucket_store.has_outcomes(session, self.job, since):
             return
@@ -165,7 +168,7 @@ class TraceCursor:
             if not held:
                 raise RuntimeError(f"job {self.job}: another worker is still building its buckets")
             with Session(bind=engine) as own:
-                if bucket_store.has_buckets(own, self.job):
+                if bucket_store.has_buckets(own, self.job, binned_metrics):
                     return
                 read = bucket_store.rebuild(own, self.job, since)
                 own.commit()
@@ -322,11 +325,12 @@ class TraceCursor:
         rows: Sequence[Row[Any]],
         outcomes: Mapping[str, Sequence[Outcome]],
     ) -> list[Evaluated]:
-        """Store the outcomes of `rows` (one per metric and row, in order) in `job_outcomes`
-        and move their contributions in `job_buckets` (the stored version's out, this
-        one's in; the caller commits both), and move the watermark past them. Returns
-        them as `Evaluated` values for the observers. Outcomes that failed transiently are
-        stored as waiting for a retry (`self.retry`), and left out of the sums and the
+        """Store the outcomes of `rows` (one per metric and row, in order) in
+        `job_outcomes` and move their contributions in `job_buckets` and
+        `job_bucket_bins` (the stored version's out, this one's in; the caller
+        commits all), and move the watermark past them. Returns them as `Evaluated`
+        values for the observers. Outcomes that failed transiently are stored as
+        waiting for a retry (`self.retry`), and left out of the sums and the
         `Evaluated` values until they are final."""
         policy = self.retry or _NO_RETRY
         records = []

@@ -294,6 +294,27 @@ class JobBucket(Base):
     log_squares: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
+class JobBucketBin(Base):
+    """Per-minute DDSketch bins of one job's quantile metric in one group (rev. 0015).
+
+    For the scored values of a metric registered with `quantiles=True` (latencies): how
+    many fell in `bin` (`evaluators.quantiles.bin_of`: signed, in the values' order) in
+    the minute `bucket`, per group like `job_buckets`. Counts add, so a window's bins are
+    the sums of its minutes' and its quantiles come from them; changed like the sums, in
+    the same transaction (`collector.jobs.bucket_store`). A row whose count reaches 0 is
+    deleted.
+    """
+
+    __tablename__ = "job_bucket_bins"
+
+    job: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bucket: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    metric: Mapped[str] = mapped_column(String(128), primary_key=True)
+    grp: Mapped[str] = mapped_column(String(512), primary_key=True)
+    bin: Mapped[int] = mapped_column(Integer, primary_key=True)
+    n: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
 class TraceKey(Base):
     """PostgreSQL only: every stored trace id, once (rev. 0011).
 

@@ -1,7 +1,8 @@
 """A scheduled job's quality row: the panels every metric gets from the registry.
 
 For each metric the job produces (`metrics_view.scheduled`) a time series of the last hour
-with its 95% confidence band against the 7-day value, n on the right axis; above them a
+with its 95% confidence band against the 7-day value, n on the right axis (for a metric
+read by quantile, latencies, also its p50/p95/p99 against the 7-day p95); above them a
 stat per headline metric (seed 004 §11.1's first, then those with seed bands). Unit,
 decimals, colours and the description come from the registry and the seeds' bands, so a
 metric added to a job gets its panel, coloured once it declares a direction.
@@ -114,6 +115,49 @@ def band_panel(metric: str) -> timeseries.Panel:
     )
 
 
+def quantiles_panel(metric: str) -> timeseries.Panel:
+    """The window quantiles of a metric read by quantile: p50, p95 and p99 of the last hour
+    against the 7-day p95 (dashed), n on the right axis."""
+    names = metrics_view.quantiles_of(metric)
+    shown = ", ".join(n.rpartition("_")[2] for n in names)
+    targets = [(name, "1h", f"{name.rpartition('_')[2]} (1h)") for name in names]
+    baseline = next((n for n in names if n.endswith("_p95")), names[-1])
+    targets.append((baseline, "7d", f"{baseline.rpartition('_')[2]} (7d)"))
+    panel = (
+        timeseries.Panel()
+        .title(f"{metric}: {shown} (1h) against 7d")
+        .description(
+            f"Percentiles of {metric} over the last hour ({shown}), and the 7-day "
+            f"{baseline.rpartition('_')[2]} (dashed) as the baseline; n is on the right axis. "
+            "From mergeable DDSketch bins per minute: within 1% of the exact percentiles "
+            "(exact in windows of up to 20,000 traces). "
+            f"{metrics_view.panel_text(metric)}"
+        )
+    )
+    for i, (name, window, legend_format) in enumerate(targets):
+        panel.with_target(
+            query(chr(65 + i), quality("ragpulse_metric_value", name, window), legend_format)
+        )
+    samples = quality("ragpulse_metric_samples", names[0], "1h") + " > 0"
+    panel.with_target(query(chr(65 + len(targets)), samples, "n (1h)"))
+    return (
+        metric_chart(panel, metric)
+        .override_by_name(targets[-1][2], [prop("custom.lineStyle", line_style("dash", [10, 10]))])
+        .override_by_name(
+            "n (1h)",
+            [
+                prop("custom.axisPlacement", "right"),
+                prop("unit", "short"),
+                prop("decimals", 0),
+                prop("custom.drawStyle", "bars"),
+                prop("custom.fillOpacity", 10),
+            ],
+        )
+        .legend(legend())
+        .tooltip(tooltip())
+    )
+
+
 def headlines(metrics: Sequence[str]) -> list[str]:
     """Seed 004 §11.1's metrics first, then those with seed bands; else the first three."""
     marked = [m for m in metrics if m in GOAL_METRICS]
@@ -122,11 +166,17 @@ def headlines(metrics: Sequence[str]) -> list[str]:
 
 
 def job_section(title: str, metrics: Sequence[str]) -> Section:
-    """A job's row: its headline stats in one line, then a chart per metric, three a line."""
+    """A job's row: its headline stats in one line, then a chart per metric, three a line,
+    and after a metric read by quantile its percentiles' chart."""
     chosen = headlines(metrics)
     width = 24 // len(chosen)
     stats = [Cell(stat_panel(m), w=width, h=4) for m in chosen]
-    return Section(title, [stats, *wrap(Cell(band_panel(m)) for m in metrics)])
+    charts = []
+    for m in metrics:
+        charts.append(Cell(band_panel(m)))
+        if metrics_view.quantiles_of(m):
+            charts.append(Cell(quantiles_panel(m)))
+    return Section(title, [stats, *wrap(charts)])
 
 
 def job_rows(

@@ -11,6 +11,7 @@ import sys
 from types import ModuleType
 
 import evaluators.judge
+import evaluators.quantiles
 from dashboards import metrics_view
 from dashboards.quality_rules import TIERS, tier
 from evaluators.registry import JobMetric, MetricSpec, declared
@@ -39,9 +40,10 @@ def _judge_modules() -> list[ModuleType]:
 
 def formula_module(name: str, spec: MetricSpec | JobMetric) -> ModuleType | None:
     """The module whose docstring defines the metric: the one holding its `compute`, or,
-    for the judge metrics (one shared `compute`), the judge module written for it."""
+    for the judge metrics (one shared `compute`), the judge module written for it; for a
+    window quantile (`latency_ms_p95`), `evaluators.quantiles`."""
     if isinstance(spec, JobMetric):
-        return None
+        return evaluators.quantiles if spec.quantile_of is not None else None
     module = sys.modules[spec.compute.__module__]
     if module.__name__ != "evaluators.judge.metric":
         return module
@@ -63,13 +65,15 @@ def seeds(text: str) -> list[str]:
 
 
 def jobs_of() -> dict[str, list[str]]:
-    """Metric family -> the scheduled jobs reporting it (under any cutoff)."""
+    """Metric family -> the scheduled jobs reporting it (under any cutoff); a window
+    quantile (`latency_ms_p95`) -> those of its metric."""
     out: dict[str, list[str]] = {}
     for job, _, metrics in metrics_view.scheduled():
         for metric in metrics:
             family = metric.partition("@")[0]
-            if job not in out.setdefault(family, []):
-                out[family].append(job)
+            for name in (family, *metrics_view.quantiles_of(family)):
+                if job not in out.setdefault(name, []):
+                    out[name].append(job)
     return out
 
 

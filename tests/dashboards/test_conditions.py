@@ -37,6 +37,7 @@ def test_every_panel_says_why_it_can_be_empty() -> None:
         ("hit_rate@1: 1h with 95% CI against 7d", conditions.GROUND_TRUTH),
         ("judge_accuracy: 1h with 95% CI against 7d", conditions.JUDGE_LABELS),
         ("rouge1_f: 1h with 95% CI against 7d", conditions.REFERENCES),
+        ("latency_ms: p50, p95, p99 (1h) against 7d", conditions.PERCENTILES),
         ("Canary: candidate − baseline per guarded metric", conditions.CANARY),
         ("Drift detectors (1 = alarm)", conditions.HISTORY),
         ("Firing alerts", conditions.NOTHING_FIRING),

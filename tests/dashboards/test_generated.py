@@ -74,8 +74,19 @@ def test_every_metric_the_scheduled_jobs_produce_has_a_panel() -> None:
     ]
     drawn = set().union(*(_metrics_of(p) for p in timeseries))
     assert sorted(produced - drawn) == []
+    percentiles = {q for m in produced for q in metrics_view.quantiles_of(m)}
+    assert percentiles >= {"latency_ms_p50", "latency_ms_p95", "latency_ms_p99"}
+    assert sorted(percentiles - drawn) == []
     for panel in timeseries:
-        (metric,) = _metrics_of(panel)
+        metrics = _metrics_of(panel)
+        bases = {getattr(describe(m), "quantile_of", None) for m in metrics}
+        if bases != {None}:  # a metric's percentiles (1h) and its 7-day p95, n
+            (base,) = bases
+            assert metrics == set(metrics_view.quantiles_of(str(base)))
+            assert {t["refId"] for t in panel["targets"]} == {"A", "B", "C", "D", "E"}
+            assert "Lower" in panel["description"], base
+            continue
+        (metric,) = metrics
         spec = describe(metric)
         refs = {t["refId"] for t in panel["targets"]}
         assert refs == ({"A", "B", "C", "D", "E"} if spec.interval else {"A", "D", "E"}), metric

@@ -93,11 +93,43 @@ def recomputed_bucket_rows(session: Session, job: str) -> dict[tuple[Any, ...], 
     return {k: (s.n, s.total, s.squares, s.positives) for k, s in delta.items()}
 
 
+def bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int]:
+    """The job's stored `job_bucket_bins` rows: (metric, grp, bucket, bin) -> count."""
+    from sqlalchemy import select
+
+    from collector.store.models import JobBucketBin
+
+    rows = session.execute(select(JobBucketBin).where(JobBucketBin.job == job)).scalars()
+    return {(r.metric, r.grp, r.bucket, r.bin): r.n for r in rows}
+
+
+def recomputed_bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int]:
+    """The bin rows the job's stored outcomes make, counted afresh."""
+    from datetime import UTC
+
+    import orjson
+    from sqlalchemy import Text, cast, select
+
+    from collector.jobs.bucket_stats import Delta
+    from collector.store.models import JobOutcome
+
+    delta = Delta()
+    query = select(
+        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
+    ).where(JobOutcome.job == job)
+    for ts, groups, outcomes in session.execute(query):
+        at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
+        delta.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
+    return dict(delta.bin_items())
+
+
 def assert_buckets_match_outcomes(session: Session, job: str) -> None:
-    """Every contribution counted exactly once: the stored sums are the outcomes' sums."""
+    """Every contribution counted exactly once: the stored sums are the outcomes' sums,
+    the stored bins (quantile metrics) the outcomes' bins."""
     import pytest
 
     stored, fresh = bucket_rows(session, job), recomputed_bucket_rows(session, job)
     assert stored.keys() == fresh.keys()
     for key, want in fresh.items():
         assert stored[key] == pytest.approx(want, rel=1e-12, abs=1e-9), key
+    assert bin_rows(session, job) == recomputed_bin_rows(session, job)
