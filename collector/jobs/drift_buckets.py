@@ -209,9 +209,8 @@ def drift_points_from_frame(
         log = facts.unit == "ms"
         for group_code, group in groups:
             key = code * len(frame.groups) + group_code if min(code, group_code) >= 0 else -1
-            rows = by_key.get(key, np.zeros(0, np.int64))
-            recent = rows[frame.bucket[rows] >= split]
-            base = baseline(_sums(frame, rows[frame.bucket[rows] < split]), log)
+            before, recent = _series_rows(frame, by_key.get(key, np.zeros(0, np.int64)), split)
+            base = baseline(_sums(frame, before), log)
             series = _Series(
                 facts, group, base, _sums(frame, recent), now_ts, sign, len(groups),
                 base_span, config.min_baseline,
@@ -223,7 +222,23 @@ def drift_points_from_frame(
     return out
 
 
-def _sums(frame: BucketFrame, rows: np.ndarray) -> Sums:
+Rows = np.ndarray | slice
+"""A series' rows: positions in the frame, or a slice (a view) when they are contiguous."""
+
+
+def _series_rows(frame: BucketFrame, rows: np.ndarray, split: int) -> tuple[Rows, Rows]:
+    """(the baseline's rows, the recent ones: minute >= `split`) of a series' rows in time
+    order. The frames `BucketHistory` makes are sorted by series and minute, so a series
+    is a contiguous run: two slices, no copies (a back-fill's steps read every series)."""
+    if rows.size and bool(np.all(np.diff(rows) == 1)):
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        cut = lo + int(np.searchsorted(frame.bucket[lo:hi], split, side="left"))
+        return slice(lo, cut), slice(cut, hi)
+    late = frame.bucket[rows] >= split
+    return rows[~late], rows[late]
+
+
+def _sums(frame: BucketFrame, rows: Rows) -> Sums:
     return Sums(
         frame.bucket[rows],
         frame.n[rows],
