@@ -81,7 +81,7 @@ SLO_EVENTS = Condition(
 )
 PERCENTILES = Condition(
     "percentiles",
-    "No values in the window yet: the percentiles need traces that report the metric "
+    "No values in the window yet: needs traces that report the metric "
     "(latency_ms: the trace's latency_ms, or its stages)",
 )
 NOT_YET = Condition(
@@ -129,7 +129,9 @@ def condition(exprs: Iterable[str]) -> Condition:
     jobs = _job_of()
     for expr in exprs:
         for metric in _METRIC.findall(expr):
-            if getattr(metrics_view.describe(metric), "quantile_of", None) is not None:
+            spec = metrics_view.describe(metric)
+            # a latency and its percentiles: empty only without latencies (not sessions)
+            if getattr(spec, "quantile_of", None) is not None or getattr(spec, "quantiles", False):
                 return PERCENTILES
             job = jobs.get(metric)
             if job in JOB_CONDITIONS:
