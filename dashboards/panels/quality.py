@@ -100,19 +100,21 @@ def band_panel(metric: str) -> timeseries.Panel:
             [prop("custom.lineWidth", 0), prop("custom.hideFrom", hidden(legend=True))],
         )
         .override_by_name("7d", [prop("custom.lineStyle", line_style("dash", [10, 10]))])
-        .override_by_name(
-            "n (1h)",
-            [
-                prop("custom.axisPlacement", "right"),
-                prop("unit", "short"),
-                prop("decimals", 0),
-                prop("custom.drawStyle", "bars"),
-                prop("custom.fillOpacity", 10),
-            ],
-        )
+        .override_by_name("n (1h)", n_axis())
         .legend(legend())
         .tooltip(tooltip())
     )
+
+
+def n_axis() -> list[model.DynamicConfigValue]:
+    """The sample count's overrides: bars on the right axis, whole numbers."""
+    return [
+        prop("custom.axisPlacement", "right"),
+        prop("unit", "short"),
+        prop("decimals", 0),
+        prop("custom.drawStyle", "bars"),
+        prop("custom.fillOpacity", 10),
+    ]
 
 
 def quantiles_panel(metric: str) -> timeseries.Panel:
@@ -143,16 +145,7 @@ def quantiles_panel(metric: str) -> timeseries.Panel:
     return (
         metric_chart(panel, metric)
         .override_by_name(targets[-1][2], [prop("custom.lineStyle", line_style("dash", [10, 10]))])
-        .override_by_name(
-            "n (1h)",
-            [
-                prop("custom.axisPlacement", "right"),
-                prop("unit", "short"),
-                prop("decimals", 0),
-                prop("custom.drawStyle", "bars"),
-                prop("custom.fillOpacity", 10),
-            ],
-        )
+        .override_by_name("n (1h)", n_axis())
         .legend(legend())
         .tooltip(tooltip())
     )

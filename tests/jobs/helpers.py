@@ -75,22 +75,7 @@ def bucket_rows(session: Session, job: str) -> dict[tuple[Any, ...], tuple[float
 
 def recomputed_bucket_rows(session: Session, job: str) -> dict[tuple[Any, ...], tuple[float, ...]]:
     """The bucket rows the job's stored outcomes make, summed afresh."""
-    from datetime import UTC
-
-    import orjson
-    from sqlalchemy import Text, cast, select
-
-    from collector.jobs.bucket_stats import Delta
-    from collector.store.models import JobOutcome
-
-    delta = Delta()
-    query = select(
-        JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
-    ).where(JobOutcome.job == job)
-    for ts, groups, outcomes in session.execute(query):
-        at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
-        delta.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
-    return {k: (s.n, s.total, s.squares, s.positives) for k, s in delta.items()}
+    return {k: (s.n, s.total, s.squares, s.positives) for k, s in _recounted(session, job).items()}
 
 
 def bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int]:
@@ -105,6 +90,23 @@ def bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int]:
 
 def recomputed_bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int]:
     """The bin rows the job's stored outcomes make, counted afresh."""
+    return dict(_recounted(session, job).bin_items())
+
+
+def assert_buckets_match_outcomes(session: Session, job: str) -> None:
+    """Every contribution counted exactly once: the stored sums are the outcomes' sums,
+    the stored bins (quantile metrics) the outcomes' bins."""
+    import pytest
+
+    stored, fresh = bucket_rows(session, job), recomputed_bucket_rows(session, job)
+    assert stored.keys() == fresh.keys()
+    for key, want in fresh.items():
+        assert stored[key] == pytest.approx(want, rel=1e-12, abs=1e-9), key
+    assert bin_rows(session, job) == recomputed_bin_rows(session, job)
+
+
+def _recounted(session: Session, job: str) -> Any:
+    """A `Delta` of every stored outcome of the job, added afresh."""
     from datetime import UTC
 
     import orjson
@@ -120,16 +122,4 @@ def recomputed_bin_rows(session: Session, job: str) -> dict[tuple[Any, ...], int
     for ts, groups, outcomes in session.execute(query):
         at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
         delta.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
-    return dict(delta.bin_items())
-
-
-def assert_buckets_match_outcomes(session: Session, job: str) -> None:
-    """Every contribution counted exactly once: the stored sums are the outcomes' sums,
-    the stored bins (quantile metrics) the outcomes' bins."""
-    import pytest
-
-    stored, fresh = bucket_rows(session, job), recomputed_bucket_rows(session, job)
-    assert stored.keys() == fresh.keys()
-    for key, want in fresh.items():
-        assert stored[key] == pytest.approx(want, rel=1e-12, abs=1e-9), key
-    assert bin_rows(session, job) == recomputed_bin_rows(session, job)
+    return delta
