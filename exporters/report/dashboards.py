@@ -147,6 +147,11 @@ def load_dashboard(path: Path) -> Dashboard:
         raise DashboardError(f"cannot read dashboard {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise DashboardError(f"{path} is not JSON: line {exc.lineno}: {exc.msg}") from None
+    return parse_dashboard(board, path)
+
+
+def parse_dashboard(board: Any, path: Path) -> Dashboard:
+    """A dashboard's parsed JSON (`path`: where it is, or would be, stored)."""
     if not isinstance(board, dict) or not isinstance(board.get("panels"), list):
         raise DashboardError(f"{path} is not a Grafana dashboard (no panels list)")
     return Dashboard(

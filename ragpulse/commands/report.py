@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from exporters.report.dashboards import Dashboard
 
 EXIT_USAGE = 2
 
@@ -71,6 +75,23 @@ def _demo_prometheus(args: argparse.Namespace) -> str | None:
     return getattr(demo, "prometheus", None)
 
 
+def own_slo_board(dashboards: list[Dashboard], config: str | None) -> list[Dashboard]:
+    """The shipped dashboards with the SLO one drawn for the SLOs the settings declare (the
+    shipped `slo.json` is the example's); unchanged when they declare none."""
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+
+    from collector.settings import load_settings
+    from dashboards.boards import slo_board
+    from exporters.report.dashboards import SHIPPED, parse_dashboard
+
+    specs = load_settings(config).slo.specs()
+    if not specs:
+        return dashboards
+    shipped = SHIPPED / "slo.json"
+    board = json.loads(json.dumps(slo_board(specs).build(), cls=JSONEncoder))
+    return [parse_dashboard(board, shipped) if d.path == shipped else d for d in dashboards]
+
+
 def run(args: argparse.Namespace) -> int:
     from exporters.report.dashboards import SHIPPED, DashboardError, load_dashboards
     from exporters.report.live import render_report
@@ -90,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         dashboards = load_dashboards(args.dashboards or [SHIPPED])
     except DashboardError as exc:
         return _fail(str(exc))
+    if not args.dashboards:
+        dashboards = own_slo_board(dashboards, args.config)
     prometheus = args.prometheus or _demo_prometheus(args)
     if prometheus is None:
         return _fail(

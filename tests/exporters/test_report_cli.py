@@ -127,3 +127,32 @@ def test_a_prometheus_without_ragpulse_data_gives_a_page_and_a_hint(
     assert "with data" in stdout  # the status counts (`or vector(0)`) have data all the same
     assert f"no panel has data: does {prom.url} scrape ragpulse's /metrics" in err
     assert 'data-state="nodata"' in out.read_text()
+
+
+def test_the_slo_dashboard_shows_the_declared_slos_not_the_example(tmp_path: Path) -> None:
+    """The shipped `slo.json` is drawn for `examples/slo.yaml`; with SLOs of their own in
+    the settings, the report draws those (and the example's when none are declared)."""
+    from exporters.report.dashboards import load_dashboards
+    from ragpulse.commands.report import own_slo_board
+
+    config = tmp_path / "settings.yaml"
+    config.write_text(
+        "slo:\n  objectives:\n"
+        "    - {name: answers-grounded, metric: faithfulness, op: '>=', threshold: 0.8,"
+        " target: 0.9}\n",
+        encoding="utf-8",
+    )
+    shipped = load_dashboards([SHIPPED])
+    own = own_slo_board(shipped, str(config))
+    assert [d.title for d in own] == [d.title for d in shipped]
+
+    def exprs(boards: list[Any]) -> str:
+        slo = next(d for d in boards if d.path.name == "slo.json")
+        return "\n".join(t.expr for p in slo.panels for t in p.targets)
+
+    assert 'slo="answers-grounded"' in exprs(own)
+    assert 'slo="faithfulness"' not in exprs(own)
+    assert 'slo="faithfulness"' in exprs(shipped)
+    none = tmp_path / "none.yaml"
+    none.write_text("{}\n", encoding="utf-8")
+    assert own_slo_board(shipped, str(none)) == shipped
