@@ -56,7 +56,11 @@ FROM (SELECT g, CAST(:start AS timestamptz)
 
 OUTCOMES: dict[str, str] = {
     "ux": "jsonb_build_object('cache_hit_rate', CASE WHEN random() < 0.3 THEN 1.0 ELSE 0.0 END, "
-    "'cache_hit_rate_actual', CASE WHEN cache_hit THEN 1.0 ELSE 0.0 END)",
+    "'cache_hit_rate_actual', CASE WHEN cache_hit THEN 1.0 ELSE 0.0 END, "
+    # log-normal latencies (median 1.5 s, sigma 0.6, Box-Muller): the spread decides how
+    # many DDSketch bins a minute fills (job_bucket_bins), not the trace count
+    "'latency_ms', round(CAST(1500 * exp(0.6 * sqrt(-2 * ln(1 - random())) "
+    "* cos(2 * pi() * random())) AS numeric), 1))",
     "retrieval_health": "jsonb_build_object('retrieval_empty_rate', "
     "CASE WHEN json_array_length(contexts) = 0 THEN 1.0 ELSE 0.0 END)",
 }
