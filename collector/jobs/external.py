@@ -2,21 +2,26 @@
 
 The traces' `evaluations` column (OTel `gen_ai.evaluation.result` log records, span events
 and span attributes, merged at ingest: `collector.store.evaluation_store`) holds per trace
-name -> score, label, explanation, error type. Every run this job reads the traces whose
-evaluations are new or changed since its watermark (the whole longest window after a
-start), turns each into per-trace outcomes — `Score` when a score was given, `Failed` with
-the error type, `Skipped` for a result with only a label — and aggregates them per window
-and group like every per-sample metric (mean, n, 95% CI; group labels folded by the
-`labels` bounds), published under `metric="external:<name>"`.
+name -> score, label, explanation, error type. Every run this job lists the traces with
+evaluations whose version has no stored outcomes yet (`sync.TraceCursor.pending`: new or
+changed since its watermark; after a start with none stored, the whole longest window),
+`sync.BACKLOG_CHUNK` at a time, and turns each into per-trace outcomes — `Score` when a
+score was given, `Failed` with the error type, `Skipped` for a result with only a label —
+stored in `job_outcomes` under the cleaned name (`external:<name>`, a metric of its own)
+while their contributions move in `job_buckets` in the same transaction (`record_each`:
+a trace whose evaluations change is counted again once, its old contribution out). The
+windows come from those sums (`external_windows`), per window and group like every
+per-sample metric (mean, n, 95% CI; group labels folded by the `labels` bounds), published
+under `metric="external:<name>"`. Nothing per trace is held in memory between runs, and a
+restart reads no rows: its watermark and the sums are in the database.
 
 Names come from the application, so they are bounded: cleaned (lower case, `[a-z0-9_.@-]`,
-cut to `external.max_name_length`) and at most `external.max_names` of them get series;
-further names fold into `external:other` (their scores pooled, a trace's several folded
-scores averaged), logged once each and counted like folded label values:
-`ragpulse_label_values_{seen,kept,folded_total}{job="external",label="metric"}`. Which
-names are kept is decided in order of appearance (after a start: the most frequent in the
-longest window first); the per-trace state lives in memory, as the evaluations are in the
-traces.
+cut to `external.max_name_length`) and at most `external.max_names` of them get series:
+the most frequent in the longest window (trace counts from the sums), decided every run.
+Further names fold into `external:other`, the sums of the folded names added together
+(each folded result one value: a trace with two folded scores counts twice), logged once
+when that starts and counted like folded label values:
+`ragpulse_label_values_{seen,kept,folded_total}{job="external",label="metric"}`.
 """
 
 from __future__ import annotations
@@ -24,30 +29,32 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
+from collector.jobs import bucket_store
+from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.engine import IncrementalJob
+from collector.jobs.external_windows import NamesSpec, external_points
 from collector.jobs.job_state import load_state, record_run
-from collector.jobs.labels import Folding
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
+from collector.jobs.labels import Folding, warn_folding
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import quality_points
 from collector.jobs.result_store import write_results
-from collector.jobs.sync import GRACE, epoch
-from collector.jobs.windows import Window, group_values
+from collector.jobs.sync import BACKLOG_CHUNK, TraceCursor, epoch
+from collector.jobs.window_source import from_db
+from collector.jobs.windows import Window
 from collector.settings import Settings
 from collector.store.models import Trace
 from evaluators.outcome import Failed, Outcome, Score, Skipped
-from evaluators.signature import Signature
 
 logger = logging.getLogger(__name__)
+
 
 NAME = "external"
 PREFIX = "external:"
@@ -96,9 +103,33 @@ def outcome_of(result: Any) -> Outcome | None:
     return Skipped(LABEL_ONLY)
 
 
+_FETCH = 1000
+"""Traces fetched per query (ids in an IN list)."""
+
+
+def candidates(query: Select[Any]) -> Select[Any]:
+    """The traces that carry evaluations."""
+    return query.where(Trace.evaluations.is_not(None))
+
+
+def trace_outcomes(evaluations: Any, max_length: int) -> dict[str, Outcome]:
+    """One trace's outcomes by cleaned name (two raw spellings of one name: the first in
+    sorted order counts); empty when `evaluations` is not an object."""
+    out: dict[str, Outcome] = {}
+    if not isinstance(evaluations, Mapping):
+        return out
+    for raw, result in sorted(evaluations.items(), key=lambda kv: str(kv[0])):
+        name = metric_name(raw, max_length)
+        outcome = outcome_of(result)
+        if name is not None and outcome is not None and name not in out:
+            out[name] = outcome
+    return out
+
+
 class ExternalJob(IncrementalJob):
-    """See the module docstring. Outcomes are held in `OutcomeColumns` whose columns are
-    slots (`s0`..`s<max_names>`, the last for `other`), named by `self.slots`."""
+    """See the module docstring: a `TraceCursor` counting every name it stores, windows
+    from the sums. What it keeps between runs: its watermark, the foldings of the last run
+    (to log changes once) and the published points."""
 
     def __init__(
         self,
@@ -113,152 +144,140 @@ class ExternalJob(IncrementalJob):
         self.max_names = max_names
         self.max_name_length = max_name_length
         self._longest = max(w.seconds for w in env.windows)
-        self._other_slot = f"s{max_names}"
-        self.columns = OutcomeColumns(
-            [f"s{i}" for i in range(max_names + 1)],
+        self._names = NamesSpec(max_names, PREFIX + OTHER)
+        self._cursor = TraceCursor(
+            self.name,
+            None,
             env.group_labels,
+            self._longest,
+            env.slice_dimensions,
+            env.version_sources,
             env.label_limits.max_length,
         )
-        self.slots: dict[str, str] = {}
-        """metric name (`external:<name>`) -> its column."""
-        self.folded: set[str] = set()
-        """Names that had no column left and fold into `external:other`."""
-        self.watermark: datetime | None = None
         self._loaded = False
         self._labels: tuple[Folding, ...] = ()
+        self._labels_logged: tuple[Folding, ...] = ()
+        self.folded = 0
+        """How many names folded into `external:other` in the last run."""
 
     def run(self, now: datetime | None = None) -> JobReport:
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
             state = load_state(session, self.name)
-            rows = self._changed(session, now)
-            self._admit_names(rows)
-            for row in rows:
-                self._put(row)
-            self.columns.prune(epoch(now) - self._longest)
-            points = self._points(now)
+            self._cursor.load(session, state, now)
+            if not self._loaded:
+                self._loaded = True
+                since = now - timedelta(seconds=self._longest)
+                if not bucket_store.has_outcomes(session, self.name, since):
+                    # nothing stored (a first start, or the upgrade from the in-memory job):
+                    # the whole longest window, whatever the watermark says
+                    self._cursor.watermark = None
+            new = self._evaluate_backlog(session, now)
+            points = self.points_at(session, now)
             written = write_results(session, self.name, now, self.env.retention, points)
             self._publish = quality_points(self.name, points, epoch(now))
-            message = f"{len(rows)} new or updated traces, {len(self.slots)} names"
-            if self.folded:
-                message += f", {len(self.folded)} folded into {PREFIX}{OTHER}"
-            state.watermark = self.watermark
+            names = self._labels[-1]
+            message = f"{new} new or updated traces, {len(names.kept)} names"
+            if names.folded:
+                message += f", {names.folded} folded into {PREFIX}{OTHER}"
+            state = load_state(session, self.name)
+            if self._cursor.watermark is not None:
+                state.watermark = self._cursor.watermark
             record_run(session, state, now, message, started=started)
         return JobReport(
             self.name,
             "ok",
-            len(rows),
+            new,
             written,
             time.perf_counter() - started,
             message,
             labels=self._labels,
         )
 
+    def load_history(self, now: datetime, *, evaluate: bool) -> int:
+        """Store the outcomes of the longest window's traces that have none yet."""
+        if not evaluate:
+            return 0
+        with self.env.session_factory() as session:
+            return self._evaluate_backlog(session, now)
+
+    def points_at(
+        self, session: Session, at: datetime, history: BucketHistory | None = None
+    ) -> list[tuple[Window, WindowAggregate]]:
+        """The kept names' and `external:other`'s windows at `at`, from the bucket sums."""
+        source = from_db(session, self.name) if history is None else history.source(session)
+        env = self.env
+        made = external_points(
+            session,
+            self.name,
+            source,
+            env.windows,
+            env.group_labels,
+            env.label_limits,
+            epoch(at),
+            self._names,
+        )
+        self._labels = (*made.labels.values(), made.names)
+        self._warn(made.names, made.examples)
+        return made.points
+
     # -- steps ----------------------------------------------------------------------------
 
-    def _changed(self, session: Session, now: datetime) -> Sequence[Any]:
+    def _evaluate_backlog(self, session: Session, now: datetime) -> int:
+        """Store the outcomes of the traces pending, `BACKLOG_CHUNK` at a time, each chunk
+        committed before the next is read. Traces stored."""
+        done = 0
+        since = now - timedelta(seconds=self._longest)
+        while True:
+            pending = self._cursor.pending(session, now, candidates, None)
+            rows = self._fetch(session, [p.row_id for p in pending], since)
+            if rows:
+                outcomes = [trace_outcomes(r.evaluations, self.max_name_length) for r in rows]
+                self._cursor.record_each(session, rows, outcomes)
+            session.commit()
+            done += len(rows)
+            if len(pending) < BACKLOG_CHUNK:
+                return done
+
+    def _fetch(self, session: Session, ids: Sequence[int], since: datetime) -> list[Row[Any]]:
+        """The rows of `ids` with what `record_each` stores, oldest update first."""
         t = Trace
-        query = select(t.trace_id, t.timestamp, t.updated_at, t.tags, t.model, t.evaluations).where(
-            t.evaluations.is_not(None)
-        )
-        if not self._loaded or self.watermark is None:
-            query = query.where(t.timestamp >= now - timedelta(seconds=self._longest))
-        else:
-            query = query.where(t.updated_at > self.watermark - GRACE)
-        rows = [
-            r
-            for r in session.execute(query)
-            if isinstance(r.evaluations, Mapping)
-            and not self.columns.is_current(r.trace_id, epoch(r.updated_at))
-        ]
-        self._loaded = True
-        if rows:
-            latest = max(r.updated_at for r in rows)
-            if self.watermark is None or latest > self.watermark:
-                self.watermark = latest
+        rows: list[Row[Any]] = []
+        for start in range(0, len(ids), _FETCH):
+            query = select(
+                t.id,
+                t.trace_id,
+                t.timestamp,
+                t.updated_at,
+                t.received_at,
+                t.tags,
+                t.model,
+                t.question,
+                t.evaluations,
+            ).where(t.id.in_(ids[start : start + _FETCH]), t.timestamp >= since)
+            rows.extend(session.execute(query))
+        rows.sort(key=lambda r: (r.updated_at, r.id))
         return rows
 
-    def _admit_names(self, rows: Sequence[Any]) -> None:
-        """Give new names a column while there are some left, the most frequent first."""
-        counts: Counter[str] = Counter()
-        for row in rows:
-            for raw in row.evaluations:
-                name = metric_name(raw, self.max_name_length)
-                if name is not None and name not in self.slots:
-                    counts[name] += 1
-        for name, _count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            if len(self.slots) < self.max_names:
-                self.slots[name] = f"s{len(self.slots)}"
-            elif name not in self.folded:
-                self.folded.add(name)
-                logger.warning(
-                    "job external: evaluation name %r folds into %s%s: more than "
-                    "external.max_names (%d) names",
-                    name,
-                    PREFIX,
-                    OTHER,
-                    self.max_names,
-                )
-
-    def _put(self, row: Any) -> None:
-        outcomes: dict[str, Outcome] = {}
-        pooled: list[Outcome] = []
-        for raw, result in sorted(row.evaluations.items()):
-            name = metric_name(raw, self.max_name_length)
-            outcome = outcome_of(result)
-            if name is None or outcome is None:
-                continue
-            slot = self.slots.get(name)
-            if slot is None:
-                pooled.append(outcome)
-            elif slot not in outcomes:  # two raw spellings of one name: the first counts
-                outcomes[slot] = outcome
-        if pooled:
-            outcomes[self._other_slot] = _pool(pooled)
-        groups = group_values(
-            row.tags,
-            self.env.group_labels,
-            self.columns.max_length,
-            model=row.model,
-            version_sources=self.env.version_sources,
-        )
-        self.columns.put(
-            row.trace_id, epoch(row.updated_at), epoch(row.timestamp), groups, outcomes
-        )
-
-    def _points(self, now: datetime) -> list[tuple[Window, WindowAggregate]]:
-        end = epoch(now)
-        folds = self.columns.folds(end - self._longest, self.env.label_limits)
-        names_fold = Folding(
-            "metric",
-            len(self.slots) + len(self.folded),
-            frozenset(self.slots),
-            len(self.folded),
-        )
-        self._labels = (*(fold.folding for fold in folds.values()), names_fold)
-        names = {slot: name for name, slot in self.slots.items()}
-        if self.folded:
-            names[self._other_slot] = PREFIX + OTHER
-        signatures = {slot: Signature() for slot in names}
-        points = []
-        for window in self.env.windows:
-            for item in self.columns.aggregate(
-                end - window.seconds, end, {}, signatures, folds=folds
-            ):
-                metric = names.get(item.aggregate.metric)
-                if metric is None:
-                    continue
-                aggregate = replace(item.aggregate, metric=metric)
-                points.append((window, WindowAggregate(item.group, aggregate)))
-        return points
-
-
-def _pool(outcomes: Sequence[Outcome]) -> Outcome:
-    """One outcome for several folded results of one trace: their mean score, else the
-    first failure, else a skip."""
-    scores = [o.value for o in outcomes if isinstance(o, Score)]
-    if scores:
-        return Score(sum(scores) / len(scores))
-    failed = next((o for o in outcomes if isinstance(o, Failed)), None)
-    return failed if failed is not None else outcomes[0]
+    def _warn(self, names: Folding, examples: Sequence[str]) -> None:
+        """Log when a group label starts folding, and when names start (or stop) folding
+        into `external:other`."""
+        labels = self._labels[:-1]
+        warn_folding(self.name, self._labels_logged, labels)
+        self._labels_logged = labels
+        if names.folded and not self.folded:
+            logger.warning(
+                "job external: %d evaluation names in the longest window, more than "
+                "external.max_names (%d): %d fold into %s%s (%s%s)",
+                names.seen,
+                self.max_names,
+                names.folded,
+                PREFIX,
+                OTHER,
+                ", ".join(examples),
+                ", ..." if names.folded > len(examples) else "",
+            )
+        elif self.folded and not names.folded:
+            logger.info("job external: no evaluation name folds into %s%s any more", PREFIX, OTHER)
+        self.folded = names.folded

@@ -115,7 +115,7 @@ class TraceCursor:
     def __init__(
         self,
         job: str,
-        metrics: Sequence[str],
+        metrics: Sequence[str] | None,
         group_labels: Sequence[str],
         longest_s: float,
         slice_dimensions: Sequence[str] = DEFAULT_DIMENSIONS,
@@ -123,7 +123,9 @@ class TraceCursor:
         max_length: int = DEFAULT_MAX_LENGTH,
     ) -> None:
         self.job = job
-        self.metrics = frozenset(metrics)
+        self.metrics = None if metrics is None else frozenset(metrics)
+        """The metrics whose outcomes count in the sums; None: every stored one (a job whose
+        metric names come with the traces, `external`)."""
         self.slice_dimensions = slice_dimensions
         self.version_sources = version_sources
         self.max_length = max_length
@@ -158,7 +160,7 @@ class TraceCursor:
         bins (stored before rev. 0015), in a transaction of its own under a lock of its
         own (two workers starting together build them once)."""
         since = now - timedelta(seconds=self.longest_s)
-        binned_metrics = sorted(m for m in self.metrics if binned(m))
+        binned_metrics = sorted(m for m in self.metrics or () if binned(m))
         if bucket_store.has_buckets(session, self.job, binned_metrics):
             return
         if not bucket_store.has_outcomes(session, self.job, since):
@@ -332,6 +334,17 @@ class TraceCursor:
         values for the observers. Outcomes that failed transiently are stored as
         waiting for a retry (`self.retry`), and left out of the sums and the
         `Evaluated` values until they are final."""
+        per_row = [{m: o[i] for m, o in outcomes.items()} for i in range(len(rows))]
+        return self.record_each(session, rows, per_row)
+
+    def record_each(
+        self,
+        session: Session,
+        rows: Sequence[Row[Any]],
+        outcomes: Sequence[Mapping[str, Outcome]],
+    ) -> list[Evaluated]:
+        """`record`, given each row's outcomes by metric (`outcomes[i]` of `rows[i]`): for
+        a job whose rows have metrics of their own (`external`)."""
         policy = self.retry or _NO_RETRY
         records = []
         evaluated = []
@@ -356,9 +369,7 @@ class TraceCursor:
             before = self.retrying.get(row.trace_id)
             if before is not None and before.version != version:
                 before = None  # a new version of the trace starts afresh
-            sorted_ = policy.sort(
-                {m: o[i] for m, o in outcomes.items()}, before.attempts if before else 0
-            )
+            sorted_ = policy.sort(outcomes[i], before.attempts if before else 0)
             if sorted_.waiting:
                 self.retrying[row.trace_id] = Waiting(version, sorted_.attempts, sorted_.waiting)
             else:

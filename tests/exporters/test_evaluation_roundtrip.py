@@ -118,9 +118,14 @@ def test_ragpulse_scores_come_back_as_external_series(
     with factory() as session:
         made = {
             (row.trace_id, metric): value
-            for row in session.scalars(select(JobOutcome))
+            for row in session.scalars(select(JobOutcome).where(JobOutcome.job != "external"))
             for metric, value in row.outcomes.items()
             if isinstance(value, float)
+        }
+        stored = {  # the external job's own outcomes, stored under the cleaned names
+            (row.trace_id, metric.removeprefix("external:")): value
+            for row in session.scalars(select(JobOutcome).where(JobOutcome.job == "external"))
+            for metric, value in row.outcomes.items()
         }
         back = {
             (t.trace_id, name): result["score"]
@@ -129,6 +134,7 @@ def test_ragpulse_scores_come_back_as_external_series(
         }
     engine.dispose()
     assert made and back == made  # every score ragpulse made came back, on its own trace
+    assert stored == back
     assert {t for t, _ in back} == {otlp_id, "order-42"}
 
     body = QualityCollector(cache, ["tenant"]).render().decode()

@@ -172,3 +172,230 @@ def test_the_worst_traces_of_an_external_series(engine: Engine) -> None:
         failed = worst_external(session, metric="external:helpfulness", errors=True, **window)
         assert [(f.trace_id, f.error) for f in failed] == [("x3", "E")]
         assert worst_external(session, metric="external:toxicity", **window) == []
+
+
+# -- the outcomes stored per name and the windows from the bucket sums (issue 31) ---------
+
+
+def _job(engine: Engine, cache: ResultsCache | None = None, **external: Any) -> ExternalJob:
+    settings = load_settings(external=external) if external else load_settings()
+    return ExternalJob(
+        definition(settings),
+        _env(engine, cache),
+        settings.external.max_names,
+        settings.external.max_name_length,
+    )
+
+
+def _series(cache: ResultsCache) -> dict[tuple[str, str, str], Any]:
+    return {(p.metric, p.window, p.group_key): p for p in cache.snapshot()}
+
+
+def _spy_fetch(job: ExternalJob) -> list[int]:
+    """Counts the trace rows each of `job`'s fetches reads."""
+    fetched: list[int] = []
+    fetch = job._fetch
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        rows = fetch(*args, **kwargs)
+        fetched.append(len(rows))
+        return rows
+
+    job._fetch = counting  # type: ignore[method-assign]
+    return fetched
+
+
+def test_bucket_sums_equal_the_stored_outcomes_after_evaluations_change(engine: Engine) -> None:
+    from collector.store.models import JobOutcome
+    from tests.jobs.helpers import assert_buckets_match_outcomes, bucket_rows
+
+    with make_session_factory(engine)() as session:
+        for i in range(8):
+            add_trace(
+                session,
+                f"t{i}",
+                NOW - timedelta(minutes=3 * i + 1),
+                tags={"tenant": "acme" if i % 2 else "beta"},
+                evaluations={
+                    "helpfulness": _result(i / 10),
+                    "tone": _result(None, "Timeout") if i % 3 == 0 else _result(0.5),
+                },
+            )
+        session.commit()
+    job = _job(engine)
+    assert job.run(NOW).new_traces == 8
+    with make_session_factory(engine)() as session:
+        stored = session.scalars(select(JobOutcome).where(JobOutcome.job == "external")).all()
+        assert len(stored) == 8 and bucket_rows(session, "external")
+        assert_buckets_match_outcomes(session, "external")
+        # a score changes, a name goes, a name comes, one trace moves to another tenant
+        changes: dict[str, dict[str, Any]] = {
+            "t0": {"evaluations": {"helpfulness": _result(1.0)}},
+            "t1": {"evaluations": {"helpfulness": _result(0.3), "new": _result(0.9)}},
+            "t2": {"tags": {"tenant": "gamma"}},
+        }
+        for trace_id, values in changes.items():
+            session.execute(
+                update(Trace).where(Trace.trace_id == trace_id).values(**values, updated_at=NOW)
+            )
+        session.commit()
+    assert job.run(NOW + timedelta(seconds=30)).new_traces == 3
+    assert job.run(NOW + timedelta(seconds=60)).new_traces == 0  # each change counted once
+    with make_session_factory(engine)() as session:
+        assert_buckets_match_outcomes(session, "external")
+    day = _latest(engine, "external:helpfulness", "24h")
+    scores = [1.0, 0.3] + [i / 10 for i in range(2, 8)]
+    assert day is not None and day.n == 8 and day.value == pytest.approx(sum(scores) / 8)
+    tone = _latest(engine, "external:tone", "24h")
+    assert tone is not None and tone.n == 4 and tone.errors == 2  # t0's error went with it
+    new = _latest(engine, "external:new", "24h")
+    assert new is not None and new.n == 1 and new.value == pytest.approx(0.9)
+    gamma = _latest(engine, "external:helpfulness", "24h", "tenant=gamma")
+    assert gamma is not None and gamma.n == 1
+
+
+def test_a_restart_publishes_the_same_series_without_reading_the_window(
+    engine: Engine,
+) -> None:
+    with make_session_factory(engine)() as session:
+        for i in range(12):
+            add_trace(
+                session,
+                f"t{i}",
+                NOW - timedelta(minutes=7 * i + 1),
+                tags={"tenant": "acme" if i % 3 else "beta"},
+                evaluations={"quality": _result(i / 12), f"rare {i % 4}": _result(0.5)},
+            )
+        session.commit()
+    first_cache = ResultsCache()
+    first = _job(engine, first_cache, max_names=2)
+    assert first.run(NOW).new_traces == 12
+    first.publish()
+
+    again_cache = ResultsCache()
+    again = _job(engine, again_cache, max_names=2)
+    fetched = _spy_fetch(again)
+    report = again.run(NOW)
+    again.publish()
+    assert report.new_traces == 0 and sum(fetched) == 0  # no trace read again
+    assert again.folded == 3  # nothing per trace: only counts are kept between runs
+    assert _series(again_cache) == _series(first_cache)
+    assert ("external:other", "24h", "") in _series(again_cache)
+
+
+def test_the_names_kept_after_a_restart_are_the_most_frequent(engine: Engine) -> None:
+    def add(prefix: str, count: int, names: tuple[str, ...], minutes: int) -> None:
+        with make_session_factory(engine)() as session:
+            for i in range(count):
+                evaluations = {name: _result(0.5) for name in names}
+                add_trace(
+                    session,
+                    f"{prefix}{i}",
+                    NOW - timedelta(minutes=minutes + i),
+                    evaluations=evaluations,
+                )
+            session.commit()
+
+    add("early", 1, ("alpha", "beta"), 50)
+    job = _job(engine, max_names=2)
+    job.run(NOW - timedelta(minutes=20))  # alpha and beta came first
+    add("late", 4, ("gamma",), 10)
+    add("later", 3, ("delta",), 5)
+    job.run(NOW)
+
+    cache = ResultsCache()
+    restarted = _job(engine, cache, max_names=2)
+    fetched = _spy_fetch(restarted)
+    report = restarted.run(NOW + timedelta(seconds=10))
+    restarted.publish()
+    assert sum(fetched) == 0
+    (names,) = [f for f in report.labels if f.label == "metric"]
+    assert names.kept == {"external:gamma", "external:delta"}
+    assert names.seen == 4 and names.capped == 2
+    metrics = {metric for metric, _, _ in _series(cache)}
+    assert metrics == {"external:gamma", "external:delta", "external:other"}
+    other = _series(cache)[("external:other", "24h", "")]
+    assert other.n == 2  # alpha's and beta's results of the one early trace
+
+
+def test_other_pools_each_folded_result_as_one_value(engine: Engine) -> None:
+    """The pooled semantics changed with issue 31: `external:other` is the sums of the
+    folded names (each folded score one value), no longer a per-trace mean of them."""
+    with make_session_factory(engine)() as session:
+        add_trace(
+            session,
+            "t0",
+            NOW - timedelta(minutes=1),
+            evaluations={"keep": _result(1.0), "x": _result(0.2), "y": _result(0.4)},
+        )
+        add_trace(
+            session,
+            "t1",
+            NOW - timedelta(minutes=2),
+            evaluations={"keep": _result(1.0), "x": _result(0.6), "z": _result(None, "E")},
+        )
+        session.commit()
+    _job(engine, max_names=1).run(NOW)
+    other = _latest(engine, "external:other", "1h")
+    assert other is not None and other.n == 3 and other.value == pytest.approx(0.4)
+    assert other.errors == 1
+
+
+def test_a_first_start_reads_the_window_in_chunks_whatever_the_watermark(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collector.jobs import external, sync
+    from collector.store.models import JobState
+
+    monkeypatch.setattr(sync, "BACKLOG_CHUNK", 2)
+    monkeypatch.setattr(external, "BACKLOG_CHUNK", 2)
+    with make_session_factory(engine)() as session:
+        for i in range(5):
+            add_trace(
+                session,
+                f"t{i}",
+                NOW - timedelta(hours=i + 1),
+                evaluations={"quality": _result(0.1 * i)},
+            )
+        # the in-memory job of before left its watermark, but no outcomes
+        session.add(JobState(job="external", watermark=NOW - timedelta(minutes=1)))
+        session.commit()
+    job = _job(engine)
+    fetched = _spy_fetch(job)
+    assert job.run(NOW).new_traces == 5
+    assert max(fetched) <= 2 and sum(fetched) == 5
+    day = _latest(engine, "external:quality", "24h")
+    assert day is not None and day.n == 5
+
+
+def test_large_windows_from_the_sums_give_the_rows_values(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window of more than `SMALL_WINDOW_TRACES` traces is aggregated from the sums
+    alone: the kept names' values and counts are those of the rows path."""
+    from collector.jobs import bucket_aggregation
+
+    with make_session_factory(engine)() as session:
+        for i in range(10):
+            add_trace(
+                session,
+                f"t{i}",
+                NOW - timedelta(minutes=9 * i + 1),
+                tags={"tenant": "acme" if i % 2 else "beta"},
+                evaluations={"quality": _result(i / 10), f"x{i % 3}": _result(None, "E")},
+            )
+        session.commit()
+    rows_cache, sums_cache = ResultsCache(), ResultsCache()
+    rows = _job(engine, rows_cache, max_names=2)
+    rows.run(NOW)
+    rows.publish()
+    monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 0)
+    sums = _job(engine, sums_cache, max_names=2)
+    sums.run(NOW)
+    sums.publish()
+    by_rows, by_sums = _series(rows_cache), _series(sums_cache)
+    assert by_rows.keys() == by_sums.keys()
+    assert ("external:quality", "1h", "tenant=acme") in by_sums
+    for key, point in by_rows.items():
+        assert by_sums[key].n == point.n, key
+        assert by_sums[key].value == pytest.approx(point.value), key
