@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Text, bindparam, cast, delete, exists, func, select
+from sqlalchemy import Text, bindparam, cast, delete, exists, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -257,6 +257,17 @@ def has_buckets(session: Session, job: str, binned: Sequence[str] = ()) -> bool:
     b = JobBucket
     scored = exists().where(b.job == job, b.outcome == SCORED, b.metric.in_(list(binned)))
     return not session.execute(select(scored)).scalar()
+
+
+def analyze(session: Session) -> None:
+    """PostgreSQL: refresh the planner's statistics of the sums and bins after a rebuild
+    wrote millions of rows at once. Until autovacuum gets to them the planner takes the
+    tables for nearly empty: measured at 10M outcomes, the 7-day window's bins (6.3M rows)
+    summed in 6.8 s by a sorted aggregate, 1.8 s by the hash aggregate chosen after."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    session.execute(text(f"ANALYZE {JobBucket.__tablename__}, {JobBucketBin.__tablename__}"))
+    session.commit()
 
 
 def has_outcomes(session: Session, job: str, since: datetime) -> bool:

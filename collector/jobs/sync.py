@@ -174,6 +174,7 @@ class TraceCursor:
                     return
                 read = bucket_store.rebuild(own, self.job, since)
                 own.commit()
+                bucket_store.analyze(own)
         logger.info("job %s: built its bucket sums from %d stored outcomes", self.job, read)
 
     def tail(self, session: Session, now: datetime, floor: datetime | None) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from sqlalchemy import Text, cast, delete, select
+from sqlalchemy import Text, cast, delete, select, text
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_aggregation, bucket_store
@@ -194,6 +194,26 @@ def test_rebuild_and_the_upgrade_to_bins_recount_them_from_the_outcomes(db_url: 
     with factory() as session:
         assert bin_rows(session, JOB) == written
         assert_buckets_match_outcomes(session, JOB)
+
+
+def test_the_upgrade_rebuild_refreshes_the_planners_statistics(db_url: str) -> None:
+    """A rebuild writes millions of rows at once; until autovacuum analyzes them PostgreSQL
+    plans the windows' sums for empty tables (6.8 s instead of 1.8 s for the 7-day bins at
+    10M outcomes). The worker that rebuilt runs ANALYZE itself."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("planner statistics are PostgreSQL's")
+    job, factory = _job(db_url, 50, lambda i: (i * 0.37) % 50)
+    job.run(NOW)
+    with factory() as session:
+        session.execute(delete(JobBucketBin).where(JobBucketBin.job == JOB))  # before rev. 0015
+        session.commit()
+    IncrementalJob(job.definition, job.env).run(NOW)
+    query = text(
+        "SELECT relname FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL "
+        "AND relname IN ('job_buckets', 'job_bucket_bins')"
+    )
+    with factory() as session:
+        assert sorted(session.execute(query).scalars()) == ["job_bucket_bins", "job_buckets"]
 
 
 def test_retention_removes_the_bins_of_the_minutes_it_removes(
