@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.candidates import requests
@@ -84,13 +84,20 @@ def fetch_rows(
 ) -> list[Row[Any]]:
     """The sample rows of `ids` (the columns `memo` maps), oldest update first; `since`:
     none of them is older (lets PostgreSQL read only the partitions from then on)."""
+    return rows_by_id(session, sample_rows(memo.columns), ids, since)
+
+
+def rows_by_id(
+    session: Session, query: Select[Any], ids: Sequence[int], since: datetime | None = None
+) -> list[Row[Any]]:
+    """`query`'s rows (it selects `id` and `updated_at` of `traces`) of the traces `ids`,
+    a chunk of ids per query, oldest update first; `since` as in `fetch_rows`."""
     rows: list[Row[Any]] = []
     for start in range(0, len(ids), _CHUNK):
-        part = ids[start : start + _CHUNK]
-        query = sample_rows(memo.columns).where(Trace.id.in_(part))
+        part = query.where(Trace.id.in_(ids[start : start + _CHUNK]))
         if since is not None:
-            query = query.where(Trace.timestamp >= since)
-        rows.extend(session.execute(query))
+            part = part.where(Trace.timestamp >= since)
+        rows.extend(session.execute(part))
     rows.sort(key=lambda r: (r.updated_at, r.id))
     return rows
 

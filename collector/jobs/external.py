@@ -40,6 +40,7 @@ from collector.jobs import bucket_store
 from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.engine import IncrementalJob
+from collector.jobs.evaluation import rows_by_id
 from collector.jobs.external_windows import NamesSpec, external_points
 from collector.jobs.job_state import load_state, record_run
 from collector.jobs.labels import Folding, warn_folding
@@ -103,8 +104,18 @@ def outcome_of(result: Any) -> Outcome | None:
     return Skipped(LABEL_ONLY)
 
 
-_FETCH = 1000
-"""Traces fetched per query (ids in an IN list)."""
+_ROWS = select(
+    Trace.id,
+    Trace.trace_id,
+    Trace.timestamp,
+    Trace.updated_at,
+    Trace.received_at,
+    Trace.tags,
+    Trace.model,
+    Trace.question,
+    Trace.evaluations,
+)
+"""What `record_each` stores of a trace."""
 
 
 def candidates(query: Select[Any]) -> Select[Any]:
@@ -242,23 +253,7 @@ class ExternalJob(IncrementalJob):
 
     def _fetch(self, session: Session, ids: Sequence[int], since: datetime) -> list[Row[Any]]:
         """The rows of `ids` with what `record_each` stores, oldest update first."""
-        t = Trace
-        rows: list[Row[Any]] = []
-        for start in range(0, len(ids), _FETCH):
-            query = select(
-                t.id,
-                t.trace_id,
-                t.timestamp,
-                t.updated_at,
-                t.received_at,
-                t.tags,
-                t.model,
-                t.question,
-                t.evaluations,
-            ).where(t.id.in_(ids[start : start + _FETCH]), t.timestamp >= since)
-            rows.extend(session.execute(query))
-        rows.sort(key=lambda r: (r.updated_at, r.id))
-        return rows
+        return rows_by_id(session, _ROWS, ids, since)
 
     def _warn(self, names: Folding, examples: Sequence[str]) -> None:
         """Log when a group label starts folding, and when names start (or stop) folding
