@@ -78,7 +78,14 @@ def _someone_waits_for_a_lock(engine: Engine, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     with engine.connect() as conn:
         while time.monotonic() < deadline:
-            waiting = conn.execute(text("SELECT count(*) FROM pg_locks WHERE NOT granted"))
+            # this database's locks only: pg_locks is the whole server's, and the other
+            # test workers' waits there would end this wait before the maintenance queued
+            waiting = conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE NOT granted AND database = "
+                    "(SELECT oid FROM pg_database WHERE datname = current_database())"
+                )
+            )
             if waiting.scalar_one():
                 return
             conn.rollback()
