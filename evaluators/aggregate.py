@@ -13,6 +13,7 @@ error type. With n = 0 the value and interval are None (never NaN).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ from evaluators.signature import Signature
 Z_95 = 1.959963984540054
 N_RESAMPLES = 1000
 _CHUNK_ELEMENTS = 2_000_000  # resampled indices held at once (16 MB of int64)
+_CACHED_ELEMENTS = 500_000  # a bootstrap of up to 500 values: its matrix is cached
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,14 @@ def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, f
 
 
 def bootstrap_indices(n: int, seed: int, n_resamples: int = N_RESAMPLES) -> Iterator[np.ndarray]:
-    """Resampled index matrices (rows = resamples), in chunks that bound the memory."""
+    """Resampled index matrices (rows = resamples), in chunks that bound the memory.
+
+    A matrix of at most `_CACHED_ELEMENTS` indices (a few hundred values) comes from a
+    small cache: the same (n, seed) recurs for every metric of a group and at every step
+    of a back-fill, and drawing it is most of a small bootstrap's cost."""
+    if n * n_resamples <= _CACHED_ELEMENTS:
+        yield _small_indices(n, seed, n_resamples)
+        return
     rng = np.random.default_rng(seed)
     per_chunk = max(1, _CHUNK_ELEMENTS // max(n, 1))
     done = 0
@@ -84,6 +93,15 @@ def bootstrap_indices(n: int, seed: int, n_resamples: int = N_RESAMPLES) -> Iter
         rows = min(per_chunk, n_resamples - done)
         yield rng.integers(0, n, size=(rows, n))
         done += rows
+
+
+@functools.lru_cache(maxsize=8)
+def _small_indices(n: int, seed: int, n_resamples: int) -> np.ndarray:
+    """The whole index matrix of a small bootstrap, read-only: the values drawn as int64
+    (what fixes the random stream), kept as int32 (n is small), 2 MB at most."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n)).astype(np.int32)
+    idx.flags.writeable = False
+    return idx
 
 
 def bootstrap_statistic(

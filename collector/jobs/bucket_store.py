@@ -228,14 +228,26 @@ def window_bins(
 def edge_delta(session: Session, job: str, start: float, end: float | None) -> Delta:
     """The contributions of the stored outcomes in the window's edge buckets but outside
     the window: ts before `start` in its minute, ts after `end` in its minute."""
-    o = JobOutcome
-    first = bucket_of(start)
-    delta = _rows_delta(session, job, o.ts >= _ts(first * BUCKET_S), o.ts < _ts(start))
+    delta = before_start(session, job, start)
     if end is not None:
-        delta.merge(
-            _rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
-        )
+        delta.merge(after_end(session, job, end))
     return delta
+
+
+def before_start(session: Session, job: str, start: float) -> Delta:
+    """The stored outcomes in `start`'s minute before it (none, and no query, when the
+    window starts on the minute, as a back-fill's steps do)."""
+    first = bucket_of(start) * BUCKET_S
+    if first >= start:
+        return Delta()
+    o = JobOutcome
+    return _rows_delta(session, job, o.ts >= _ts(first), o.ts < _ts(start))
+
+
+def after_end(session: Session, job: str, end: float) -> Delta:
+    """The stored outcomes in `end`'s minute after it."""
+    o = JobOutcome
+    return _rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
 
 
 def subtract(sums: WindowSums, delta: Delta) -> WindowSums:

@@ -18,25 +18,39 @@ from collector.jobs.bucket_stats import Delta
 from collector.jobs.bucket_store import (
     WindowBins,
     WindowSums,
-    edge_delta,
+    after_end,
+    before_start,
     window_bins,
     window_sums,
 )
 
 
 class Edges:
-    """`edge_delta` of the window asked for last, kept: a window's sums and bins subtract
-    the same edge rows, read once."""
+    """A window's `edge_delta`, from each side's rows read once: a window's sums and bins
+    subtract the same edge rows, and the windows of one time share their end minute. Kept
+    for the session asked with last (the rows it sees)."""
 
     def __init__(self, job: str) -> None:
         self.job = job
-        self._last: tuple[tuple[int, float, float | None], Delta] | None = None
+        self._session = 0
+        self._starts: dict[float, Delta] = {}
+        self._ends: dict[float, Delta] = {}
 
     def __call__(self, session: Session, start: float, end: float | None) -> Delta:
-        key = (id(session), start, end)
-        if self._last is None or self._last[0] != key:
-            self._last = (key, edge_delta(session, self.job, start, end))
-        return self._last[1]
+        if id(session) != self._session or len(self._starts) + len(self._ends) > 16:
+            self._session, self._starts, self._ends = id(session), {}, {}
+        head = self._starts.get(start)
+        if head is None:
+            head = self._starts[start] = before_start(session, self.job, start)
+        if end is None:
+            return head
+        tail = self._ends.get(end)
+        if tail is None:
+            tail = self._ends[end] = after_end(session, self.job, end)
+        both = Delta()
+        both.merge(head)
+        both.merge(tail)
+        return both
 
 
 @dataclass(frozen=True)
