@@ -19,12 +19,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from collector.jobs.bucket_stats import BUCKET_S, LOG_FLOOR
 from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.jobs.windows import Group
+
+if TYPE_CHECKING:
+    from collector.jobs.drift_series import SeriesIndex
 
 __all__ = ["BUCKET_S", "LOG_FLOOR", "BucketFrame", "frame_from_columns", "log_values", "series"]
 
@@ -49,13 +53,13 @@ class BucketFrame:
     log_squares: np.ndarray
 
     @cached_property
-    def series_order(self) -> tuple[np.ndarray, np.ndarray]:
-        """(the rows in (metric, group, bucket) order, each one's series key metric x
-        len(groups) + group), sorted once: a reader stepping through time (a back-fill's
-        detectors) selects its minutes from it instead of sorting at every step."""
-        order = np.lexsort((self.bucket, self.group, self.metric))
-        keys = self.metric[order].astype(np.int64) * len(self.groups) + self.group[order]
-        return order, keys
+    def index(self) -> SeriesIndex:
+        """The rows by series and minute with running sums (`drift_series`), made once:
+        a reader stepping through time (a back-fill's detectors) looks its spans up in it
+        instead of selecting rows at every step."""
+        from collector.jobs.drift_series import SeriesIndex
+
+        return SeriesIndex(self)
 
 
 def log_values(values: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ still filling waits for a later run):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,25 +101,42 @@ class Baseline:
 
 def baseline(rows: Sums, log: bool) -> Baseline | None:
     """The baseline from its sums, or None when it has no spread to measure by."""
-    n = int(rows.n.sum())
+    sums = rows.log_total if log else rows.total
+    return baseline_of(
+        (
+            int(rows.n.sum()),
+            float(rows.total.sum()),
+            float(rows.squares.sum()),
+            int(rows.positives.sum()),
+            float(sums.sum()),
+            float((rows.log_squares if log else rows.squares).sum()),
+        ),
+        log,
+        lambda mu: float(np.sum((sums - rows.n * mu) ** 3)),
+    )
+
+
+def baseline_of(
+    totals: tuple[int, float, float, int, float, float],
+    log: bool,
+    third: Callable[[float], float],
+) -> Baseline | None:
+    """The baseline from its totals (n, sum, sum of squares, positives, and the sum and
+    sum of squares on the metric's scale: of logarithms when `log`) and `third(mu)`, the
+    sum over its minutes of (minute sum - minute count x mu)^3."""
+    n, total, squares, positives, scaled, scaled_squares = totals
     if n < 2:
         return None
-    total, squares = float(rows.total.sum()), float(rows.squares.sum())
-    positives = int(rows.positives.sum())
     if 0 < positives < n and abs(squares * positives - total * total) <= 1e-9 * total * total:
         p0 = positives / n
         return Baseline(n, True, False, p0, math.sqrt(p0 * (1 - p0)))
-    sums = rows.log_total if log else rows.total
-    if log:
-        total, squares = float(sums.sum()), float(rows.log_squares.sum())
-    mu = total / n
-    var = (squares - n * mu * mu) / (n - 1)
+    mu = scaled / n
+    var = (scaled_squares - n * mu * mu) / (n - 1)
     if not var > 1e-12 * max(mu * mu, 1e-12):
         return None
     sigma = math.sqrt(var)
     # E[(sum_b - n_b mu)^3] = n_b kappa_3 for a minute of n_b values
-    third = float(np.sum((sums - rows.n * mu) ** 3)) / n
-    skew = min(max(third / sigma**3, -MAX_SKEW), MAX_SKEW)
+    skew = min(max(third(mu) / n / sigma**3, -MAX_SKEW), MAX_SKEW)
     return Baseline(n, False, log, mu, sigma, skew)
 
 
@@ -184,11 +201,10 @@ def drift_points_from_frame(
     first = math.floor((now_ts - longest_s) / BUCKET_S)
     split = math.floor((now_ts - config.span_s) / BUCKET_S)
     last = math.floor(now_ts / BUCKET_S)
-    sorted_rows, sorted_keys = frame.series_order
-    minutes = frame.bucket[sorted_rows]
-    within = (minutes >= first) & (minutes <= last)
-    order, keys = sorted_rows[within], sorted_keys[within]
-    present = set(np.flatnonzero(np.bincount(frame.group[order], minlength=1)).tolist())
+    index = frame.index
+    spans = index.spans(first, split, last)
+    n_groups = len(frame.groups)
+    present = set((index.keys[spans.stop > spans.first] % max(n_groups, 1)).tolist())
     groups = [
         (code, group)
         for code, group in enumerate(frame.groups)
@@ -197,9 +213,10 @@ def drift_points_from_frame(
     ]
     if OVERALL not in frame.groups:
         groups.insert(0, (-1, OVERALL))  # as `groups_in`: the overall series, even empty
-    starts = np.flatnonzero(np.diff(keys, prepend=-1)) if keys.size else keys
-    ends = np.append(starts[1:], keys.size) if keys.size else keys
-    by_key = {int(keys[a]): order[a:b] for a, b in zip(starts, ends, strict=True)}
+    position = {int(key): i for i, key in enumerate(index.keys.tolist())}
+    lo, mid, hi = spans.first, spans.split, spans.stop
+    totals = [index.sums(name, lo, mid).tolist() for name in _TOTALS]
+    columns = {name: index.column(name) for name in Sums.__slots__}
     out: list[tuple[Window, WindowAggregate]] = []
     for facts in metrics:
         if facts.direction not in ("higher", "lower") or not config.detectors:
@@ -208,12 +225,29 @@ def drift_points_from_frame(
         sign = -1.0 if facts.direction == "higher" else 1.0
         log = facts.unit == "ms"
         for group_code, group in groups:
-            key = code * len(frame.groups) + group_code if min(code, group_code) >= 0 else -1
-            before, recent = _series_rows(frame, by_key.get(key, np.zeros(0, np.int64)), split)
-            base = baseline(_sums(frame, before), log)
+            key = code * n_groups + group_code if min(code, group_code) >= 0 else -1
+            i = position.get(key)
+            base: Baseline | None = None
+            recent = slice(0, 0)
+            if i is not None:
+                a, b, c = int(lo[i]), int(mid[i]), int(hi[i])
+                n, total, squares, positives, log_total, log_squares = (t[i] for t in totals)
+                base = baseline_of(
+                    (
+                        round(n),
+                        total,
+                        squares,
+                        round(positives),
+                        log_total if log else total,
+                        log_squares if log else squares,
+                    ),
+                    log,
+                    lambda mu, i=i, a=a, b=b, log=log: index.third(i, a, b, mu, log),  # type: ignore[misc]
+                )
+                recent = slice(b, c)
             series = _Series(
-                facts, group, base, _sums(frame, recent), now_ts, sign, len(groups),
-                base_span, config.min_baseline,
+                facts, group, base, Sums(*(columns[name][recent] for name in Sums.__slots__)),
+                now_ts, sign, len(groups), base_span, config.min_baseline,
             )  # fmt: skip
             for det in config.detectors:
                 if det.watches(facts.name):
@@ -222,32 +256,7 @@ def drift_points_from_frame(
     return out
 
 
-Rows = np.ndarray | slice
-"""A series' rows: positions in the frame, or a slice (a view) when they are contiguous."""
-
-
-def _series_rows(frame: BucketFrame, rows: np.ndarray, split: int) -> tuple[Rows, Rows]:
-    """(the baseline's rows, the recent ones: minute >= `split`) of a series' rows in time
-    order. The frames `BucketHistory` makes are sorted by series and minute, so a series
-    is a contiguous run: two slices, no copies (a back-fill's steps read every series)."""
-    if rows.size and bool(np.all(np.diff(rows) == 1)):
-        lo, hi = int(rows[0]), int(rows[-1]) + 1
-        cut = lo + int(np.searchsorted(frame.bucket[lo:hi], split, side="left"))
-        return slice(lo, cut), slice(cut, hi)
-    late = frame.bucket[rows] >= split
-    return rows[~late], rows[late]
-
-
-def _sums(frame: BucketFrame, rows: Rows) -> Sums:
-    return Sums(
-        frame.bucket[rows],
-        frame.n[rows],
-        frame.total[rows],
-        frame.squares[rows],
-        frame.positives[rows],
-        frame.log_total[rows],
-        frame.log_squares[rows],
-    )
+_TOTALS = ("n", "total", "squares", "positives", "log_total", "log_squares")
 
 
 @dataclass(frozen=True, slots=True)

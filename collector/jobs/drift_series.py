@@ -1,0 +1,132 @@
+"""A `BucketFrame`'s series in time order with running sums: any span's baseline in O(1).
+
+The detectors read, for every (metric, group) series, the sums of its baseline minutes
+and the rows of its recent ones (`drift_buckets`). A back-fill asks for them at a
+thousand times over the same frame, so they are prepared once per frame: the rows sorted
+by (series, minute) with one int64 key each, so that one `searchsorted` per bound finds
+every series' rows of a span, and running sums of each column, so that a span's sums are
+two look-ups. The skewness needs sum_b (s_b - n_b mu)^3 for the baseline's own mean mu;
+expanded around the series' mean c over the whole frame (s'_b = s_b - n_b c, d = mu - c),
+
+    sum (s' - n d)^3 = sum s'^3 - 3 d sum s'^2 n + 3 d^2 sum s' n^2 - d^3 sum n^3,
+
+four more running sums of small, centred terms (no cancellation of large ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from collector.jobs.bucket_frame import BucketFrame
+
+_COLUMNS = ("n", "total", "squares", "positives", "log_total", "log_squares")
+
+
+def _running(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each series' running sums from 0, a zero before each: for series k (rows
+    starts[k]..), the sum of its rows [a, b) is out[b + k] - out[a + k]. Summed per
+    series, so a difference is as exact as the series' own sums (a running sum over all
+    series would carry the others' magnitude)."""
+    padded = np.insert(values.astype(np.float64), starts, 0.0)
+    bounds = np.append(starts + np.arange(starts.size), padded.size)
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        np.cumsum(padded[lo:hi], out=padded[lo:hi])
+    return padded
+
+
+@dataclass(frozen=True)
+class Spans:
+    """Per series (in `SeriesIndex.keys` order) the row bounds of one time's spans:
+    baseline rows [first, split), recent rows [split, stop)."""
+
+    first: np.ndarray
+    split: np.ndarray
+    stop: np.ndarray
+
+
+class SeriesIndex:
+    """The frame's rows sorted by (series, minute), their keys and running sums."""
+
+    def __init__(self, frame: BucketFrame) -> None:
+        self.frame = frame
+        n_groups = max(len(frame.groups), 1)
+        series = frame.metric.astype(np.int64) * n_groups + frame.group
+        order = np.lexsort((frame.bucket, series))
+        self.order = None if bool(np.all(order[1:] > order[:-1])) else order
+        self.series = self._take(series)
+        self.bucket = self._take(frame.bucket)
+        self.width = int(self.bucket.max()) - int(self.bucket.min()) + 2 if self.bucket.size else 2
+        self.low = int(self.bucket.min()) if self.bucket.size else 0
+        self.combined = self.series * self.width + (self.bucket - self.low)
+        self.starts = np.flatnonzero(np.diff(self.series, prepend=-1))
+        self.keys = self.series[self.starts]
+        """The series present in the frame, ascending (metric code x groups + group)."""
+
+    def _take(self, values: np.ndarray) -> np.ndarray:
+        return values if self.order is None else values[self.order]
+
+    def column(self, name: str) -> np.ndarray:
+        """A frame column in series order (the frame's own array when already sorted)."""
+        return self._take(getattr(self.frame, name))
+
+    def spans(self, first: int, split: int, last: int) -> Spans:
+        """Row bounds per series of the minutes first..split-1 and split..last."""
+        base = self.keys * self.width - self.low
+
+        def at(minute: int, side: str) -> np.ndarray:
+            target = base + min(max(minute, self.low - 1), self.low + self.width - 1)
+            return np.searchsorted(self.combined, target, side=side)  # type: ignore[call-overload, no-any-return]
+
+        return Spans(at(first, "left"), at(split, "left"), at(last, "right"))
+
+    @cached_property
+    def running(self) -> dict[str, np.ndarray]:
+        """Running sums of every sum column, in series order."""
+        return {name: _running(self.column(name), self.starts) for name in _COLUMNS}
+
+    @cached_property
+    def code(self) -> np.ndarray:
+        """Per row, its series' position in `keys`."""
+        return np.searchsorted(self.keys, self.series)  # type: ignore[no-any-return]
+
+    @cached_property
+    def means(self) -> dict[bool, np.ndarray]:
+        """Per series, the mean of its values over the whole frame (log scale: True)."""
+        count = np.bincount(self.code, weights=self.column("n"), minlength=self.keys.size)
+        out = {}
+        for log in (False, True):
+            total = self.column("log_total" if log else "total")
+            per = np.bincount(self.code, weights=total, minlength=self.keys.size)
+            out[log] = np.divide(per, count, out=np.zeros_like(per), where=count > 0)
+        return out
+
+    @cached_property
+    def moments(self) -> dict[bool, tuple[np.ndarray, ...]]:
+        """Running sums of s'^3, s'^2 n, s' n^2 and n^3 (s' = s - n c), linear and log."""
+        n = self.column("n").astype(np.float64)
+        out = {}
+        for log in (False, True):
+            centred = self.column("log_total" if log else "total") - n * self.means[log][self.code]
+            out[log] = tuple(
+                _running(part, self.starts)
+                for part in (centred**3, centred**2 * n, centred * n * n, n**3)
+            )
+        return out
+
+    def sums(self, name: str, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Per series (all of `keys`), the sum of column `name` over its rows [lo, hi)."""
+        running = self.running[name]
+        k = np.arange(self.keys.size)
+        return running[hi + k] - running[lo + k]  # type: ignore[no-any-return]
+
+    def third(self, series: int, lo: int, hi: int, mu: float, log: bool) -> float:
+        """sum over rows [lo, hi) of series `series` (a position in `keys`) of
+        (s - n mu)^3, s the minute's sum (of logarithms: `log`)."""
+        cube, square_n, one_n2, n3 = (
+            float(r[hi + series] - r[lo + series]) for r in self.moments[log]
+        )
+        d = mu - float(self.means[log][series])
+        return cube - 3.0 * d * square_n + 3.0 * d * d * one_n2 - d**3 * n3
