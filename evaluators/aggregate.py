@@ -95,11 +95,12 @@ def bootstrap_indices(n: int, seed: int, n_resamples: int = N_RESAMPLES) -> Iter
         done += rows
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _small_indices(n: int, seed: int, n_resamples: int) -> np.ndarray:
-    """The whole index matrix of a small bootstrap, read-only: the values drawn as int64
-    (what fixes the random stream), kept as int32 (n is small), 2 MB at most."""
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n)).astype(np.int32)
+    """The whole index matrix of a small bootstrap, read-only (4 MB at most; kept as the
+    platform's index type: numpy converts any other at every gather, which doubles its
+    cost)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_resamples, n))
     idx.flags.writeable = False
     return idx
 
@@ -140,7 +141,7 @@ def bootstrap_ci(
     if arr.size == 1 or bool(np.all(arr == arr[0])):
         return float(arr[0]), float(arr[0])
     result = bootstrap_statistic(
-        arr.size, lambda idx: arr[idx].mean(axis=1), seed, n_resamples, confidence
+        arr.size, lambda idx: np.take(arr, idx).mean(axis=1), seed, n_resamples, confidence
     )
     mean = float(arr.mean())
     return result if result is not None else (mean, mean)

@@ -26,7 +26,7 @@ from collector.jobs.bucket_store import WindowSums
 from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
 from collector.jobs.labels import Folding, LabelLimits, choose_kept
 from collector.jobs.outcome_rows import label_folds, load_columns
-from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.window_source import WindowSource
 from collector.jobs.windows import Window
 from evaluators.signature import Signature
@@ -52,19 +52,14 @@ def foldings(
 
 
 def _from_rows(
-    session: Session,
-    job: str,
+    columns: OutcomeColumns,
     start: float,
     end: float,
-    metrics: Sequence[str],
-    group_labels: Sequence[str],
-    max_length: int,
     proportions: Mapping[str, bool],
     signatures: Mapping[str, Signature],
     kept: Mapping[str, Folding],
     quantiles: Sequence[str],
 ) -> list[WindowAggregate]:
-    columns = load_columns(session, job, metrics, group_labels, max_length, start, end)
     folds = label_folds(columns, kept)
     items = columns.aggregate(start, end, proportions, signatures, folds=folds)
     if quantiles:
@@ -94,10 +89,12 @@ def window_points(
         sums = source.sums(start, at)
         overall = sums.get((TRACES, "", SCORED))
         if overall is None or overall.n <= SMALL_WINDOW_TRACES:
-            items = _from_rows(
-                session, job, start, at, metrics, group_labels, max_length,
-                proportions, signatures, kept, quantiles,
-            )  # fmt: skip
+            columns = (
+                load_columns(session, job, metrics, group_labels, max_length, start, at)
+                if source.rows is None
+                else source.rows(start, at)
+            )
+            items = _from_rows(columns, start, at, proportions, signatures, kept, quantiles)
         else:
             items = aggregates_from_sums(sums, metrics, proportions, signatures, kept)
             if quantiles:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
@@ -49,6 +50,7 @@ from collector.jobs.evaluation import (
 from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
+from collector.jobs.outcome_rows import RollingRows
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
@@ -135,6 +137,13 @@ class IncrementalJob:
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)
         self._evaluated: list[Evaluated] = []
+        self._rows = RollingRows(
+            self.name,
+            [m.name for m in self.per_sample],
+            env.group_labels,
+            env.label_limits.max_length,
+        )
+        """A back-fill's small windows' rows, held from step to step (`points_at`)."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -274,7 +283,10 @@ class IncrementalJob:
         recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        source = from_db(session, self.name) if history is None else history.source(session)
+        if history is None:
+            source = from_db(session, self.name)
+        else:
+            source = replace(history.source(session), rows=partial(self._rows.columns, session))
         read = source.sums
         seen: dict[tuple[float, float | None], WindowSums] = {}
 

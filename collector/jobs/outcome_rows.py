@@ -40,18 +40,29 @@ def load_columns(
 ) -> OutcomeColumns:
     """The job's stored outcomes of `metrics` with start <= ts <= end."""
     columns = OutcomeColumns(metrics, group_labels, max_length)
+    read_into(columns, session, job, start, end)
+    return columns
+
+
+def read_into(
+    columns: OutcomeColumns,
+    session: Session,
+    job: str,
+    start: float,
+    end: float,
+    *,
+    after: bool = False,
+) -> None:
+    """Put the job's stored outcomes with start <= ts <= end (`after`: start < ts) into
+    `columns`."""
+    o = JobOutcome
+    lower = datetime.fromtimestamp(start, UTC)
     query = (
-        select(
-            JobOutcome.trace_id,
-            JobOutcome.trace_updated_at,
-            JobOutcome.ts,
-            cast(JobOutcome.groups, Text),
-            cast(JobOutcome.outcomes, Text),
-        )
+        select(o.trace_id, o.trace_updated_at, o.ts, cast(o.groups, Text), cast(o.outcomes, Text))
         .where(
-            JobOutcome.job == job,
-            JobOutcome.ts >= datetime.fromtimestamp(start, UTC),
-            JobOutcome.ts <= datetime.fromtimestamp(end, UTC),
+            o.job == job,
+            o.ts > lower if after else o.ts >= lower,
+            o.ts <= datetime.fromtimestamp(end, UTC),
         )
         .execution_options(yield_per=_CHUNK)
     )
@@ -63,7 +74,38 @@ def load_columns(
             orjson.loads(groups) if groups else None,
             orjson.loads(outcomes) if outcomes else {},
         )
-    return columns
+
+
+class RollingRows:
+    """The stored rows of windows of one length that move forward in time (a back-fill's
+    steps), each read once: a window's columns keep the previous step's rows and add the
+    ones since, dropping those that fell out. Only for stored outcomes that do not change
+    meanwhile (a back-fill scores before its steps). Memory: the rows of one window per
+    length, which are few (`bucket_windows.SMALL_WINDOW_TRACES`)."""
+
+    def __init__(
+        self, job: str, metrics: Sequence[str], group_labels: Sequence[str], max_length: int
+    ) -> None:
+        self.job = job
+        self.metrics = tuple(metrics)
+        self.group_labels = tuple(group_labels)
+        self.max_length = max_length
+        self._held: dict[float, tuple[float, float, OutcomeColumns]] = {}
+
+    def columns(self, session: Session, start: float, end: float) -> OutcomeColumns:
+        """Columns holding every stored row with start <= ts <= end (and maybe others
+        outside: select by ts)."""
+        held = self._held.get(end - start)
+        if held is None or start < held[0] or end < held[1]:
+            columns = load_columns(
+                session, self.job, self.metrics, self.group_labels, self.max_length, start, end
+            )
+        else:
+            columns = held[2]
+            read_into(columns, session, self.job, held[1], end, after=True)
+            columns.prune(start)
+        self._held[end - start] = (start, end, columns)
+        return columns
 
 
 def label_folds(columns: OutcomeColumns, kept: Mapping[str, Folding]) -> dict[str, LabelFold]:
