@@ -15,7 +15,7 @@ gives the quantiles at the cost of that query per step and window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,20 +52,14 @@ class BucketHistory:
         self.span = (since, until)
         self._edges = Edges(job)
         self._frame: tuple[Any, BucketFrame] | None = None
-        b = JobBucket
-        query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
-        query = query.where(
-            b.job == job, b.bucket >= bucket_of(since), b.bucket <= bucket_of(until)
-        ).execution_options(yield_per=50_000)
-        if scored is not None:
-            query = query.where(b.outcome == SCORED, b.metric.in_(list(scored)))
         index: dict[tuple[str, str, str], int] = {}
         chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        # Core, not ORM, execution: the rows are plain tuples (1.5x faster to read)
-        for part in session.connection().execute(query).partitions():
-            codes = np.empty(len(part), dtype=np.int64)
-            for i, (metric, grp, outcome, *_rest) in enumerate(part):
-                codes[i] = index.setdefault((metric, grp, outcome), len(index))
+        for part in _bucket_rows(session, job, bucket_of(since), bucket_of(until), scored):
+            codes = np.fromiter(
+                (index.setdefault((r[0], r[1], r[2]), len(index)) for r in part),
+                dtype=np.int64,
+                count=len(part),
+            )
             numbers = np.array([row[3:] for row in part], dtype=np.float64)
             chunks.append((codes, numbers[:, 0].astype(np.int64), numbers[:, 1:]))
         series = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros(0, np.int64)
@@ -177,6 +171,40 @@ class BucketHistory:
             log_total=merged[:, 4],
             log_squares=merged[:, 5],
         )
+
+
+_CHUNK = 50_000
+_SQL = (
+    "SELECT metric, grp, outcome, bucket, n, total, squares, positives, log_total, "
+    "log_squares FROM job_buckets WHERE job = %s AND bucket >= %s AND bucket <= %s"
+)
+
+
+def _bucket_rows(
+    session: Session, job: str, first: int, last: int, scored: Sequence[str] | None
+) -> Iterator[Sequence[Sequence[Any]]]:
+    """The job's bucket rows of minutes first..last as (metric, grp, outcome, bucket,
+    *sums) tuples, a chunk at a time. PostgreSQL (psycopg): a server-side cursor of the
+    driver, in binary, which reads them in half the time of SQLAlchemy's result rows (a
+    back-fill's span holds a million)."""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql" and bind.dialect.driver == "psycopg":
+        sql, params = _SQL, [job, first, last]
+        if scored is not None:
+            sql += " AND outcome = %s AND metric = ANY(%s)"
+            params += [SCORED, list(scored)]
+        raw: Any = session.connection().connection.driver_connection
+        with raw.cursor("ragpulse_bucket_history", binary=True) as cur:
+            cur.execute(sql, params)
+            while part := cur.fetchmany(_CHUNK):
+                yield part
+        return
+    b = JobBucket
+    query = select(b.metric, b.grp, b.outcome, b.bucket, *(getattr(b, c) for c in SUM_COLUMNS))
+    query = query.where(b.job == job, b.bucket >= first, b.bucket <= last)
+    if scored is not None:
+        query = query.where(b.outcome == SCORED, b.metric.in_(list(scored)))
+    yield from session.connection().execute(query.execution_options(yield_per=_CHUNK)).partitions()
 
 
 def since_of(times: Sequence[datetime], longest_s: float) -> float:
