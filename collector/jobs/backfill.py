@@ -95,6 +95,7 @@ def backfill(
     for first in range(0, len(times), STEPS_PER_COMMIT):
         batch = times[first : first + STEPS_PER_COMMIT]
         with env.session_factory() as session:
+            sums.preload_ends(session, [epoch(at) for at in batch])
             done = []
             for i, at in enumerate(batch, start=first + 1):
                 points = job.points_at(session, at, sums)

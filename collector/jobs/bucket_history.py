@@ -98,6 +98,10 @@ class BucketHistory:
             out[key] = Sums(round(n), total, squares, round(positives), log_total, log_squares)
         return subtract(out, self._edges(session, start, end))
 
+    def preload_ends(self, session: Session, ends: Sequence[float]) -> None:
+        """Read the edge minutes after `ends` (the next steps' times) by one query."""
+        self._edges.preload(session, ends)
+
     def window_bins(
         self, session: Session, start: float, end: float, metrics: Sequence[str]
     ) -> WindowBins:

@@ -17,13 +17,13 @@ from `job_outcomes` in bounded chunks (an upgrade, or after a manual repair).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Text, bindparam, cast, delete, exists, func, select, text
+from sqlalchemy import Text, and_, bindparam, cast, delete, exists, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -157,18 +157,29 @@ def _copy_add(session: Session, table: _Added, rows: list[dict[str, Any]]) -> No
         cur.execute(f"DELETE FROM {stage}")
 
 
-def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
-    """The contributions of the job's stored outcomes matching `where` (ts bounds)."""
+def _stored_rows(
+    session: Session, job: str, *where: Any, chunk: int | None = None
+) -> Iterator[tuple[float, Any, dict[str, Any]]]:
+    """(ts, groups, outcomes) of the job's stored outcomes matching `where`, decoded;
+    `chunk`: streamed that many rows at a time."""
     query = select(
         JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
     ).where(JobOutcome.job == job, *where)
-    delta = Delta()
-    for ts, groups, outcomes in session.execute(query):
-        delta.add(
+    if chunk is not None:
+        query = query.execution_options(yield_per=chunk)
+    for ts, groups, outcomes in session.connection().execute(query):
+        yield (
             _epoch(ts),
             orjson.loads(groups) if groups else None,
             orjson.loads(outcomes) if outcomes else {},
         )
+
+
+def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
+    """The contributions of the job's stored outcomes matching `where` (ts bounds)."""
+    delta = Delta()
+    for ts, groups, outcomes in _stored_rows(session, job, *where):
+        delta.add(ts, groups, outcomes)
     return delta
 
 
@@ -250,6 +261,23 @@ def after_end(session: Session, job: str, end: float) -> Delta:
     return _rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
 
 
+def after_ends(session: Session, job: str, ends: Sequence[float]) -> dict[float, Delta]:
+    """`after_end` of each of `ends` by one query (a back-fill's steps, a batch at a time)."""
+    out = {end: Delta() for end in ends}
+    if not ends:
+        return out
+    o = JobOutcome
+    in_minute: dict[int, list[float]] = {}
+    for end in out:
+        in_minute.setdefault(bucket_of(end), []).append(end)
+    after = [and_(o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S)) for end in out]
+    for ts, groups, outcomes in _stored_rows(session, job, or_(*after)):
+        for end in in_minute.get(bucket_of(ts), ()):
+            if ts > end:
+                out[end].add(ts, groups, outcomes)
+    return out
+
+
 def subtract(sums: WindowSums, delta: Delta) -> WindowSums:
     """`sums` less `delta`'s contributions (whatever their bucket), empty series left out."""
     for (metric, grp, _bucket, outcome), part in delta.items():
@@ -293,19 +321,10 @@ def rebuild(session: Session, job: str, since: datetime, chunk: int = 20_000) ->
     the rows); the caller commits. Outcome rows read."""
     session.execute(delete(JobBucket).where(JobBucket.job == job))
     session.execute(delete(JobBucketBin).where(JobBucketBin.job == job))
-    query = (
-        select(JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text))
-        .where(JobOutcome.job == job, JobOutcome.ts >= since)
-        .execution_options(yield_per=chunk)
-    )
     read = 0
     delta = Delta()
-    for ts, groups, outcomes in session.execute(query):
-        delta.add(
-            _epoch(ts),
-            orjson.loads(groups) if groups else None,
-            orjson.loads(outcomes) if outcomes else {},
-        )
+    for ts, groups, outcomes in _stored_rows(session, job, JobOutcome.ts >= since, chunk=chunk):
+        delta.add(ts, groups, outcomes)
         read += 1
         if read % chunk == 0:
             apply(session, job, delta)

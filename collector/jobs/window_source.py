@@ -19,6 +19,7 @@ from collector.jobs.bucket_store import (
     WindowBins,
     WindowSums,
     after_end,
+    after_ends,
     before_start,
     window_bins,
     window_sums,
@@ -37,9 +38,17 @@ class Edges:
         self._starts: dict[float, Delta] = {}
         self._ends: dict[float, Delta] = {}
 
-    def __call__(self, session: Session, start: float, end: float | None) -> Delta:
-        if id(session) != self._session or len(self._starts) + len(self._ends) > 16:
+    def _for(self, session: Session) -> None:
+        if id(session) != self._session or len(self._starts) + len(self._ends) > _KEPT:
             self._session, self._starts, self._ends = id(session), {}, {}
+
+    def preload(self, session: Session, ends: Sequence[float]) -> None:
+        """Read the end minutes of `ends` by one query (a back-fill's next steps)."""
+        self._for(session)
+        self._ends.update(after_ends(session, self.job, ends))
+
+    def __call__(self, session: Session, start: float, end: float | None) -> Delta:
+        self._for(session)
         head = self._starts.get(start)
         if head is None:
             head = self._starts[start] = before_start(session, self.job, start)
@@ -52,6 +61,10 @@ class Edges:
         both.merge(head)
         both.merge(tail)
         return both
+
+
+_KEPT = 64
+"""Edge minutes kept at most (a back-fill preloads a batch of steps' ends)."""
 
 
 @dataclass(frozen=True)
