@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,7 +58,7 @@ from collector.jobs.drift import (
     _threshold,
     in_control_run_length,
 )
-from collector.jobs.drift_scores import BUCKET_TRACES, binomial_steps, bucket_minutes
+from collector.jobs.drift_scores import BUCKET_TRACES, binomial_scores, bucket_minutes
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Group, Window
 from evaluators.aggregate import Aggregate
@@ -151,28 +151,31 @@ def shift(base: Baseline, relative: float) -> float:
     return relative * abs(base.mu) / base.sigma
 
 
-def steps(
-    base: Baseline, rows: Sums, now_ts: float, rate_s: float, k: float, sign: float
-) -> tuple[np.ndarray, float]:
-    """(CUSUM steps with k subtracted, scores per step) of the span's minute rows."""
+def step_scores(
+    base: Baseline, rows: Sums, now_ts: float, rate_s: float, sign: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The span's minute rows as CUSUM steps before the reference value k: (scores,
+    sqrt(scores per step), scores per step); a detector's steps are scores - k x sqrt,
+    so a series' detectors share them."""
     traces = BUCKET_TRACES if base.binary else CONTINUOUS_TRACES
     minutes = bucket_minutes(rate_s, traces)
     width = 60.0 * minutes
     bucket = rows.bucket // minutes
     done = bucket < math.floor(now_ts / width)
     if not done.any():
-        return np.zeros(0), traces
+        return np.zeros(0), np.zeros(0), traces
     bucket = bucket[done] - bucket[done].min()
     trials = np.bincount(bucket, weights=rows.n[done]).astype(np.int64)
     if base.binary:
         wins = np.bincount(bucket, weights=rows.positives[done].astype(np.float64))
-        return binomial_steps(trials, wins, base.mu, k, sign)
+        return binomial_scores(trials, wins, base.mu, sign)
     sums = np.bincount(bucket, weights=(rows.log_total if base.log else rows.total)[done])
     filled = trials > 0
     m, s = trials[filled].astype(np.float64), sums[filled]
-    x = sign * (s - m * base.mu) / (base.sigma * np.sqrt(m))
-    z = normalised(x, sign * base.skew / np.sqrt(m))
-    return z - k * np.sqrt(m), float(m.mean())
+    root = np.sqrt(m)
+    x = sign * (s - m * base.mu) / (base.sigma * root)
+    z = normalised(x, sign * base.skew / root)
+    return z, root, float(m.mean())
 
 
 def normalised(x: np.ndarray, skew: np.ndarray) -> np.ndarray:
@@ -271,6 +274,15 @@ class _Series:
     base_span: float
     min_baseline: int
 
+    memo: dict[str, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
+
+    def scores(self, base: Baseline) -> tuple[np.ndarray, np.ndarray, float]:
+        """`step_scores` of the series, computed once for all its detectors."""
+        if "scores" not in self.memo:
+            rate = self.per_week / WEEK_S
+            self.memo["scores"] = step_scores(base, self.recent, self.now_ts, rate, self.sign)
+        return self.memo["scores"]
+
     def usable(self) -> Baseline | None:
         base = self.base
         return None if base is None or base.n < self.min_baseline else base
@@ -288,7 +300,8 @@ class _Series:
         k = 0.0 if base is None else shift(base, det.relative_shift) / 2.0
         if base is None or not k > 0:
             return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
-        z, per_step = steps(base, self.recent, self.now_ts, self.per_week / WEEK_S, k, self.sign)
+        scores, root, per_step = self.scores(base)
+        z = scores - k * root
         h = _threshold(max(self.arl(det) / per_step, 2.0), _round(k * math.sqrt(per_step)))
         score = float(cusum(z, 0.0)[-1]) / h if z.size and h > 0 else 0.0
         n = int(self.recent.n.sum())

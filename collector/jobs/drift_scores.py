@@ -130,9 +130,18 @@ def binomial_steps(
     """Steps of time buckets holding `trials` binary values (int counts; empty buckets are
     left out) of which `wins` are successes, against the baseline share `mu`: mid-p normal
     scores signed so positive is worse, less k per sqrt(trial); and the trials per step."""
+    z, root, per_step = binomial_scores(trials, wins, mu, sign)
+    return z - k * root, per_step
+
+
+def binomial_scores(
+    trials: np.ndarray, wins: np.ndarray, mu: float, sign: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """`binomial_steps` before k: (scores, sqrt(trials), trials per step), for detectors
+    that differ only in k to share."""
     filled = trials > 0
     m, s = trials[filled], wins[filled]
     mid = stats.binom.cdf(s - 1, m, mu) + 0.5 * stats.binom.pmf(s, m, mu)
     # special.ndtri is what stats.norm.ppf computes, without its per-call argument checks
     z = sign * special.ndtri(np.clip(mid, 1e-12, 1 - 1e-12))
-    return z - k * np.sqrt(m), float(m.mean())
+    return z, np.sqrt(m), float(m.mean())
