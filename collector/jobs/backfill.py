@@ -7,7 +7,8 @@ added to the job's buckets), then computes the per-sample metrics' windows and d
 at every step from `start` to `end` from the bucket sums, exactly as a run at that time
 would have from the same outcomes, and writes them to
 `metric_results` with that time as `computed_at` (rows of an earlier back-fill at the same
-times are replaced, so it can be run again). Each step's points also go to `emit`, e.g.
+times are replaced, so it can be run again). The steps run in blocks, on several
+processes when asked (`backfill_steps`). Each step's points also go to `emit`, e.g.
 an OpenMetrics file to back-fill Prometheus with (`exporters.openmetrics`). The
 percentiles of the metrics read by quantile (`latency_ms_p50`, `_p95`, `_p99`) are
 back-filled too, from the bins, which each step reads by a query (`bucket_history`).
@@ -25,17 +26,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from collector.jobs.backfill_steps import (
+    STEPS_PER_COMMIT,
+    Emit,
+    Stepped,
+    Steps,
+    can_fork,
+    plan,
+    run_block,
+    run_parallel,
+)
 from collector.jobs.bucket_history import BucketHistory, since_of
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.engine import IncrementalJob
-from collector.jobs.publish import QualityPoint, quality_points
-from collector.jobs.result_store import write_steps
+from collector.jobs.result_store import expire_results
 from collector.jobs.sync import epoch
-
-Emit = Callable[[datetime, list[QualityPoint]], None]
-STEPS_PER_COMMIT = 20
-"""Steps whose results are written in one transaction (~5,600 rows for a job of ~20
-metrics): a commit per step cost more than the step's COPY."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +74,11 @@ def backfill(
     *,
     emit: Emit | None = None,
     progress: Callable[[int], None] | None = None,
+    workers: int = 1,
 ) -> BackfillReport:
     """Compute and store `definition`'s per-sample windows and detectors at each of
-    `times` (oldest first)."""
+    `times` (oldest first); `workers` > 1: the steps on that many processes (PostgreSQL;
+    on SQLite one)."""
     started = time.perf_counter()
     if definition.factory is not None:
         return BackfillReport(
@@ -87,25 +94,36 @@ def backfill(
         )
     evaluate = not definition.uses_judge
     new = job.load_history(times[-1], evaluate=evaluate)
-    written = 0
     with env.session_factory() as session:
         sums = BucketHistory(
             session, definition.name, since_of(times, job.longest_s), epoch(times[-1])
         )
-    for first in range(0, len(times), STEPS_PER_COMMIT):
-        batch = times[first : first + STEPS_PER_COMMIT]
-        with env.session_factory() as session:
-            sums.preload_ends(session, [epoch(at) for at in batch])
-            done = []
-            for i, at in enumerate(batch, start=first + 1):
-                points = job.points_at(session, at, sums)
-                done.append((at, points))
+        expire_results(session, definition.name, times[-1], env.retention)
+        session.commit()
+    steps = Steps(job, env, sums, points=emit is not None)
+    finished = 0
+
+    def step_done(count: int = 1) -> None:
+        nonlocal finished
+        finished += count
+        if progress is not None:
+            progress(finished)
+
+    if workers > 1 and len(times) > STEPS_PER_COMMIT and can_fork(env):
+        first, *rest = plan(steps, times, workers)
+        # the first block in this process: the workers inherit what it built (the
+        # detectors' frame and its running sums) instead of each building its own
+        written = run_block(steps, first, emit, step_done)
+
+        def block_done(count: int, stepped: Stepped) -> None:
+            for at, points in stepped:
                 if emit is not None:
-                    emit(at, quality_points(definition.name, points, epoch(at)))
-                if progress is not None:
-                    progress(i)
-            written += write_steps(session, definition.name, done, env.retention, replace=True)
-            session.commit()
+                    emit(at, points)
+            step_done(count)
+
+        written += run_parallel(steps, rest, workers, block_done)
+    else:
+        written = run_block(steps, times, emit, step_done)
     return BackfillReport(
         definition.name, "ok", len(times), written, new, time.perf_counter() - started
     )

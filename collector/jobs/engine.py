@@ -318,6 +318,11 @@ class IncrementalJob:
             points += self._drift_at(session, at_s, kept, history, traces.n if traces else 0)
         return points
 
+    def forget_detectors(self) -> None:
+        """Recompute the detectors at the next `points_at` (a back-fill's block of steps
+        starts where a run would have)."""
+        self._drift_cache = None
+
     def _drift_at(
         self,
         session: Session,

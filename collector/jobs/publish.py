@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from collector.store.models import MetricResult
 
@@ -45,6 +45,13 @@ class QualityPoint:
     def key(self) -> tuple[str, str, str]:
         return (self.metric, self.window, self.group_key)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled with its labels as a dict (a mapping proxy does not pickle): a
+        back-fill's worker processes hand their points back."""
+        fields = (self.metric, self.window, self.group_key, self.value, self.n)
+        rest = (self.ci_lower, self.ci_upper, self.job, dict(self.group_labels))
+        return _unpickle_point, (*fields, *rest, self.computed_at)
+
     @classmethod
     def from_row(cls, row: MetricResult) -> QualityPoint:
         labels = {str(k): str(v) for k, v in (row.group_labels or {}).items()}
@@ -60,6 +67,11 @@ class QualityPoint:
             group_labels=MappingProxyType(labels),
             computed_at=_epoch(row.computed_at),
         )
+
+
+def _unpickle_point(*fields: Any) -> QualityPoint:
+    *head, labels, computed_at = fields
+    return QualityPoint(*head, group_labels=MappingProxyType(labels), computed_at=computed_at)
 
 
 def _epoch(ts: datetime) -> float:

@@ -94,21 +94,17 @@ def write_steps(
     session: Session,
     job: str,
     steps: Sequence[tuple[datetime, Points]],
-    retention: timedelta,
+    retention: timedelta | None,
     *,
     replace: bool = False,
 ) -> int:
     """`write_results` of several times at once (a back-fill's steps, oldest first), the
-    retention counted from the newest; `replace`: first delete the job's rows computed at
-    those times (an earlier back-fill's). The rows written."""
+    retention counted from the newest (None: expire nothing); `replace`: first delete the
+    job's rows computed at those times (an earlier back-fill's). The rows written."""
     if not steps:
         return 0
-    newest = max(at for at, _ in steps)
-    session.execute(
-        delete(MetricResult).where(
-            MetricResult.job == job, MetricResult.computed_at < newest - retention
-        )
-    )
+    if retention is not None:
+        expire_results(session, job, max(at for at, _ in steps), retention)
     if replace:
         session.execute(
             delete(MetricResult).where(
@@ -121,6 +117,15 @@ def write_steps(
     if not (is_postgresql(session) and _copy(session, rows)):
         session.execute(insert(MetricResult), rows)
     return len(rows)
+
+
+def expire_results(session: Session, job: str, now: datetime, retention: timedelta) -> None:
+    """Delete `job`'s rows computed more than `retention` before `now`."""
+    session.execute(
+        delete(MetricResult).where(
+            MetricResult.job == job, MetricResult.computed_at < now - retention
+        )
+    )
 
 
 def _copy(session: Session, rows: Sequence[dict[str, Any]]) -> bool:

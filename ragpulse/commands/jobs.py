@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -51,8 +52,32 @@ def register(subparsers: Any) -> None:
     back.add_argument(
         "--output", type=Path, metavar="FILE", help="also write the series as OpenMetrics"
     )
+    back.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        metavar="N",
+        help="processes computing the steps once the traces are scored (default: one per "
+        "CPU, at most 8; PostgreSQL only, SQLite always uses one)",
+    )
     back.add_argument("--no-progress", action="store_true", help="no progress bar")
     back.set_defaults(func=backfill_jobs)
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be a whole number >= 1, not {text!r}")
+    return value
+
+
+def default_workers() -> int:
+    """One back-fill worker per CPU this process may use, at most 8."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return max(1, min(8, len(usable) if usable is not None else os.cpu_count() or 1))
 
 
 def list_jobs(args: argparse.Namespace) -> int:
@@ -169,6 +194,7 @@ def backfill_jobs(args: argparse.Namespace) -> int:
                     times,
                     emit=writer.add if writer is not None else None,
                     progress=_advance(bar) if bar is not None else None,
+                    workers=args.workers or default_workers(),
                 )
             finally:
                 if bar is not None:
