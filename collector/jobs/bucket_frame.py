@@ -19,16 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from collector.jobs.bucket_stats import BUCKET_S, LOG_FLOOR
+from collector.jobs.drift_series import SeriesIndex
 from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.jobs.windows import Group
-
-if TYPE_CHECKING:
-    from collector.jobs.drift_series import SeriesIndex
 
 __all__ = ["BUCKET_S", "LOG_FLOOR", "BucketFrame", "frame_from_columns", "log_values", "series"]
 
@@ -57,8 +54,6 @@ class BucketFrame:
         """The rows by series and minute with running sums (`drift_series`), made once:
         a reader stepping through time (a back-fill's detectors) looks its spans up in it
         instead of selecting rows at every step."""
-        from collector.jobs.drift_series import SeriesIndex
-
         return SeriesIndex(self)
 
 

@@ -15,12 +15,12 @@ four more running sums of small, centred terms (no cancellation of large ones).
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
-
-from collector.jobs.bucket_frame import BucketFrame
 
 _COLUMNS = ("n", "total", "squares", "positives", "log_total", "log_squares")
 
@@ -37,6 +37,20 @@ def _running(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return padded
 
 
+class Frame(Protocol):
+    """What the index reads of a `bucket_frame.BucketFrame` (named here, not imported:
+    the frame makes its index)."""
+
+    @property
+    def groups(self) -> Sized: ...
+    @property
+    def metric(self) -> np.ndarray: ...
+    @property
+    def group(self) -> np.ndarray: ...
+    @property
+    def bucket(self) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class Spans:
     """Per series (in `SeriesIndex.keys` order) the row bounds of one time's spans:
@@ -50,7 +64,7 @@ class Spans:
 class SeriesIndex:
     """The frame's rows sorted by (series, minute), their keys and running sums."""
 
-    def __init__(self, frame: BucketFrame) -> None:
+    def __init__(self, frame: Frame) -> None:
         self.frame = frame
         n_groups = max(len(frame.groups), 1)
         series = frame.metric.astype(np.int64) * n_groups + frame.group
@@ -90,7 +104,7 @@ class SeriesIndex:
     @cached_property
     def code(self) -> np.ndarray:
         """Per row, its series' position in `keys`."""
-        return np.searchsorted(self.keys, self.series)  # type: ignore[no-any-return]
+        return np.searchsorted(self.keys, self.series)
 
     @cached_property
     def means(self) -> dict[bool, np.ndarray]:

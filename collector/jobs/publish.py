@@ -48,9 +48,10 @@ class QualityPoint:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         """Pickled with its labels as a dict (a mapping proxy does not pickle): a
         back-fill's worker processes hand their points back."""
-        fields = (self.metric, self.window, self.group_key, self.value, self.n)
-        rest = (self.ci_lower, self.ci_upper, self.job, dict(self.group_labels))
-        return _unpickle_point, (*fields, *rest, self.computed_at)
+        return _unpickle_point, (
+            self.metric, self.window, self.group_key, self.value, self.n, self.ci_lower,
+            self.ci_upper, self.job, dict(self.group_labels), self.computed_at,
+        )  # fmt: skip
 
     @classmethod
     def from_row(cls, row: MetricResult) -> QualityPoint:
@@ -69,9 +70,22 @@ class QualityPoint:
         )
 
 
-def _unpickle_point(*fields: Any) -> QualityPoint:
-    *head, labels, computed_at = fields
-    return QualityPoint(*head, group_labels=MappingProxyType(labels), computed_at=computed_at)
+def _unpickle_point(
+    metric: str,
+    window: str,
+    group_key: str,
+    value: float | None,
+    n: int,
+    ci_lower: float | None,
+    ci_upper: float | None,
+    job: str,
+    labels: dict[str, str],
+    computed_at: float | None,
+) -> QualityPoint:
+    return QualityPoint(
+        metric, window, group_key, value, n, ci_lower, ci_upper, job,
+        MappingProxyType(labels), computed_at,
+    )  # fmt: skip
 
 
 def _epoch(ts: datetime) -> float:
