@@ -28,7 +28,8 @@ checked against the seeded traces in that window, so a revision that skipped the
 would fail instead of looking fast.
 
     PYTHONPATH=$PWD .venv/bin/python -m benchmarks.backfill_speed \
-        [--rev 8df7bde --rev buckets] [--days 15] [--rate 1200] [--since 7d] [--step 10m]
+        [--rev 8df7bde --rev buckets] [--days 15] [--rate 1200] [--since 7d] [--step 10m] \
+        [--workers N]
 """
 
 from __future__ import annotations
@@ -156,6 +157,8 @@ def _watch(stream: IO[bytes], log: IO[bytes], marks: dict[str, float]) -> None:
 def run_backfill(code: Code, url: str, args: argparse.Namespace, log: Path) -> Backfill:
     cmd = [sys.executable, "-m", "ragpulse", "jobs", "backfill", JOB]
     cmd += ["--since", args.since, "--step", args.step]
+    if args.workers is not None:  # revisions before --workers existed take none
+        cmd += ["--workers", str(args.workers)]
     marks: dict[str, float] = {}
     with open(log, "ab") as err, tempfile.TemporaryDirectory() as cwd:
         started = time.perf_counter()
@@ -255,6 +258,9 @@ def main(argv: list[str] | None = None) -> list[Backfill]:
     parser.add_argument("--rate", type=int, default=1200, help="traces an hour (default 1200)")
     parser.add_argument("--since", default="7d")
     parser.add_argument("--step", default="10m")
+    parser.add_argument(
+        "--workers", type=int, help="passed to the back-fill (default: none, its own default)"
+    )
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/test")
     parser.add_argument("--db", default=DB, help=f"the database made and dropped (default {DB})")
     parser.add_argument("--logs", type=Path, help="the children's stderr (default: a temp dir)")
