@@ -8,7 +8,7 @@ at every step from `start` to `end` from the bucket sums, exactly as a run at th
 would have from the same outcomes, and writes them to
 `metric_results` with that time as `computed_at` (rows of an earlier back-fill at the same
 times are replaced, so it can be run again). The steps run in blocks, on several
-processes when asked (`backfill_steps`). Each step's points also go to `emit`, e.g.
+processes when asked (`backfill_workers`). Each step's points also go to `emit`, e.g.
 an OpenMetrics file to back-fill Prometheus with (`exporters.openmetrics`). The
 percentiles of the metrics read by quantile (`latency_ms_p50`, `_p95`, `_p99`) are
 back-filled too, from the bins, which each step reads by a query (`bucket_history`).
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from collector.jobs.backfill_steps import (
+from collector.jobs.backfill_workers import (
     STEPS_PER_COMMIT,
     Emit,
     Stepped,
@@ -35,6 +35,7 @@ from collector.jobs.backfill_steps import (
     plan,
     run_block,
     run_parallel,
+    score_parallel,
 )
 from collector.jobs.bucket_history import BucketHistory, since_of
 from collector.jobs.definition import JobDefinition, JobEnvironment
@@ -77,8 +78,8 @@ def backfill(
     workers: int = 1,
 ) -> BackfillReport:
     """Compute and store `definition`'s per-sample windows and detectors at each of
-    `times` (oldest first); `workers` > 1: the steps on that many processes (PostgreSQL;
-    on SQLite one)."""
+    `times` (oldest first); `workers` > 1: the scoring and the steps on that many
+    processes (PostgreSQL; on SQLite one)."""
     started = time.perf_counter()
     if definition.factory is not None:
         return BackfillReport(
@@ -92,8 +93,13 @@ def backfill(
         return BackfillReport(
             definition.name, "skipped", message="only dataset metrics (not back-filled)"
         )
-    evaluate = not definition.uses_judge
-    new = job.load_history(times[-1], evaluate=evaluate)
+    parallel = workers > 1 and can_fork(env)
+    if definition.uses_judge:
+        new = 0
+    elif parallel:
+        new = score_parallel(job, env, times[-1], workers)
+    else:
+        new = job.load_history(times[-1], evaluate=True)
     with env.session_factory() as session:
         sums = BucketHistory(
             session, definition.name, since_of(times, job.longest_s), epoch(times[-1])
@@ -109,7 +115,7 @@ def backfill(
         if progress is not None:
             progress(finished)
 
-    if workers > 1 and len(times) > STEPS_PER_COMMIT and can_fork(env):
+    if parallel and len(times) > STEPS_PER_COMMIT:
         first, *rest = plan(steps, times, workers)
         # the first block in this process: the workers inherit what it built (the
         # detectors' frame and its running sums) instead of each building its own

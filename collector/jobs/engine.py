@@ -264,15 +264,24 @@ class IncrementalJob:
         state.last_message = message
         return written
 
-    def load_history(self, now: datetime, *, evaluate: bool) -> int:
+    def load_history(
+        self, now: datetime, *, evaluate: bool, scope: ShardScope | None = None
+    ) -> int:
         """With `evaluate`, score the traces of the longest window plus the history before
-        `now` that have no outcomes yet (stored like a run's, a chunk at a time); the job's
-        state (watermark, last run) is not touched. New traces scored."""
+        `now` that have no outcomes yet (stored like a run's, a chunk at a time; `scope`:
+        only those of its shards); the job's state (watermark, last run) is not touched.
+        New traces scored."""
         if not evaluate:
             return 0
         with self.env.session_factory() as session:
             self._cursor.load(session, JobState(job=self.name), now)
-            return self._evaluate_backlog(session, now)
+            return self._evaluate_backlog(session, now, scope)
+
+    def prepare_history(self, now: datetime) -> None:
+        """What `load_history` does first (the job's sums built if it has outcomes but no
+        sums), before its shards are scored on worker processes that inherit it."""
+        with self.env.session_factory() as session:
+            self._cursor.load(session, JobState(job=self.name), now)
 
     def points_at(
         self, session: Session, at: datetime, history: BucketHistory | None = None
@@ -361,7 +370,9 @@ class IncrementalJob:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _evaluate_backlog(self, session: Session, now: datetime) -> int:
+    def _evaluate_backlog(
+        self, session: Session, now: datetime, scope: ShardScope | None = None
+    ) -> int:
         """Score the pending traces a chunk at a time (`sync.BACKLOG_CHUNK`), committing
         each chunk's outcomes before the next (so memory does not grow with a backlog,
         and on SQLite no write transaction stays open while dataset metrics embed), up to
@@ -371,16 +382,18 @@ class IncrementalJob:
         while True:
             if done:
                 self._memo.next_run()
-            batch = self._evaluate_new(session, now)
+            batch = self._evaluate_new(session, now, scope)
             session.commit()
             self.notify()
             done += batch.new
             if batch.new < BACKLOG_CHUNK or cap is not None:
                 return done
 
-    def _evaluate_new(self, session: Session, now: datetime) -> Batch:
+    def _evaluate_new(
+        self, session: Session, now: datetime, scope: ShardScope | None = None
+    ) -> Batch:
         pending = self._cursor.pending(
-            session, now, self.definition.candidates, self.definition.max_new_per_run
+            session, now, self.definition.candidates, self.definition.max_new_per_run, scope
         )
         return self._score(session, pending, now)
 

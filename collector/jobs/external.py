@@ -47,6 +47,7 @@ from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import quality_points
 from collector.jobs.result_store import write_results
+from collector.jobs.shard_scope import ShardScope
 from collector.jobs.sync import BACKLOG_CHUNK, TraceCursor, epoch
 from collector.jobs.window_source import from_db
 from collector.jobs.windows import Window
@@ -206,12 +207,15 @@ class ExternalJob(IncrementalJob):
             labels=self._labels,
         )
 
-    def load_history(self, now: datetime, *, evaluate: bool) -> int:
-        """Store the outcomes of the longest window's traces that have none yet."""
+    def load_history(
+        self, now: datetime, *, evaluate: bool, scope: ShardScope | None = None
+    ) -> int:
+        """Store the outcomes of the longest window's traces that have none yet (`scope`:
+        of its shards only)."""
         if not evaluate:
             return 0
         with self.env.session_factory() as session:
-            return self._evaluate_backlog(session, now)
+            return self._evaluate_backlog(session, now, scope)
 
     def points_at(
         self, session: Session, at: datetime, history: BucketHistory | None = None
@@ -235,13 +239,15 @@ class ExternalJob(IncrementalJob):
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _evaluate_backlog(self, session: Session, now: datetime) -> int:
+    def _evaluate_backlog(
+        self, session: Session, now: datetime, scope: ShardScope | None = None
+    ) -> int:
         """Store the outcomes of the traces pending, `BACKLOG_CHUNK` at a time, each chunk
         committed before the next is read. Traces stored."""
         done = 0
         since = now - timedelta(seconds=self._longest)
         while True:
-            pending = self._cursor.pending(session, now, candidates, None)
+            pending = self._cursor.pending(session, now, candidates, None, scope)
             rows = self._fetch(session, [p.row_id for p in pending], since)
             if rows:
                 outcomes = [trace_outcomes(r.evaluations, self.max_name_length) for r in rows]

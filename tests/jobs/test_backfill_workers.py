@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from collector.jobs import bucket_aggregation, bucket_drift, bucket_store
 from collector.jobs.backfill import backfill
-from collector.jobs.backfill_steps import blocks, recomputed
+from collector.jobs.backfill_workers import blocks, recomputed
 from collector.jobs.bucket_frame import BucketFrame
 from collector.jobs.drift_buckets import Sums, baseline
 from collector.jobs.drift_series import SeriesIndex
@@ -78,10 +78,12 @@ def test_steps_on_worker_processes_equal_one_process(
     two_databases: tuple[str, str], every_s: float, from_sums: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same traces in two PostgreSQL databases, back-filled by one process and by
-    three workers: the same rows, value for value, and the same points emitted in time
-    order. Per-trace detectors and windows from rows; then the detectors and the larger
-    windows from the sums, the detectors recomputed every 25 minutes at 10-minute steps
-    (the workers' blocks start where one process recomputes)."""
+    three workers (scoring a shard each, then the steps in blocks): the same rows and
+    counts, the same values (to the last bits of the sums, which the workers add to in
+    either order), the same points emitted in time order. Per-trace detectors and windows
+    from rows; then the detectors and the larger windows from the sums, the detectors
+    recomputed every 25 minutes at 10-minute steps (the workers' blocks start where one
+    process recomputes)."""
     if from_sums:
         monkeypatch.setattr(bucket_drift, "DRIFT_ROWS_MAX", 0)
         monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 100)
@@ -109,9 +111,28 @@ def test_steps_on_worker_processes_equal_one_process(
         engine.dispose()
     one, three = (_results(url) for url in two_databases)
     assert len(one) > 48 * 100
-    assert one == three
+    assert one.keys() == three.keys()
+    for key, want in one.items():
+        _same(three[key], want, key)
     assert [at for at, _ in emitted[1]] == times == [at for at, _ in emitted[3]]
-    assert emitted[1] == emitted[3]
+    for (_, mine), (_, theirs) in zip(emitted[3], emitted[1], strict=True):
+        assert [p.key for p in mine] == [p.key for p in theirs]
+        for got, want in zip(mine, theirs, strict=True):
+            _same(
+                (got.value, got.n, got.ci_lower, got.ci_upper),
+                (want.value, want.n, want.ci_lower, want.ci_upper),
+                got.key,
+            )
+
+
+def _same(got: tuple[Any, ...], want: tuple[Any, ...], key: Any) -> None:
+    """Equal, floats to 1e-12 (sums added in another order differ in their last bits)."""
+    assert len(got) == len(want), key
+    for mine, theirs in zip(got, want, strict=True):
+        if isinstance(theirs, float) and isinstance(mine, float):
+            assert mine == pytest.approx(theirs, rel=1e-12, abs=1e-15), key
+        else:
+            assert mine == theirs, key
 
 
 def _frame(rng: np.random.Generator) -> BucketFrame:

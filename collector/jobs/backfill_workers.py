@@ -1,6 +1,12 @@
-"""A back-fill's steps: blocks of consecutive times, on this process or on several.
+"""A back-fill's work on several processes: its traces scored by shard, its steps by block.
 
-After its traces are scored, a back-fill's steps read only what the job stored (its
+Scoring: with `workers` > 1 on PostgreSQL each forked worker scores the pending traces of
+one shard (`shard_scope`: the trace id's hash modulo the workers), a chunk at a time, as
+the sharded jobs do; their outcome rows never meet, and their contributions to the same
+minutes' sums are added by each in key order (`bucket_store.apply`), so they wait for
+each other, never deadlock, and count every trace once.
+
+Steps: after its traces are scored, a back-fill's steps read only what the job stored (its
 bucket sums, held in `BucketHistory`, and the rows of its small windows) and write their
 own times' results, so blocks of steps are independent and CPU-bound: with `workers`
 > 1 on PostgreSQL they run on forked processes, which share the sums read once by the
@@ -29,6 +35,7 @@ from collector.jobs.definition import JobEnvironment
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_steps
+from collector.jobs.shard_scope import ShardScope
 from collector.jobs.sync import epoch
 
 STEPS_PER_COMMIT = 20
@@ -156,6 +163,32 @@ def run_parallel(
     finally:
         _HELD = None
     return written
+
+
+_SCORING: tuple[IncrementalJob, datetime, int] | None = None
+"""The job, the back-fill's end and the workers, inherited by the scoring workers."""
+
+
+def _score_shard(shard: int) -> int:
+    if _SCORING is None:
+        raise RuntimeError("a back-fill worker started without its job")
+    job, now, count = _SCORING
+    return job.load_history(now, evaluate=True, scope=ShardScope(count, {shard: None}))
+
+
+def score_parallel(job: IncrementalJob, env: JobEnvironment, now: datetime, workers: int) -> int:
+    """Score the job's pending traces up to `now` on `workers` forked processes, a shard
+    each (after `prepare_history` in this process). Traces scored."""
+    global _SCORING
+    job.prepare_history(now)
+    engine = env.session_factory.kw["bind"]
+    _SCORING = (job, now, workers)
+    try:
+        context = multiprocessing.get_context("fork")
+        with context.Pool(workers, initializer=_start_worker, initargs=(engine,)) as pool:
+            return sum(pool.map(_score_shard, range(workers)))
+    finally:
+        _SCORING = None
 
 
 def can_fork(env: JobEnvironment) -> bool:
