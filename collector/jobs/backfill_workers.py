@@ -1,10 +1,10 @@
 """A back-fill's work on several processes: its traces scored by shard, its steps by block.
 
 Scoring: with `workers` > 1 on PostgreSQL each forked worker scores the pending traces of
-one shard (`shard_scope`: the trace id's hash modulo the workers), a chunk at a time, as
-the sharded jobs do; their outcome rows never meet, and their contributions to the same
-minutes' sums are added by each in key order (`bucket_store.apply`), so they wait for
-each other, never deadlock, and count every trace once.
+one span of timestamps (the span's traces cut in equal counts), a chunk at a time: their
+outcome rows never meet and neither do their minutes' sums, so they never wait for each
+other. (A shard of the trace ids' hash, as the sharded jobs split theirs, made
+PostgreSQL's planner misjudge the backlog's anti-join by 200x: minutes a chunk.)
 
 Steps: after its traces are scored, a back-fill's steps read only what the job stored (its
 bucket sums, held in `BucketHistory`, and the rows of its small windows) and write their
@@ -25,18 +25,18 @@ import math
 import multiprocessing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
 
 from collector.jobs.bucket_history import BucketHistory
 from collector.jobs.definition import JobEnvironment
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_steps
-from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import epoch
+from collector.jobs.sync import Span, epoch
 
 STEPS_PER_COMMIT = 20
 """Steps whose results are written in one transaction (~5,600 rows for a job of ~20
@@ -165,28 +165,45 @@ def run_parallel(
     return written
 
 
-_SCORING: tuple[IncrementalJob, datetime, int] | None = None
-"""The job, the back-fill's end and the workers, inherited by the scoring workers."""
+_SCORING: tuple[IncrementalJob, datetime] | None = None
+"""The job and the back-fill's end, inherited by the scoring workers."""
 
 
-def _score_shard(shard: int) -> int:
+def _score_span(span: Span) -> int:
     if _SCORING is None:
         raise RuntimeError("a back-fill worker started without its job")
-    job, now, count = _SCORING
-    return job.load_history(now, evaluate=True, scope=ShardScope(count, {shard: None}))
+    job, now = _SCORING
+    return job.load_history(now, evaluate=True, span=span)
+
+
+def spans(session: Session, since: datetime, workers: int) -> list[Span]:
+    """[since, ...) cut into `workers` spans holding as many traces each (the last
+    without an end)."""
+    cuts = [i / workers for i in range(1, workers)]
+    query = text(
+        "SELECT percentile_disc(CAST(:cuts AS float8[])) WITHIN GROUP (ORDER BY timestamp) "
+        "FROM traces WHERE timestamp >= :since"
+    ).bindparams(cuts=cuts, since=since)
+    found = session.execute(query).scalar() or []
+    bounds = sorted({since, *(b for b in found if b is not None and b > since)})
+    return [
+        (start, bounds[i + 1] if i + 1 < len(bounds) else None) for i, start in enumerate(bounds)
+    ]
 
 
 def score_parallel(job: IncrementalJob, env: JobEnvironment, now: datetime, workers: int) -> int:
-    """Score the job's pending traces up to `now` on `workers` forked processes, a shard
-    each (after `prepare_history` in this process). Traces scored."""
+    """Score the job's pending traces up to `now` on `workers` forked processes, a span
+    of timestamps each (after `prepare_history` in this process). Traces scored."""
     global _SCORING
     job.prepare_history(now)
+    with env.session_factory() as session:
+        parts = spans(session, now - timedelta(seconds=job.history_s), workers)
     engine = env.session_factory.kw["bind"]
-    _SCORING = (job, now, workers)
+    _SCORING = (job, now)
     try:
         context = multiprocessing.get_context("fork")
         with context.Pool(workers, initializer=_start_worker, initargs=(engine,)) as pool:
-            return sum(pool.map(_score_shard, range(workers)))
+            return sum(pool.map(_score_span, parts, chunksize=1))
     finally:
         _SCORING = None
 

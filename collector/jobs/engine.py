@@ -57,7 +57,15 @@ from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import BACKLOG_CHUNK, Pending, TraceCursor, epoch, oldest_first, version_s
+from collector.jobs.sync import (
+    BACKLOG_CHUNK,
+    Pending,
+    Span,
+    TraceCursor,
+    epoch,
+    oldest_first,
+    version_s,
+)
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.window_source import from_db
 from collector.jobs.windows import OVERALL, Window
@@ -188,6 +196,12 @@ class IncrementalJob:
         """The longest window, in seconds."""
         return self._longest
 
+    @property
+    def history_s(self) -> float:
+        """How far before a time its traces are scored: the longest window and the
+        history kept for `points_at` past times."""
+        return self._cursor.longest_s
+
     # -- sharded runs (`sharded.py`) --------------------------------------------------------
 
     @property
@@ -264,18 +278,16 @@ class IncrementalJob:
         state.last_message = message
         return written
 
-    def load_history(
-        self, now: datetime, *, evaluate: bool, scope: ShardScope | None = None
-    ) -> int:
+    def load_history(self, now: datetime, *, evaluate: bool, span: Span | None = None) -> int:
         """With `evaluate`, score the traces of the longest window plus the history before
-        `now` that have no outcomes yet (stored like a run's, a chunk at a time; `scope`:
-        only those of its shards); the job's state (watermark, last run) is not touched.
-        New traces scored."""
+        `now` that have no outcomes yet (stored like a run's, a chunk at a time; `span`:
+        only those with timestamps in it); the job's state (watermark, last run) is not
+        touched. New traces scored."""
         if not evaluate:
             return 0
         with self.env.session_factory() as session:
             self._cursor.load(session, JobState(job=self.name), now)
-            return self._evaluate_backlog(session, now, scope)
+            return self._evaluate_backlog(session, now, span)
 
     def prepare_history(self, now: datetime) -> None:
         """What `load_history` does first (the job's sums built if it has outcomes but no
@@ -370,9 +382,7 @@ class IncrementalJob:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _evaluate_backlog(
-        self, session: Session, now: datetime, scope: ShardScope | None = None
-    ) -> int:
+    def _evaluate_backlog(self, session: Session, now: datetime, span: Span | None = None) -> int:
         """Score the pending traces a chunk at a time (`sync.BACKLOG_CHUNK`), committing
         each chunk's outcomes before the next (so memory does not grow with a backlog,
         and on SQLite no write transaction stays open while dataset metrics embed), up to
@@ -382,18 +392,16 @@ class IncrementalJob:
         while True:
             if done:
                 self._memo.next_run()
-            batch = self._evaluate_new(session, now, scope)
+            batch = self._evaluate_new(session, now, span)
             session.commit()
             self.notify()
             done += batch.new
             if batch.new < BACKLOG_CHUNK or cap is not None:
                 return done
 
-    def _evaluate_new(
-        self, session: Session, now: datetime, scope: ShardScope | None = None
-    ) -> Batch:
+    def _evaluate_new(self, session: Session, now: datetime, span: Span | None = None) -> Batch:
         pending = self._cursor.pending(
-            session, now, self.definition.candidates, self.definition.max_new_per_run, scope
+            session, now, self.definition.candidates, self.definition.max_new_per_run, None, span
         )
         return self._score(session, pending, now)
 

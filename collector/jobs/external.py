@@ -47,8 +47,7 @@ from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import quality_points
 from collector.jobs.result_store import write_results
-from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import BACKLOG_CHUNK, TraceCursor, epoch
+from collector.jobs.sync import BACKLOG_CHUNK, Span, TraceCursor, epoch
 from collector.jobs.window_source import from_db
 from collector.jobs.windows import Window
 from collector.settings import Settings
@@ -207,15 +206,13 @@ class ExternalJob(IncrementalJob):
             labels=self._labels,
         )
 
-    def load_history(
-        self, now: datetime, *, evaluate: bool, scope: ShardScope | None = None
-    ) -> int:
-        """Store the outcomes of the longest window's traces that have none yet (`scope`:
-        of its shards only)."""
+    def load_history(self, now: datetime, *, evaluate: bool, span: Span | None = None) -> int:
+        """Store the outcomes of the longest window's traces that have none yet (`span`:
+        with timestamps in it only)."""
         if not evaluate:
             return 0
         with self.env.session_factory() as session:
-            return self._evaluate_backlog(session, now, scope)
+            return self._evaluate_backlog(session, now, span)
 
     def points_at(
         self, session: Session, at: datetime, history: BucketHistory | None = None
@@ -239,15 +236,13 @@ class ExternalJob(IncrementalJob):
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _evaluate_backlog(
-        self, session: Session, now: datetime, scope: ShardScope | None = None
-    ) -> int:
+    def _evaluate_backlog(self, session: Session, now: datetime, span: Span | None = None) -> int:
         """Store the outcomes of the traces pending, `BACKLOG_CHUNK` at a time, each chunk
         committed before the next is read. Traces stored."""
         done = 0
         since = now - timedelta(seconds=self._longest)
         while True:
-            pending = self._cursor.pending(session, now, candidates, None, scope)
+            pending = self._cursor.pending(session, now, candidates, None, None, span)
             rows = self._fetch(session, [p.row_id for p in pending], since)
             if rows:
                 outcomes = [trace_outcomes(r.evaluations, self.max_name_length) for r in rows]

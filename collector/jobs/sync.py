@@ -70,6 +70,11 @@ STORED = (
 """A stored outcome row as the columns are loaded from it (JSON as text, for orjson)."""
 
 
+Span = tuple[datetime, datetime | None]
+"""Trace timestamps from (inclusive) to (exclusive; None: no end): a worker's share of a
+back-fill's backlog (`backfill_workers`)."""
+
+
 class Pending(NamedTuple):
     """A trace version still to evaluate: its row, id, version and shard (0 unsharded)."""
 
@@ -201,13 +206,19 @@ class TraceCursor:
         candidates: Filter,
         limit: int | None,
         scope: ShardScope | None = None,
+        span: Span | None = None,
     ) -> list[Pending]:
         """The candidates in the longest window whose version is not evaluated yet, oldest
         update first (at most `limit`, and at most `BACKLOG_CHUNK`: a backlog is taken a
         chunk at a time); with `scope`, only those of its shards, each newer than its own
-        shard's watermark minus `GRACE`."""
+        shard's watermark minus `GRACE`; with `span`, only those of its timestamps."""
         since = now - timedelta(seconds=self.longest_s)
         longest = Trace.timestamp >= since
+        if span is not None:
+            since = max(since, span[0])
+            longest = Trace.timestamp >= since
+            if span[1] is not None:
+                longest = and_(longest, Trace.timestamp < span[1])
         floor = self.watermark if scope is None else scope.floor()
         o = JobOutcome
         # bounded like the traces (a trace's outcomes carry its ts), so PostgreSQL probes
