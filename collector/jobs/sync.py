@@ -31,8 +31,10 @@ from sqlalchemy import ColumnElement, Row, Select, Text, and_, cast, exists, fun
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_store
-from collector.jobs.bucket_stats import Delta, binned
+from collector.jobs.bucket_copy import apply_changes
+from collector.jobs.bucket_stats import binned
 from collector.jobs.candidates import Filter, requests
+from collector.jobs.contributions import Contributions
 from collector.jobs.labels import DEFAULT_MAX_LENGTH
 from collector.jobs.lock import job_lock
 from collector.jobs.observers import Evaluated
@@ -350,7 +352,7 @@ class TraceCursor:
         records = []
         evaluated = []
         moved = set()
-        delta = Delta(self.metrics)
+        delta = Contributions(self.metrics)
         stored = self._stored(session, rows)
         for ts, groups_before, outcomes_before in stored.values():
             delta.add(ts, groups_before, outcomes_before, -1)
@@ -408,7 +410,7 @@ class TraceCursor:
                 }
             )
         upsert_outcomes(session, records, moved)
-        bucket_store.apply(session, self.job, delta)
+        apply_changes(session, self.job, delta.changes())
         latest = max(r.updated_at for r in rows)
         if self.watermark is None or latest > self.watermark:
             self.watermark = latest
