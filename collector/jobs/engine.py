@@ -46,6 +46,7 @@ from collector.jobs.evaluation import (
     fetch_rows,
     judge_unreachable,
 )
+from collector.jobs.gc_pause import paused_gc
 from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
@@ -354,7 +355,8 @@ class IncrementalJob:
         while True:
             if done:
                 self._memo.next_run()
-            batch = self._evaluate_new(session, now)
+            with paused_gc():
+                batch = self._evaluate_new(session, now)
             session.commit()
             self.notify()
             done += batch.new
