@@ -56,7 +56,15 @@ from collector.jobs.result_store import write_results
 from collector.jobs.retry import RetryPolicy
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope
-from collector.jobs.sync import BACKLOG_CHUNK, Pending, TraceCursor, epoch, oldest_first, version_s
+from collector.jobs.sync import (
+    BACKLOG_CHUNK,
+    Pending,
+    TraceCursor,
+    epoch,
+    oldest_first,
+    time_bounds,
+    version_s,
+)
 from collector.jobs.trace_rows import SampleMemo, columns_for
 from collector.jobs.window_source import from_db
 from collector.jobs.windows import OVERALL, Window
@@ -376,7 +384,8 @@ class IncrementalJob:
             return Batch()
         # bounded by the longest window, so PostgreSQL reads only its partitions
         since = now - timedelta(seconds=self._cursor.longest_s)
-        rows = fetch_rows(session, self._memo, [p.row_id for p in pending], since)
+        ids = [p.row_id for p in pending]
+        rows = fetch_rows(session, self._memo, ids, *time_bounds(pending, since))
         if not rows:  # deleted (retention) between finding and fetching them
             return Batch()
         samples = self._memo.map_rows(rows, version_s)

@@ -73,12 +73,25 @@ STORED = (
 
 
 class Pending(NamedTuple):
-    """A trace version still to evaluate: its row, id, version and shard (0 unsharded)."""
+    """A trace version still to evaluate: its row, id, version, shard (0 unsharded) and
+    timestamp (None: not known)."""
 
     row_id: int
     trace_id: str
     updated: datetime
     shard: int = 0
+    ts: datetime | None = None
+
+
+def time_bounds(pending: Sequence[Pending], since: datetime) -> tuple[datetime, datetime | None]:
+    """The oldest and newest timestamp of `pending` (the oldest no older than `since`; the
+    newest None if one is not known): fetched between them, PostgreSQL reads only their
+    partitions. A trace whose timestamp moved since (a late root span) is not fetched;
+    its new version is pending for the next run."""
+    stamps = [p.ts for p in pending if p.ts is not None]
+    if not stamps or len(stamps) < len(pending):
+        return since, None
+    return max(since, min(stamps)), max(stamps)
 
 
 def epoch(ts: datetime) -> float:
@@ -92,13 +105,15 @@ def oldest_first(pending: Pending) -> tuple[float, int]:
 
 
 def _versions(scope: ShardScope | None) -> Select[Any]:
-    """SELECT id, trace_id, updated_at, shard FROM traces (of `scope`'s shards only), of
-    the user requests only (`candidates.requests`)."""
-    if scope is None:
-        return requests(select(Trace.id, Trace.trace_id, Trace.updated_at, literal(0)))
-    shard = shard_of(Trace.trace_id, scope.count)
-    query = requests(select(Trace.id, Trace.trace_id, Trace.updated_at, shard))
-    return query.where(shard.in_(sorted(scope.watermarks))) if scope.partial else query
+    """SELECT id, trace_id, updated_at, shard, timestamp FROM traces (of `scope`'s shards
+    only), of the user requests only (`candidates.requests`)."""
+    shard: ColumnElement[int] = (
+        literal(0) if scope is None else shard_of(Trace.trace_id, scope.count)
+    )
+    query = requests(select(Trace.id, Trace.trace_id, Trace.updated_at, shard, Trace.timestamp))
+    if scope is not None and scope.partial:
+        query = query.where(shard.in_(sorted(scope.watermarks)))
+    return query
 
 
 def _after(updated: datetime, watermark: datetime | None) -> bool:
@@ -229,8 +244,8 @@ class TraceCursor:
         query = query.limit(BACKLOG_CHUNK if limit is None else min(limit, BACKLOG_CHUNK))
         marks = {} if scope is None else scope.watermarks
         pending = [
-            Pending(row_id, trace_id, updated, in_shard)
-            for row_id, trace_id, updated, in_shard in session.execute(query)
+            Pending(row_id, trace_id, updated, in_shard, ts)
+            for row_id, trace_id, updated, in_shard, ts in session.execute(query)
             if _after(updated, marks.get(in_shard))
         ]
         self.refresh_retrying(session, now)

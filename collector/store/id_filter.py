@@ -3,15 +3,16 @@
 PostgreSQL gets one text-array parameter (`column = ANY(:ids)`): SQLAlchemy's expanding
 IN list builds, caches and re-parses a statement with a placeholder per id, which for a
 batch of 5,000 traces cost more client CPU than the query itself (~40 ms a batch, ~8 µs a
-trace). SQLite keeps the IN list (it has no arrays).
+trace). A backlog's rows are fetched by integer id likewise (`joined_ids`). SQLite keeps
+the IN list (it has no arrays).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, any_, bindparam
+from sqlalchemy import BigInteger, ColumnElement, Select, String, any_, bindparam, func
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
@@ -26,3 +27,20 @@ def among(session: Session, column: Any, ids: Collection[str]) -> ColumnElement[
         return match
     in_list: ColumnElement[bool] = column.in_(list(ids))
     return in_list
+
+
+def joined_ids(
+    session: Session, query: Select[Any], column: Any, ids: Sequence[int]
+) -> Select[Any]:
+    """`query` narrowed to the rows whose `column` (an integer id) is one of `ids`.
+
+    PostgreSQL: joined with `unnest(:ids)`. A `column = ANY(:ids)` filter gets, once
+    psycopg prepares the repeated statement, a generic plan that scans the time range
+    by timestamp and compares every row with the whole array: 1.4 s for a backlog
+    chunk's 20,000 ids, against ~25 ms for the join (an index probe per id).
+    """
+    if not is_postgresql(session):
+        return query.where(column.in_(list(ids)))
+    values = bindparam("ids", value=list(ids), type_=postgresql.ARRAY(BigInteger), unique=True)
+    wanted = func.unnest(values).table_valued("id").render_derived(name="wanted")
+    return query.join(wanted, column == wanted.c.id)
