@@ -23,7 +23,7 @@ from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, sample_rows
 from collector.store.bulk import is_postgresql
-from collector.store.id_filter import joined_ids
+from collector.store.id_filter import joined_ids, unprepared
 from collector.store.models import Trace
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import EvalContext, ResolvedMetric, resolve
@@ -103,19 +103,22 @@ def rows_by_id(
     until: datetime | None = None,
 ) -> list[Row[Any]]:
     """`query`'s rows (it selects `id` and `updated_at` of `traces`) of the traces `ids`,
-    a chunk of ids per query (PostgreSQL: one array of a backlog chunk's ids), oldest
-    update first; `since`, `until` as in `fetch_rows`. Executed as Core statements on
-    the session's connection: the ORM's per-statement machinery adds nothing here."""
+    a chunk of ids per query, oldest update first; `since`, `until` as in `fetch_rows`.
+    Between known bounds (a backlog chunk's), PostgreSQL reads all ids at once, joined
+    with the rows of that time range, planned for those ids (`id_filter.unprepared`);
+    else by 1,000, probing each partition's index by id. Run as Core statements on the
+    session's connection: the ORM's per-statement work adds nothing here."""
     rows: list[Row[Any]] = []
-    step = _ARRAY_CHUNK if is_postgresql(session) else _CHUNK
+    step = _ARRAY_CHUNK if until is not None and is_postgresql(session) else _CHUNK
     connection = session.connection()
-    for start in range(0, len(ids), step):
-        part = joined_ids(session, query, Trace.id, ids[start : start + step])
-        if since is not None:
-            part = part.where(Trace.timestamp >= since)
-        if until is not None:
-            part = part.where(Trace.timestamp <= until)
-        rows.extend(connection.execute(part))
+    with unprepared(session):
+        for start in range(0, len(ids), step):
+            part = joined_ids(session, query, Trace.id, ids[start : start + step])
+            if since is not None:
+                part = part.where(Trace.timestamp >= since)
+            if until is not None:
+                part = part.where(Trace.timestamp <= until)
+            rows.extend(connection.execute(part).all())
     rows.sort(key=lambda r: (r.updated_at, r.id))
     return rows
 
