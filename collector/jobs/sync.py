@@ -45,6 +45,7 @@ from collector.jobs.shard_scope import ShardScope, shard_of
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import group_values
+from collector.store.id_filter import among, unprepared
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
 
@@ -327,8 +328,10 @@ class TraceCursor:
             JobOutcome.ts,
             cast(JobOutcome.groups, Text),
             cast(JobOutcome.outcomes, Text),
-        ).where(JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids), *where)
-        for trace_id, ts, groups, outcomes in session.execute(query):
+        ).where(JobOutcome.job == self.job, among(session, JobOutcome.trace_id, ids), *where)
+        with unprepared(session):
+            found = session.connection().execute(query).all()
+        for trace_id, ts, groups, outcomes in found:
             out[trace_id] = (
                 epoch(ts),
                 orjson.loads(groups) if groups else None,
