@@ -221,7 +221,7 @@ class Contributions:
         n_series = len(self._kinds) * n_grp
         first = int(bucket.min())
         code = (bucket[row] - first) * n_series + kind * n_grp + grp
-        keys, at = np.unique(code, return_inverse=True)
+        keys, at = _keys(code)
         size = len(keys)
         signs = sign[row]
         scored = part >= 0
@@ -287,6 +287,18 @@ class Contributions:
         starts = np.flatnonzero(new)[kept]
         names = [(m, g) for m in ranks.metrics for g in ranks.grps]
         return names, pair[starts], b[starts], index[starts], total[kept]
+
+
+def _keys(code: Ints) -> tuple[Ints, Ints]:
+    """The distinct codes, sorted, and each entry's index among them (`np.unique` with
+    `return_inverse`, without its sort when the codes are dense, as a chunk's are)."""
+    span = int(code.max()) + 1 if len(code) else 0
+    if span > 4 * len(code) + 4096:
+        keys, at = np.unique(code, return_inverse=True)
+        return keys, at.astype(np.int64, copy=False)
+    present = np.bincount(code, minlength=span) > 0
+    index = np.cumsum(present) - 1
+    return np.flatnonzero(present).astype(np.int64), index[code].astype(np.int64, copy=False)
 
 
 def _sum_by(at: Ints, weights: Floats, size: int) -> Floats:

@@ -45,24 +45,31 @@ def _encoded(rng: random.Random, metric: str) -> Any:
     return rng.choice([0.1, 0.2, 1 / 3, 0.5, 1.0, rng.random()])
 
 
-def _traces(seed: int, count: int) -> list[tuple[float, Any, dict[str, Any], int]]:
+def _traces(
+    seed: int, count: int, span_s: float = 3 * 3600
+) -> list[tuple[float, Any, dict[str, Any], int]]:
     rng = random.Random(seed)
     out = []
     for i in range(count):
         metrics = [*sorted(METRICS), "other"]
         outcomes = {m: _encoded(rng, m) for m in metrics if rng.random() < 0.9}
-        ts = 1_772_000_000 + rng.uniform(0, 3 * 3600)
+        ts = 1_772_000_000 + rng.uniform(0, span_s)
         sign = -1 if i < count // 4 else 1
         out.append((ts, rng.choice(GROUPS), outcomes, sign))
     return out
 
 
 @pytest.mark.parametrize("metrics", [METRICS, None])
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_same_sums_and_bins_as_delta(seed: int, metrics: frozenset[str] | None) -> None:
+@pytest.mark.parametrize(
+    ("seed", "count", "span_s"),
+    [(1, 3000, 3 * 3600), (2, 3000, 3 * 3600), (3, 300, 14 * 86400)],  # dense, sparse keys
+)
+def test_same_sums_and_bins_as_delta(
+    seed: int, count: int, span_s: float, metrics: frozenset[str] | None
+) -> None:
     delta = Delta(metrics)
     gathered = Contributions(metrics)
-    for ts, groups, outcomes, sign in _traces(seed, 3000):
+    for ts, groups, outcomes, sign in _traces(seed, count, span_s):
         delta.add(ts, groups, outcomes, sign)
         gathered.add(ts, groups, outcomes, sign)
     changes = gathered.changes()
