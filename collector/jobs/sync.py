@@ -246,7 +246,7 @@ class TraceCursor:
         marks = {} if scope is None else scope.watermarks
         pending = [
             Pending(row_id, trace_id, updated, in_shard, ts)
-            for row_id, trace_id, updated, in_shard, ts in session.execute(query)
+            for row_id, trace_id, updated, in_shard, ts in session.connection().execute(query).all()
             if _after(updated, marks.get(in_shard))
         ]
         self.refresh_retrying(session, now)
