@@ -47,6 +47,7 @@ from collector.jobs.evaluation import (
     fetch_rows,
     judge_unreachable,
 )
+from collector.jobs.gc_pause import paused_gc
 from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
@@ -64,6 +65,7 @@ from collector.jobs.sync import (
     TraceCursor,
     epoch,
     oldest_first,
+    time_bounds,
     version_s,
 )
 from collector.jobs.trace_rows import SampleMemo, columns_for
@@ -392,7 +394,8 @@ class IncrementalJob:
         while True:
             if done:
                 self._memo.next_run()
-            batch = self._evaluate_new(session, now, span)
+            with paused_gc():
+                batch = self._evaluate_new(session, now, span)
             session.commit()
             self.notify()
             done += batch.new
@@ -412,7 +415,8 @@ class IncrementalJob:
             return Batch()
         # bounded by the longest window, so PostgreSQL reads only its partitions
         since = now - timedelta(seconds=self._cursor.longest_s)
-        rows = fetch_rows(session, self._memo, [p.row_id for p in pending], since)
+        ids = [p.row_id for p in pending]
+        rows = fetch_rows(session, self._memo, ids, *time_bounds(pending, since))
         if not rows:  # deleted (retention) between finding and fetching them
             return Batch()
         samples = self._memo.map_rows(rows, version_s)

@@ -22,12 +22,15 @@ from collector.jobs.candidates import requests
 from collector.jobs.definition import JobDefinition, JobEnvironment
 from collector.jobs.sync import epoch, version_s
 from collector.jobs.trace_rows import SampleMemo, sample_rows
+from collector.store.bulk import is_postgresql
+from collector.store.id_filter import joined_ids, unprepared
 from collector.store.models import Trace
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import EvalContext, ResolvedMetric, resolve
 from evaluators.sample import Sample
 
 _CHUNK = 1000
+_ARRAY_CHUNK = 20_000
 _CONTEXT_CAP = 20_000
 
 
@@ -80,24 +83,42 @@ def judge_unreachable(outcomes: Mapping[str, Sequence[Outcome]]) -> bool:
 
 
 def fetch_rows(
-    session: Session, memo: SampleMemo, ids: Sequence[int], since: datetime | None = None
+    session: Session,
+    memo: SampleMemo,
+    ids: Sequence[int],
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[Row[Any]]:
-    """The sample rows of `ids` (the columns `memo` maps), oldest update first; `since`:
-    none of them is older (lets PostgreSQL read only the partitions from then on)."""
-    return rows_by_id(session, sample_rows(memo.columns), ids, since)
+    """The sample rows of `ids` (the columns `memo` maps), oldest update first; `since`,
+    `until`: none of them is older, newer (lets PostgreSQL read only the partitions in
+    between)."""
+    return rows_by_id(session, sample_rows(memo.columns), ids, since, until)
 
 
 def rows_by_id(
-    session: Session, query: Select[Any], ids: Sequence[int], since: datetime | None = None
+    session: Session,
+    query: Select[Any],
+    ids: Sequence[int],
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> list[Row[Any]]:
     """`query`'s rows (it selects `id` and `updated_at` of `traces`) of the traces `ids`,
-    a chunk of ids per query, oldest update first; `since` as in `fetch_rows`."""
+    a chunk of ids per query, oldest update first; `since`, `until` as in `fetch_rows`.
+    Between known bounds (a backlog chunk's), PostgreSQL reads all ids at once, joined
+    with the rows of that time range, planned for those ids (`id_filter.unprepared`);
+    else by 1,000, probing each partition's index by id. Run as Core statements on the
+    session's connection: the ORM's per-statement work adds nothing here."""
     rows: list[Row[Any]] = []
-    for start in range(0, len(ids), _CHUNK):
-        part = query.where(Trace.id.in_(ids[start : start + _CHUNK]))
-        if since is not None:
-            part = part.where(Trace.timestamp >= since)
-        rows.extend(session.execute(part))
+    step = _ARRAY_CHUNK if until is not None and is_postgresql(session) else _CHUNK
+    connection = session.connection()
+    with unprepared(session):
+        for start in range(0, len(ids), step):
+            part = joined_ids(session, query, Trace.id, ids[start : start + step])
+            if since is not None:
+                part = part.where(Trace.timestamp >= since)
+            if until is not None:
+                part = part.where(Trace.timestamp <= until)
+            rows.extend(connection.execute(part).all())
     rows.sort(key=lambda r: (r.updated_at, r.id))
     return rows
 

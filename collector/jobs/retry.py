@@ -79,6 +79,10 @@ class RetryPolicy:
     def sort(self, outcomes: Mapping[str, Outcome], attempts_before: int) -> TraceOutcomes:
         """Sort one trace's fresh outcomes, `attempts_before` transient failures of this
         trace version having come before."""
+        if not any(isinstance(o, Failed) for o in outcomes.values()):  # nothing to retry
+            return TraceOutcomes(
+                {m: encode_outcome(o) for m, o in outcomes.items()}, dict(outcomes)
+            )
         transient = {
             m: o
             for m, o in outcomes.items()

@@ -31,8 +31,10 @@ from sqlalchemy import ColumnElement, Row, Select, Text, and_, cast, exists, fun
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_store
-from collector.jobs.bucket_stats import Delta, binned
+from collector.jobs.bucket_copy import apply_changes
+from collector.jobs.bucket_stats import binned
 from collector.jobs.candidates import Filter, requests
+from collector.jobs.contributions import Contributions
 from collector.jobs.labels import DEFAULT_MAX_LENGTH
 from collector.jobs.lock import job_lock
 from collector.jobs.observers import Evaluated
@@ -43,6 +45,7 @@ from collector.jobs.shard_scope import ShardScope, shard_of
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import group_values
+from collector.store.id_filter import among, unprepared
 from collector.store.models import JobOutcome, JobState, Trace
 from evaluators.outcome import Outcome
 
@@ -76,12 +79,25 @@ back-fill's backlog (`backfill_workers`)."""
 
 
 class Pending(NamedTuple):
-    """A trace version still to evaluate: its row, id, version and shard (0 unsharded)."""
+    """A trace version still to evaluate: its row, id, version, shard (0 unsharded) and
+    timestamp (None: not known)."""
 
     row_id: int
     trace_id: str
     updated: datetime
     shard: int = 0
+    ts: datetime | None = None
+
+
+def time_bounds(pending: Sequence[Pending], since: datetime) -> tuple[datetime, datetime | None]:
+    """The oldest and newest timestamp of `pending` (the oldest no older than `since`; the
+    newest None if one is not known): fetched between them, PostgreSQL reads only their
+    partitions. A trace whose timestamp moved since (a late root span) is not fetched;
+    its new version is pending for the next run."""
+    stamps = [p.ts for p in pending if p.ts is not None]
+    if not stamps or len(stamps) < len(pending):
+        return since, None
+    return max(since, min(stamps)), max(stamps)
 
 
 def epoch(ts: datetime) -> float:
@@ -95,13 +111,15 @@ def oldest_first(pending: Pending) -> tuple[float, int]:
 
 
 def _versions(scope: ShardScope | None) -> Select[Any]:
-    """SELECT id, trace_id, updated_at, shard FROM traces (of `scope`'s shards only), of
-    the user requests only (`candidates.requests`)."""
-    if scope is None:
-        return requests(select(Trace.id, Trace.trace_id, Trace.updated_at, literal(0)))
-    shard = shard_of(Trace.trace_id, scope.count)
-    query = requests(select(Trace.id, Trace.trace_id, Trace.updated_at, shard))
-    return query.where(shard.in_(sorted(scope.watermarks))) if scope.partial else query
+    """SELECT id, trace_id, updated_at, shard, timestamp FROM traces (of `scope`'s shards
+    only), of the user requests only (`candidates.requests`)."""
+    shard: ColumnElement[int] = (
+        literal(0) if scope is None else shard_of(Trace.trace_id, scope.count)
+    )
+    query = requests(select(Trace.id, Trace.trace_id, Trace.updated_at, shard, Trace.timestamp))
+    if scope is not None and scope.partial:
+        query = query.where(shard.in_(sorted(scope.watermarks)))
+    return query
 
 
 def _after(updated: datetime, watermark: datetime | None) -> bool:
@@ -238,8 +256,8 @@ class TraceCursor:
         query = query.limit(BACKLOG_CHUNK if limit is None else min(limit, BACKLOG_CHUNK))
         marks = {} if scope is None else scope.watermarks
         pending = [
-            Pending(row_id, trace_id, updated, in_shard)
-            for row_id, trace_id, updated, in_shard in session.execute(query)
+            Pending(row_id, trace_id, updated, in_shard, ts)
+            for row_id, trace_id, updated, in_shard, ts in session.connection().execute(query).all()
             if _after(updated, marks.get(in_shard))
         ]
         self.refresh_retrying(session, now)
@@ -321,8 +339,10 @@ class TraceCursor:
             JobOutcome.ts,
             cast(JobOutcome.groups, Text),
             cast(JobOutcome.outcomes, Text),
-        ).where(JobOutcome.job == self.job, JobOutcome.trace_id.in_(ids), *where)
-        for trace_id, ts, groups, outcomes in session.execute(query):
+        ).where(JobOutcome.job == self.job, among(session, JobOutcome.trace_id, ids), *where)
+        with unprepared(session):
+            found = session.connection().execute(query).all()
+        for trace_id, ts, groups, outcomes in found:
             out[trace_id] = (
                 epoch(ts),
                 orjson.loads(groups) if groups else None,
@@ -361,7 +381,7 @@ class TraceCursor:
         records = []
         evaluated = []
         moved = set()
-        delta = Delta(self.metrics)
+        delta = Contributions(self.metrics)
         stored = self._stored(session, rows)
         for ts, groups_before, outcomes_before in stored.values():
             delta.add(ts, groups_before, outcomes_before, -1)
@@ -419,7 +439,7 @@ class TraceCursor:
                 }
             )
         upsert_outcomes(session, records, moved)
-        bucket_store.apply(session, self.job, delta)
+        apply_changes(session, self.job, delta.changes())
         latest = max(r.updated_at for r in rows)
         if self.watermark is None or latest > self.watermark:
             self.watermark = latest

@@ -59,9 +59,11 @@ def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> S
     """A stored trace (a `Trace` or a row of its `COLUMNS`) as a sample; ground truth by
     `priority` (`evaluators.ground_truth`)."""
     judge = None
-    if any(
-        v is not None
-        for v in (row.judge_decision, row.judge_score, row.judge_model, row.judge_latency_ms)
+    if not (
+        row.judge_decision is None
+        and row.judge_score is None
+        and row.judge_model is None
+        and row.judge_latency_ms is None
     ):
         judge = JudgeDecision(
             decision=row.judge_decision,
@@ -76,7 +78,7 @@ def trace_to_sample(row: Trace, priority: Sequence[str] = DEFAULT_PRIORITY) -> S
         row.relevance,
         row.relevant_ids,
         shown_urls,
-        tuple(_context(c) for c in row.contexts or () if isinstance(c, dict)),
+        tuple([_context(c) for c in row.contexts or () if isinstance(c, dict)]),
     )
     return Sample(
         trace_id=row.trace_id,
@@ -108,12 +110,16 @@ def record_to_sample(rec: TraceRecord, priority: Sequence[str] = DEFAULT_PRIORIT
 
 
 def _context(c: Mapping[str, Any]) -> Context:
-    score = c.get("score")
+    """One retrieved context of a stored trace (a backlog maps ~10 per trace: the common
+    types, str ids and float scores, are tested first)."""
+    key, url, text, score = c.get("id"), c.get("url"), c.get("text"), c.get("score")
     return Context(
-        id=_opt_str(c.get("id")),
-        url=_opt_str(c.get("url")),
-        text=c.get("text") if isinstance(c.get("text"), str) else None,
-        score=float(score)
+        key if key is None or type(key) is str else str(key),
+        url if url is None or type(url) is str else str(url),
+        text if isinstance(text, str) else None,
+        score
+        if type(score) is float
+        else float(score)
         if isinstance(score, int | float) and not isinstance(score, bool)
         else None,
     )
@@ -129,7 +135,3 @@ def _num(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)

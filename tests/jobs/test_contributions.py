@@ -1,0 +1,100 @@
+"""`Contributions` sums exactly what `Delta.add` sums, in the same key order.
+
+Mixed traces: scored values (repeated, zero, negative, integral), skips, errors, outcomes
+waiting for a retry (left out), metrics the job does not count, the binned latency
+metric, traces without groups or with groups of other types, and traces taken out
+(sign -1, as a trace scored again moves its old contribution out) before others go in.
+Floating-point sums are compared for equality: same values, same order, same bits.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from collector.jobs.bucket_stats import Delta
+from collector.jobs.contributions import Contributions
+
+METRICS = frozenset({"mrr", "hit_rate@1", "latency_ms", "ndcg@5"})
+GROUPS: list[dict[str, Any] | None] = [
+    None,
+    {},
+    {"tenant": "acme"},
+    {"tenant": "beta", "version": "v1"},
+    {"version": "v1"},
+    {"tenant": 1},
+    {"tenant": True},
+    {"tenant": "  spaced\tvalue "},
+]
+
+
+def _encoded(rng: random.Random, metric: str) -> Any:
+    roll = rng.random()
+    if roll < 0.1:
+        return {"skipped": rng.choice(["no ground truth", "no relevant documents"])}
+    if roll < 0.15:
+        return {"error": rng.choice(["timeout", "parse_error"])}
+    if roll < 0.2:
+        return {"error": "rate_limited", "transient": True, "attempts": 1}
+    if roll < 0.25:
+        return rng.choice([0.0, -0.0, 1, 1.0, -2.5])
+    if metric == "latency_ms":
+        return rng.lognormvariate(6.5, 1.0)
+    return rng.choice([0.1, 0.2, 1 / 3, 0.5, 1.0, rng.random()])
+
+
+def _traces(
+    seed: int, count: int, span_s: float = 3 * 3600
+) -> list[tuple[float, Any, dict[str, Any], int]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        metrics = [*sorted(METRICS), "other"]
+        outcomes = {m: _encoded(rng, m) for m in metrics if rng.random() < 0.9}
+        ts = 1_772_000_000 + rng.uniform(0, span_s)
+        sign = -1 if i < count // 4 else 1
+        out.append((ts, rng.choice(GROUPS), outcomes, sign))
+    return out
+
+
+@pytest.mark.parametrize("metrics", [METRICS, None])
+@pytest.mark.parametrize(
+    ("seed", "count", "span_s"),
+    [(1, 3000, 3 * 3600), (2, 3000, 3 * 3600), (3, 300, 14 * 86400)],  # dense, sparse keys
+)
+def test_same_sums_and_bins_as_delta(
+    seed: int, count: int, span_s: float, metrics: frozenset[str] | None
+) -> None:
+    delta = Delta(metrics)
+    gathered = Contributions(metrics)
+    for ts, groups, outcomes, sign in _traces(seed, count, span_s):
+        delta.add(ts, groups, outcomes, sign)
+        gathered.add(ts, groups, outcomes, sign)
+    changes = gathered.changes()
+    assert len(changes) == len(list(delta.items())) > 0
+    assert list(changes.to_delta().items()) == list(delta.items())
+    assert list(changes.to_delta().bin_items()) == list(delta.bin_items())
+    assert any(key[0] == "latency_ms" for key, _ in delta.bin_items())
+
+
+def test_moved_out_then_in_again() -> None:
+    """Traces taken out then put back: counts cancel, float residues are Delta's."""
+    delta = Delta(METRICS)
+    gathered = Contributions(METRICS)
+    traces = _traces(4, 200)
+    for sign in (-1, 1):
+        for ts, groups, outcomes, _ in traces:
+            delta.add(ts, groups, outcomes, sign)
+            gathered.add(ts, groups, outcomes, sign)
+    changes = gathered.changes()
+    assert list(changes.to_delta().items()) == list(delta.items())
+    assert not changes.n.any() and not changes.positives.any()
+    assert len(changes.bin_n) == 0
+
+
+def test_nothing_added() -> None:
+    changes = Contributions().changes()
+    assert len(changes) == 0
+    assert list(changes.to_delta().items()) == []
