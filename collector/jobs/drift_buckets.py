@@ -245,7 +245,7 @@ def drift_points_from_frame(
                         log_squares if log else squares,
                     ),
                     log,
-                    lambda mu, i=i, a=a, b=b, log=log: index.third(i, a, b, mu, log),  # type: ignore[misc]
+                    lambda mu, a=a, b=b, log=log: index.third(a, b, mu, log),  # type: ignore[misc]
                 )
                 recent = slice(b, c)
             series = _Series(
