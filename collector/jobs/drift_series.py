@@ -113,5 +113,5 @@ class SeriesIndex:
     def third(self, lo: int, hi: int, mu: float, log: bool) -> float:
         """sum over rows [lo, hi) of (s - n mu)^3, s the minute's sum (of logarithms:
         `log`)."""
-        sums = self.column("log_total" if log else "total")[lo:hi]
-        return float(np.sum((sums - self.column("n")[lo:hi] * mu) ** 3))
+        centred = self.column("log_total" if log else "total")[lo:hi] - self.column("n")[lo:hi] * mu
+        return float(np.sum(centred * centred * centred))  # ** 3 calls pow(): 6x slower
