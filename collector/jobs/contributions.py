@@ -209,8 +209,9 @@ class Contributions:
         valid = grp >= 0  # (entries, width): -1 where a trace has fewer groups
         row = np.broadcast_to(entry_row[:, None], grp.shape)[valid]
         part = np.broadcast_to(entry_part[:, None], grp.shape)[valid]
-        kinds = np.asarray(self._part_kind, dtype=np.int64)
-        kind = np.where(part >= 0, kinds[np.maximum(part, 0)], 0)
+        kind = np.zeros(part.shape, dtype=np.int64)  # the trace counts' entries: 0
+        outcome = part >= 0
+        kind[outcome] = np.asarray(self._part_kind, dtype=np.int64)[part[outcome]]
         return self._sum(row, kind, part, grp[valid])
 
     def _sum(self, row: Ints, kind: Ints, part: Ints, grp: Ints) -> Changes:

@@ -98,3 +98,20 @@ def test_nothing_added() -> None:
     changes = Contributions().changes()
     assert len(changes) == 0
     assert list(changes.to_delta().items()) == []
+
+
+@pytest.mark.parametrize(
+    "outcomes",
+    [{}, {"bleu": 0.5}, {"mrr": {"error": "rate_limited", "transient": True, "attempts": 1}}],
+)
+def test_traces_without_a_counted_outcome_count_as_traces(outcomes: dict[str, Any]) -> None:
+    """A job whose traces carry no outcome it counts (no per-sample metric, another job's
+    metric, only outcomes waiting for a retry): only the trace counts, as in Delta."""
+    delta = Delta(METRICS)
+    gathered = Contributions(METRICS)
+    for i in range(5):
+        delta.add(60.0 * i, {"tenant": "acme"}, outcomes)
+        gathered.add(60.0 * i, {"tenant": "acme"}, outcomes)
+    changes = gathered.changes()
+    assert list(changes.to_delta().items()) == list(delta.items())
+    assert len(changes) == 10  # overall and tenant=acme, five minutes
