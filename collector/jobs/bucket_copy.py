@@ -41,22 +41,28 @@ def apply_changes(session: Session, job: str, changes: Changes) -> int:
     return len(changes) + len(changes.bin_n)
 
 
-def _add_sums(cur: Any, job: str, changes: Changes) -> None:
-    sums = [getattr(changes, c) for c in SUM_COLUMNS]
-    columns = ", ".join(SUM_COLUMNS)
+def _stage(cur: Any, table: str, columns: list[tuple[str, str, Any]]) -> None:
+    """Fill the temporary table `table` with the (name, type, array) `columns` by one
+    binary COPY (created for the session the first time, emptied at commit)."""
     cur.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS {_SUMS_STAGE} (bucket bigint, series integer, "
-        + ", ".join(f"{c} {t}" for c, t in zip(SUM_COLUMNS, _SUM_TYPES, strict=True))
+        f"CREATE TEMP TABLE IF NOT EXISTS {table} ("
+        + ", ".join(f"{name} {kind}" for name, kind, _ in columns)
         + ") ON COMMIT DELETE ROWS"
     )
-    data = binary_copy(
-        [("int8", changes.bucket), ("int4", changes.series)]
-        + [(t, s) for t, s in zip(_SUM_TYPES, sums, strict=True)]
-    )
-    with cur.copy(
-        f"COPY {_SUMS_STAGE} (bucket, series, {columns}) FROM STDIN (FORMAT BINARY)"
-    ) as copy:
+    data = binary_copy([(kind, values) for _, kind, values in columns])
+    names = ", ".join(name for name, _, _ in columns)
+    with cur.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)") as copy:
         copy.write(data)
+
+
+def _add_sums(cur: Any, job: str, changes: Changes) -> None:
+    columns = ", ".join(SUM_COLUMNS)
+    _stage(
+        cur,
+        _SUMS_STAGE,
+        [("bucket", "int8", changes.bucket), ("series", "int4", changes.series)]
+        + [(c, t, getattr(changes, c)) for c, t in zip(SUM_COLUMNS, _SUM_TYPES, strict=True)],
+    )
     names = {
         "job": job,
         "metric": [m for m, _, _ in changes.names],
@@ -89,22 +95,16 @@ def _add_sums(cur: Any, job: str, changes: Changes) -> None:
 
 
 def _add_bins(cur: Any, job: str, changes: Changes) -> None:
-    cur.execute(
-        f"CREATE TEMP TABLE IF NOT EXISTS {_BINS_STAGE} (bucket bigint, series integer, "
-        "bin integer, n bigint) ON COMMIT DELETE ROWS"
-    )
-    data = binary_copy(
+    _stage(
+        cur,
+        _BINS_STAGE,
         [
-            ("int8", changes.bin_bucket),
-            ("int4", changes.bin_series),
-            ("int4", changes.bin_index),
-            ("int8", changes.bin_n),
-        ]
+            ("bucket", "int8", changes.bin_bucket),
+            ("series", "int4", changes.bin_series),
+            ("bin", "int4", changes.bin_index),
+            ("n", "int8", changes.bin_n),
+        ],
     )
-    with cur.copy(
-        f"COPY {_BINS_STAGE} (bucket, series, bin, n) FROM STDIN (FORMAT BINARY)"
-    ) as copy:
-        copy.write(data)
     names = {
         "job": job,
         "metric": [m for m, _ in changes.bin_names],

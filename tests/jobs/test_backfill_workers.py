@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 
 from collector.jobs import bucket_aggregation, bucket_drift, bucket_store
 from collector.jobs.backfill import backfill
@@ -198,15 +198,21 @@ def test_running_sums_give_every_spans_baseline_as_its_rows_do() -> None:
                 assert want is not None and want.skew != 0.0
 
 
-def test_rolled_rows_equal_the_rows_read_afresh(postgres_url: str) -> None:
-    engine = make_engine(postgres_url)
+def _scored(url: str, count: int, hours: float, seed: int) -> tuple[Engine, Any]:
+    """`count` traces over the `hours` before NOW, scored (a back-fill of one step)."""
+    engine = make_engine(url)
     factory = make_session_factory(engine)
     with factory() as session:
-        add_retrieval_traces(session, NOW, 600, 30, seed=11)
+        add_retrieval_traces(session, NOW, count, hours, seed=seed)
         session.commit()
-    settings = load_settings(database={"url": postgres_url}, scheduler={"jobs": [JOB]})
+    settings = load_settings(database={"url": url}, scheduler={"jobs": [JOB]})
     env = job_environment(settings, engine, embedder=None, judge=None)
     assert backfill(definitions(settings)[JOB], env, [NOW], workers=1).status == "ok"
+    return engine, factory
+
+
+def test_rolled_rows_equal_the_rows_read_afresh(postgres_url: str) -> None:
+    engine, factory = _scored(postgres_url, 600, 30, seed=11)
     metrics = ["hit_rate@1", "mrr", "ndcg@5"]
     rolling = RollingRows(JOB, metrics, ["tenant"], 64)
     with factory() as session:
@@ -235,14 +241,7 @@ def test_rolled_rows_equal_the_rows_read_afresh(postgres_url: str) -> None:
 
 
 def test_end_minutes_read_by_batch_equal_one_query_each(postgres_url: str) -> None:
-    engine = make_engine(postgres_url)
-    factory = make_session_factory(engine)
-    with factory() as session:
-        add_retrieval_traces(session, NOW, 900, 3, seed=13)
-        session.commit()
-    settings = load_settings(database={"url": postgres_url}, scheduler={"jobs": [JOB]})
-    env = job_environment(settings, engine, embedder=None, judge=None)
-    backfill(definitions(settings)[JOB], env, [NOW], workers=1)
+    engine, factory = _scored(postgres_url, 900, 3, seed=13)
     ends = [(NOW - timedelta(minutes=m)).timestamp() for m in MINUTES] + [
         (NOW - timedelta(minutes=4, seconds=20)).timestamp()  # off the minute
     ]
