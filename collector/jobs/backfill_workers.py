@@ -41,6 +41,9 @@ from collector.jobs.sync import Span, epoch
 STEPS_PER_COMMIT = 20
 """Steps whose results are written in one transaction (~5,600 rows for a job of ~20
 metrics): a commit per step cost more than the step's COPY."""
+PARALLEL_SCORING = 40_000
+"""Traces a worker at least (two backlog chunks) before a back-fill's scoring is split:
+a worker costs a fork and, for jobs that embed, loading the model again (seconds)."""
 BLOCKS_PER_WORKER = 8
 """Blocks per worker process: enough to even out blocks of unequal cost, few enough that
 each is a good run of consecutive steps (a small window's rows roll from step to step)."""
@@ -178,14 +181,16 @@ def _score_span(span: Span) -> int:
 
 def spans(session: Session, since: datetime, workers: int) -> list[Span]:
     """[since, ...) cut into `workers` spans holding as many traces each (the last
-    without an end)."""
+    without an end); one span while they are fewer than `PARALLEL_SCORING` a worker."""
     cuts = [i / workers for i in range(1, workers)]
     query = text(
-        "SELECT percentile_disc(CAST(:cuts AS float8[])) WITHIN GROUP (ORDER BY timestamp) "
-        "FROM traces WHERE timestamp >= :since"
+        "SELECT count(*), percentile_disc(CAST(:cuts AS float8[])) WITHIN GROUP "
+        "(ORDER BY timestamp) FROM traces WHERE timestamp >= :since"
     ).bindparams(cuts=cuts, since=since)
-    found = session.execute(query).scalar() or []
-    bounds = sorted({since, *(b for b in found if b is not None and b > since)})
+    count, found = session.execute(query).one()
+    if count < PARALLEL_SCORING * workers:
+        return [(since, None)]
+    bounds = sorted({since, *(b for b in found or () if b is not None and b > since)})
     return [
         (start, bounds[i + 1] if i + 1 < len(bounds) else None) for i, start in enumerate(bounds)
     ]
@@ -193,16 +198,19 @@ def spans(session: Session, since: datetime, workers: int) -> list[Span]:
 
 def score_parallel(job: IncrementalJob, env: JobEnvironment, now: datetime, workers: int) -> int:
     """Score the job's pending traces up to `now` on `workers` forked processes, a span
-    of timestamps each (after `prepare_history` in this process). Traces scored."""
+    of timestamps each (after `prepare_history` in this process); a small backlog in
+    this process. Traces scored."""
     global _SCORING
     job.prepare_history(now)
     with env.session_factory() as session:
         parts = spans(session, now - timedelta(seconds=job.history_s), workers)
+    if len(parts) == 1:
+        return job.load_history(now, evaluate=True)
     engine = env.session_factory.kw["bind"]
     _SCORING = (job, now)
     try:
         context = multiprocessing.get_context("fork")
-        with context.Pool(workers, initializer=_start_worker, initargs=(engine,)) as pool:
+        with context.Pool(len(parts), initializer=_start_worker, initargs=(engine,)) as pool:
             return sum(pool.map(_score_span, parts, chunksize=1))
     finally:
         _SCORING = None

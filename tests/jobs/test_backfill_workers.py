@@ -4,15 +4,16 @@ by batch, results written by COPY) give what the direct reads give."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
-from collector.jobs import bucket_aggregation, bucket_drift, bucket_store
+from collector.jobs import backfill_workers, bucket_aggregation, bucket_drift, bucket_store
 from collector.jobs.backfill import backfill
 from collector.jobs.backfill_workers import blocks, recomputed
 from collector.jobs.bucket_frame import BucketFrame
@@ -23,7 +24,7 @@ from collector.jobs.result_store import write_steps
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import OVERALL, Window, group_for
 from collector.settings import load_settings
-from collector.store.models import MetricResult
+from collector.store.models import MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
 from evaluators.aggregate import bootstrap_ci
 from ragpulse.job_setup import job_environment
@@ -48,6 +49,32 @@ def test_blocks_start_where_one_process_recomputes_the_detectors() -> None:
     assert all(fresh[times.index(at)] for at in starts)
     assert all(len(part) >= 7 for part in parts[:-1])
     assert len(blocks(times, 0.0, 7)) == 6  # every step recomputes: cut every 7
+
+
+def test_a_backlog_is_split_in_spans_of_as_many_traces_once_it_is_large(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(postgres_url)
+    factory = make_session_factory(engine)
+    with factory() as session:
+        add_retrieval_traces(session, NOW, 900, 48, seed=3)
+        session.commit()
+        since = NOW - timedelta(hours=48)
+        assert backfill_workers.spans(session, since, 3) == [(since, None)]  # 900 < 3 x 40,000
+        monkeypatch.setattr(backfill_workers, "PARALLEL_SCORING", 100)
+        parts = backfill_workers.spans(session, since, 3)
+        assert len(parts) == 3 and parts[0][0] == since and parts[-1][1] is None
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
+        counts = [
+            session.scalar(
+                select(func.count()).where(
+                    Trace.timestamp >= start, *([Trace.timestamp < end] if end else [])
+                )
+            )
+            for start, end in parts
+        ]
+        assert sum(counts) == 900 and max(counts) - min(counts) <= 3
+    engine.dispose()
 
 
 def _results(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
@@ -84,6 +111,7 @@ def test_steps_on_worker_processes_equal_one_process(
     from rows; then the detectors and the larger windows from the sums, the detectors
     recomputed every 25 minutes at 10-minute steps (the workers' blocks start where one
     process recomputes)."""
+    monkeypatch.setattr(backfill_workers, "PARALLEL_SCORING", 0)  # split even 1,500 traces
     if from_sums:
         monkeypatch.setattr(bucket_drift, "DRIFT_ROWS_MAX", 0)
         monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 100)
