@@ -182,8 +182,9 @@ class Contributions:
             self._part_bin.append(_NO_BIN if index is None else index)
         else:
             self._failed_of[(metric, outcome)] = part
-            self._part_value.append(math.nan)
-            self._part_log.append(math.nan)
+            # no value: never read (only scored parts' values are summed)
+            self._part_value.append(0.0)
+            self._part_log.append(0.0)
             self._part_bin.append(_NO_BIN)
         return part
 
