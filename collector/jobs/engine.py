@@ -293,7 +293,7 @@ class IncrementalJob:
 
     def prepare_history(self, now: datetime) -> None:
         """What `load_history` does first (the job's sums built if it has outcomes but no
-        sums), before its shards are scored on worker processes that inherit it."""
+        sums), before its backlog is scored by worker processes that inherit it."""
         with self.env.session_factory() as session:
             self._cursor.load(session, JobState(job=self.name), now)
 
