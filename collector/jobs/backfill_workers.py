@@ -1,4 +1,4 @@
-"""A back-fill's work on several processes: its traces scored by shard, its steps by block.
+"""A back-fill's work on several processes: its traces scored by span of time, its steps by block.
 
 Scoring: with `workers` > 1 on PostgreSQL each forked worker scores the pending traces of
 one span of timestamps (the span's traces cut in equal counts), a chunk at a time: their
