@@ -56,9 +56,23 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     sub = parser.add_subparsers(dest="traces_command", metavar="ACTION")
-    show = sub.add_parser("show", help="one trace with every score it got and why")
+    show = sub.add_parser(
+        "show",
+        help="one stored trace, whole, with every score it got and why",
+        description="Print one stored trace: question, answer, each context (rank, id, "
+        "url, score, a text excerpt), model, session and turn, user, usage, latency and "
+        "its stages, cache, tags, metadata, the production judge, ground truth, human "
+        "labels, feedback, the app's own evaluations, the slices and every score the "
+        "jobs gave it with what the judge said. Exit 1 when no such trace is stored.",
+    )
     show.add_argument("trace_id", metavar="ID")
-    show.add_argument("--json", action="store_true", dest="show_json", help="as JSON")
+    show.add_argument(
+        "--json",
+        action="store_true",
+        dest="show_json",
+        help="the whole stored trace as one JSON object (every key always present, null "
+        "when unset; contexts' texts and the OTLP span summaries whole)",
+    )
     show.set_defaults(func=show_trace)
     parser.set_defaults(func=list_worst)
 
@@ -151,8 +165,8 @@ def show_trace(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     from collector.store.session import make_engine
-    from collector.store.worst import trace_detail
     from ragpulse.store_check import require_migrated
+    from ragpulse.trace_show import load_trace, render_detail, trace_json
 
     settings = load_settings(args.config)
     url = settings.database.url.get_secret_value()
@@ -160,55 +174,14 @@ def show_trace(args: argparse.Namespace) -> int:
     engine = make_engine(url)
     try:
         with Session(engine) as session:
-            detail = trace_detail(session, args.trace_id)
-            if detail is None:
-                print(f"ragpulse traces: no stored trace {args.trace_id!r}", file=sys.stderr)
-                return 1
-            trace = detail.trace
-            if args.show_json:
-                print(
-                    json.dumps(
-                        {
-                            "trace_id": trace.trace_id,
-                            "timestamp": trace.timestamp.isoformat(),
-                            "question": trace.question,
-                            "answer": trace.answer,
-                            "tags": trace.tags,
-                            "slices": dict(detail.slices) or None,
-                            "scores": [
-                                {"job": j, "metric": m, "outcome": o} for j, m, o in detail.scores
-                            ],
-                            "reasons": dict(detail.reasons),
-                        },
-                        ensure_ascii=False,
-                    )
-                )
-                return 0
-            print(f"trace {trace.trace_id}  {trace.timestamp:%Y-%m-%d %H:%M:%S} UTC")
-            for key, value in sorted((detail.slices or trace.tags or {}).items()):
-                print(f"  {key}: {value}")
-            print(f"  question: {' '.join(trace.question.split())}")
-            if trace.answer:
-                print(f"  answer:   {' '.join(trace.answer.split())[:400]}")
-            print(f"  contexts: {len(trace.contexts or [])}")
-            print("scores:")
-            if not detail.scores:
-                print("  none yet (the jobs have not evaluated this trace)")
-            for job, metric, outcome in detail.scores:
-                print(f"  {metric:28s} {_outcome(outcome):>12s}   ({job})")
-                said = detail.reasons.get(metric.split("@", 1)[0])
-                if said and not isinstance(outcome, dict):
-                    print(f"  {'':28s} └ {said}")
+            shown = load_trace(session, args.trace_id)
     finally:
         engine.dispose()
+    if shown is None:
+        print(f"ragpulse traces: no stored trace {args.trace_id!r}", file=sys.stderr)
+        return 1
+    if args.show_json or args.json:  # `traces --json show ID` as well as `traces show ID --json`
+        print(json.dumps(trace_json(shown), ensure_ascii=False))
+    else:
+        print("\n".join(render_detail(shown)))
     return 0
-
-
-def _outcome(outcome: Any) -> str:
-    if isinstance(outcome, dict):
-        if outcome.get("transient") is True:
-            return f"retrying: {outcome.get('error')}"
-        if "error" in outcome:
-            return f"error: {outcome['error']}"
-        return f"skipped: {outcome.get('skipped')}"
-    return f"{float(outcome):.3f}"
