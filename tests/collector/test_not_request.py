@@ -266,3 +266,59 @@ def test_revision_0012_adds_not_request_to_stored_traces(tmp_path: Any, backend:
     finally:
         if backend == "postgresql":
             drop_postgres_database(url)
+
+
+def _create_agent(capture: Capture) -> list[ReadableSpan]:
+    """OpenLLMetry's span around LangChain's `create_agent`, made by the instrumentor's own
+    wrapper (`opentelemetry.instrumentation.langchain.patch.create_agent_wrapper`, which
+    `LangchainInstrumentor` puts on `langchain.agents.create_agent` when `langchain` is
+    installed; here on a stand-in factory, `langchain` itself not being installed)."""
+    from opentelemetry.instrumentation.langchain.patch import create_agent_wrapper
+    from wrapt import FunctionWrapper
+
+    def create_agent(model: object, tools: object = None, **_: object) -> object:
+        return object()
+
+    tracer = capture.provider.get_tracer("opentelemetry.instrumentation.langchain")
+    factory = FunctionWrapper(create_agent, create_agent_wrapper(tracer, "langchain"))
+    factory("gpt-4o-mini", system_prompt="Answer from the bank's knowledge base.", name="bank")
+    return capture.spans
+
+
+def _genai_create_agent(capture: Capture) -> list[ReadableSpan]:
+    """A GenAI `create_agent` span as the semantic conventions name it (an agent created
+    on a remote agent service)."""
+    tracer = capture.provider.get_tracer("tests.genai_agents")
+    with tracer.start_as_current_span(
+        "create_agent bank",
+        attributes={
+            "gen_ai.operation.name": "create_agent",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.agent.name": "bank",
+            "gen_ai.agent.id": "asst_5j66UpCpwteGg4YSxUnt7lPY",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "gen_ai.system_instructions": "Answer from the bank's knowledge base.",
+        },
+    ):
+        pass
+    return capture.spans
+
+
+@pytest.mark.parametrize("make", [_create_agent, _genai_create_agent])
+def test_building_an_agent_is_no_request(db_url: str, make: Any) -> None:
+    spans = make(Capture())
+    assert len(spans) == 1 and spans[0].name == "create_agent bank"
+    assert (spans[0].attributes or {})["gen_ai.operation.name"] == "create_agent"
+    (trace_id,) = by_trace(spans)
+    done = ingest(db_url, collector_messages(spans))
+    assert done.not_request == {"no_model_call": 1}
+    stored = stored_traces(db_url)[trace_id]
+    assert stored.not_request == "no_model_call" and stored.question == ""
+    assert _samples(db_url) == []
+
+
+def test_an_agent_built_inside_a_request_leaves_it_a_request() -> None:
+    create = _summary({"gen_ai.operation.name": "create_agent"}, parent="")
+    run = _summary({"gen_ai.operation.name": "invoke_agent"})
+    assert not_request([create]) == "no_model_call"
+    assert not_request([create, run]) is None

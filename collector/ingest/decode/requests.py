@@ -19,7 +19,8 @@ Otherwise it is not a request, for one of these reasons:
 
 - `embedding`: embedding work only (an index being built, a batch of texts embedded);
 - `no_model_call`: spans of a known convention but no model call nor retrieval (a text
-  splitter, a tool or a chain run alone);
+  splitter, a tool or a chain run alone, an agent being built: GenAI's and OpenLLMetry's
+  `create_agent`);
 - `unknown_spans`: no span of any known convention (an HTTP health check, a framework's
   own spans).
 
