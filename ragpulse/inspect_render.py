@@ -50,7 +50,7 @@ def render_trace(trace: TraceReading) -> list[str]:
     if not trace.has_root:
         lines.append(
             "  root span: not among these messages, so the trace is partial (its other spans "
-            "are in messages not read; try a larger --last)"
+            "are in messages not read; try a larger --look-back, or --trace-id)"
         )
     lines.append(f"  question: {cut(record.question, TEXT) if record.question else '-'}")
     lines.append(f"  answer:   {cut(record.answer, TEXT) if record.answer else '-'}")

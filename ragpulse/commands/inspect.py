@@ -1,10 +1,16 @@
-"""`ragpulse inspect FILE` / `ragpulse inspect --last N`: what ragpulse makes of OTLP spans.
+"""`ragpulse inspect FILE` / `--last N` / `--trace-id ID`: what ragpulse makes of OTLP spans.
 
 Before pointing ragpulse at an instrumented app (or when its traces arrive without answers),
 show what its spans become: per trace, the stored record (question, answer, contexts with
 id/score/url, session, user, model, usage, stage latencies, tags), the conventions read and
 the fields missing, and per span the attributes used and left unread. Nothing is stored
 and no consumer group is joined.
+
+A trace's spans are often in several messages (the SDK exports them as they end, the
+root last), so `--last N` also reads up to `--look-back` older messages of each partition
+and completes the traces of those N with their spans found there: a trace is judged on all
+its spans, as the ingest (which merges every fragment) stores it, not on the part that
+happened to be among the last N. Only the traces with a span in the last N are shown.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from collector.settings import load_settings
 
 GUNZIP_LIMIT = 256 * 1024 * 1024
 """A gzipped capture is refused past this many bytes uncompressed (no gzip bomb)."""
+LOOK_BACK = 1000
+"""Older messages per partition read for the spans of the traces shown (`--look-back`)."""
 
 
 def register(subparsers: Any) -> None:
@@ -37,10 +45,14 @@ def register(subparsers: Any) -> None:
         "committed), and print per trace the record ragpulse would store, the "
         "conventions its spans were read with (as counted by "
         "ragpulse_otlp_traces_total), the fields it lacks (question, answer, contexts) "
-        "and per span the attributes used and left unread. Nothing is stored.",
+        "and per span the attributes used and left unread. A trace is judged on all its "
+        "spans found: with --last N, the --look-back M messages before those N are read "
+        "too, for the spans its app sent earlier; --trace-id ID searches for one trace's "
+        "spans wherever they are among the messages read. Nothing is stored.",
         epilog="examples:\n  ragpulse inspect captured.pb\n"
         "  kcat -C -t otlp_spans -o -1 -e -D '' | ragpulse inspect -\n"
         "  ragpulse inspect --last 20 --json\n"
+        "  ragpulse inspect --trace-id 4bf92f3577b34da6a3ce929d0e0e4736 --look-back 5000\n"
         "exit codes: 0 every message read; 1 some were not OTLP trace messages (named on "
         "stderr); 2 nothing to read (missing file, empty topic, no OTLP message at all).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -64,6 +76,25 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="with --last: give up reaching Kafka, and reading, after this long (default 5)",
     )
+    parser.add_argument(
+        "--trace-id",
+        metavar="ID",
+        help="only this trace (hex, or its first digits), with all its spans found: in the "
+        "FILEs, or in the "
+        "last --look-back messages of each partition of the topic (with --last N: among "
+        "the traces of those N)",
+    )
+    parser.add_argument(
+        "--look-back",
+        type=int,
+        default=LOOK_BACK,
+        metavar="M",
+        help="with --last N: also read the M messages before those N in each partition, "
+        "for the spans of the traces shown that were sent earlier (a retriever's span "
+        "often leaves before its root's), so a trace is judged on all its spans; with "
+        "--trace-id alone: how many of the newest messages of each partition to search "
+        f"(default {LOOK_BACK}; 0 reads the N alone)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per trace per line")
     parser.set_defaults(func=run)
 
@@ -76,30 +107,64 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     if args.last is not None and args.files:
         raise UserError("give FILEs or --last N, not both")
-    if args.last is None and not args.files:
-        raise UserError("nothing to inspect: give a FILE (or '-' for stdin), or --last N")
+    if args.last is None and not args.files and not args.trace_id:
+        raise UserError(
+            "nothing to inspect: give a FILE (or '-' for stdin), --last N or --trace-id ID"
+        )
     if args.timeout <= 0:
         raise UserError(f"--timeout must be positive, got {args.timeout}")
+    if args.look_back < 0:
+        raise UserError(f"--look-back must be 0 or more, got {args.look_back}")
+    wanted = _trace_id(args.trace_id) if args.trace_id else None
     kafka = settings.kafka
-    if args.last is not None:
-        messages = _from_kafka(settings, args.topic or kafka.otlp_topic, args.last, args.timeout)
-    else:
+    topic = args.topic or kafka.otlp_topic
+    shown: set[str] | None = None  # the sources whose traces are shown (None: all)
+    messages: list[tuple[str, bytes | None]]
+    if args.files:
         messages = [m for path in args.files for m in read_capture(path)]
+    elif args.last is not None:
+        newer = _from_kafka(settings, topic, args.last, args.timeout)
+        shown = {source for source, _ in _pairs(newer)}
+        older = _older(settings, topic, newer, args.look_back, args.timeout)
+        messages = _pairs(older) + _pairs(newer)
+    else:
+        if args.look_back < 1:
+            raise UserError("--trace-id without --last searches --look-back M messages: M >= 1")
+        messages = _pairs(_from_kafka(settings, topic, args.look_back, args.timeout))
     if not messages:
         raise UserError("no message to inspect (the topic is empty)")
     found = inspect_messages(
         messages, kafka.otlp_encoding, kafka.max_message_bytes, settings.decode.max_depth
     )
-    for error in found.errors:
+    traces, errors = found.traces, found.errors
+    if shown is not None:  # the older messages only complete the traces of the newer
+        traces = [t for t in traces if shown.intersection(t.sources)]
+        errors = [e for e in errors if e.source in shown]
+    for error in errors:
         print(f"ragpulse inspect: {error.source}: {error.reason}: {error.detail}", file=sys.stderr)
-    if not found.traces:
-        first = found.errors[0]
-        more = f" (and {len(found.errors) - 1} more)" if len(found.errors) > 1 else ""
+    if wanted is not None:
+        traces = [t for t in traces if t.trace_id.startswith(wanted)]
+        if not traces:
+            where = (
+                ", ".join(args.files)
+                if args.files
+                else f"the last {args.last if args.last is not None else args.look_back} "
+                f"messages of each partition of {topic!r}"
+            )
+            raise UserError(
+                f"no span of trace {wanted} in {where}"
+                + ("" if args.files else " (a larger --look-back searches further back)")
+            )
+    elif not traces:
+        if not errors:
+            raise UserError("no OTLP trace among the messages read")
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise UserError(
             f"{first.source} is not an OTLP trace message ({first.reason}: {first.detail}){more}"
         )
     try:
-        for i, trace in enumerate(found.traces):
+        for i, trace in enumerate(traces):
             if args.json:
                 print(json.dumps(trace.as_json(), ensure_ascii=False))
                 continue
@@ -109,10 +174,40 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `ragpulse inspect ... | head`: the reader has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 1 if found.errors else 0
+    return 1 if errors else 0
 
 
-def _from_kafka(settings: Any, topic: str, count: int, timeout_s: float) -> list[Any]:
+def _trace_id(text: str) -> str:
+    """A trace id (or its first digits) as the decoder writes it: lowercase hex, no dashes."""
+    from collector.errors import UserError
+
+    tid = text.strip().lower().replace("-", "")
+    if not tid or any(c not in "0123456789abcdef" for c in tid):
+        raise UserError(f"--trace-id wants a hex trace id, got {text!r}")
+    return tid
+
+
+def _pairs(raw: list[Any]) -> list[tuple[str, bytes | None]]:
+    return [(f"{m.topic}/{m.partition}@{m.offset}", m.value) for m in raw]
+
+
+def _older(settings: Any, topic: str, newer: list[Any], count: int, timeout_s: float) -> list[Any]:
+    """The `count` messages before `newer` in each of its partitions (none when 0)."""
+    if count < 1 or not newer:
+        return []
+    first: dict[int, int] = {}
+    for m in newer:
+        first[m.partition] = min(first.get(m.partition, m.offset), m.offset)
+    return _from_kafka(settings, topic, count, timeout_s, before=first)
+
+
+def _from_kafka(
+    settings: Any,
+    topic: str,
+    count: int,
+    timeout_s: float,
+    before: dict[int, int] | None = None,
+) -> list[Any]:
     from collector.errors import UserError
     from collector.ingest.kafka import quiet_client_logs
 
@@ -124,10 +219,9 @@ def _from_kafka(settings: Any, topic: str, count: int, timeout_s: float) -> list
     from collector.ingest.kafka.tail import last_messages
 
     try:
-        raw = last_messages(settings.kafka, topic, count, timeout_s)
+        return last_messages(settings.kafka, topic, count, timeout_s, before=before)
     except KafkaUnavailableError as exc:
         raise UserError(f"{exc} (check RAGPULSE_KAFKA__BOOTSTRAP_SERVERS)") from None
-    return [(f"{m.topic}/{m.partition}@{m.offset}", m.value) for m in raw]
 
 
 def read_capture(path: str) -> list[tuple[str, bytes]]:

@@ -232,3 +232,50 @@ def test_unreachable_kafka_fails_within_the_timeout(
     assert (code, out) == (2, "")
     assert err.startswith(f"ragpulse: cannot reach Kafka at 127.0.0.1:{port}")
     assert err.count("\n") == 1
+
+
+def test_a_trace_is_judged_on_all_its_spans_wherever_they_are(
+    kafka_topics: KafkaTopics, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the retriever's span left in an older message than its root's and the model's, five
+    # other apps' messages between them
+    split = rag_spans()
+    root, retrieve, generate = split
+    assert retrieve.name == "retrieve"
+    others = [genai_llm_span(f"conv-{i}") for i in range(5)]
+    _produce(
+        kafka_topics,
+        0,
+        [proto_message([retrieve]), *map(proto_message, others), proto_message([root, generate])],
+    )
+    monkeypatch.setenv("RAGPULSE_KAFKA__BOOTSTRAP_SERVERS", kafka_topics.bootstrap_servers)
+    monkeypatch.setenv("RAGPULSE_KAFKA__OTLP_TOPIC", kafka_topics.otlp)
+    tid = trace_hex(split)
+
+    code, out, err = _run(capsys, "--last", "3", "--json")
+    assert code == 0, err
+    shown = {t["trace_id"]: t for t in _json(out)}
+    # the traces of the last three messages only, the split one whole
+    assert set(shown) == {tid, trace_hex(others[3]), trace_hex(others[4])}
+    whole = shown[tid]
+    assert whole["missing"] == [] and len(whole["record"]["contexts"]) == 3
+    assert whole["sources"] == [f"{kafka_topics.otlp}/0@0", f"{kafka_topics.otlp}/0@6"]
+    assert len(whole["spans"]) == 3 and whole["root_span_seen"] is True
+
+    # without looking back it is what the last three messages alone hold
+    code, out, _ = _run(capsys, "--last", "3", "--look-back", "0", "--json")
+    (part,) = [t for t in _json(out) if t["trace_id"] == tid]
+    assert "contexts" in part["missing"] and len(part["spans"]) == 2
+
+    # one trace by its id, found among the newest messages of the topic (or by its prefix)
+    for asked in (tid, tid[:12].upper()):
+        code, out, err = _run(capsys, "--trace-id", asked)
+        assert code == 0, err
+        assert out.startswith(f"trace {tid}  (3 spans from 2 messages")
+        assert "missing: nothing" in out and "contexts: 3" in out
+    code, out, _ = _run(capsys, "--trace-id", trace_hex(others[0]), "--last", "3")
+    assert code == 2 and out == ""  # not among the traces of the last three
+    code, _, err = _run(capsys, "--trace-id", "0" * 32)
+    assert code == 2 and f"no span of trace {'0' * 32} in the last 1000 messages" in err
+    code, _, err = _run(capsys, "--trace-id", "not-hex")
+    assert code == 2 and "--trace-id wants a hex trace id" in err

@@ -9,6 +9,7 @@ A cluster that cannot be reached fails within the timeout, not the client's 30 s
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from collector.errors import UserError
@@ -20,9 +21,15 @@ from collector.settings import KafkaSettings
 
 
 def last_messages(
-    kafka: KafkaSettings, topic: str, count: int, timeout_s: float = 10.0
+    kafka: KafkaSettings,
+    topic: str,
+    count: int,
+    timeout_s: float = 10.0,
+    before: Mapping[int, int] | None = None,
 ) -> list[RawMessage]:
-    """Up to `count` newest messages of each partition of `topic`, by (partition, offset).
+    """Up to `count` newest messages of each partition of `topic`, by (partition, offset);
+    with `before` (partition -> offset), the `count` messages before that offset of each
+    partition named instead (the older window under messages already read).
 
     `KafkaUnavailableError` when the cluster cannot be reached within `timeout_s`,
     `UserError` when the topic does not exist. Messages not fetched within `timeout_s`
@@ -65,17 +72,26 @@ def last_messages(
             raise KafkaUnavailableError(
                 f"cannot read offsets of {topic!r} at {servers}: {exc}"
             ) from exc
+        if before is not None:
+            assigned = [tp for tp in assigned if tp.partition in before]
+            if not assigned:
+                return []
+            consumer.assign(assigned)
+            ends = {tp: before[tp.partition] for tp in assigned}
         for tp in assigned:
             consumer.seek(tp, max(starts[tp], ends[tp] - count))
-        return _read(consumer, ends, count, timeout_s)
+        return _read(consumer, ends, count, timeout_s, fixed=before is not None)
     finally:
         consumer.close(autocommit=False)
 
 
-def _read(consumer: Any, estimated: dict[Any, int], count: int, timeout_s: float) -> list[Any]:
+def _read(
+    consumer: Any, estimated: dict[Any, int], count: int, timeout_s: float, *, fixed: bool
+) -> list[Any]:
     """Poll until each partition's position reached its end, then keep its last `count`.
 
-    The end is the high watermark of the partition's first fetch response: `end_offsets`
+    A `fixed` end is the one given (`before`). Otherwise the end is the high watermark of
+    the partition's first fetch response: `end_offsets`
     is only an estimate, low on the embedded broker (it answers with the last batch's
     base offset + 1, as the consumer's lag notes), so the seek above may start early and
     the surplus is dropped here. Messages written after that fetch are left out."""
@@ -88,7 +104,9 @@ def _read(consumer: Any, estimated: dict[Any, int], count: int, timeout_s: float
             fetched.setdefault(tp, []).extend(batch)
         for tp in list(pending):
             high = consumer.highwater(tp)
-            if tp not in ends and high is not None:
+            if fixed:
+                ends[tp] = estimated[tp]
+            elif tp not in ends and high is not None:
                 ends[tp] = max(int(high), estimated[tp])
             if tp in ends and consumer.position(tp) >= ends[tp]:
                 pending.discard(tp)
