@@ -151,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
                 else f"the last {args.last if args.last is not None else args.look_back} "
                 f"messages of each partition of {topic!r}"
             )
+            further = "" if args.files else "; a larger --look-back searches further back"
             raise UserError(
-                f"no span of trace {wanted} in {where}"
-                + ("" if args.files else " (a larger --look-back searches further back)")
+                f"no span of trace {wanted} in {where} (as stored, if it was consumed: "
+                f"`ragpulse traces show {wanted}`{further})"
             )
     elif not traces:
         if not errors:

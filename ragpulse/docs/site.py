@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ragpulse.docs import (
     alerts_page,
+    attributes_page,
     cli_page,
     metrics_page,
     runbook_pages,
@@ -19,9 +20,12 @@ from ragpulse.docs import (
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def pages() -> dict[str, str]:
-    """Page path under docs/ -> its content, as the code says now."""
+def pages(docs: Path = DOCS) -> dict[str, str]:
+    """Page path under docs/ -> its content, as the code says now (a hand-written page
+    with a generated part: the page on disk with that part regenerated)."""
+    attributes = (docs / attributes_page.PAGE).read_text(encoding="utf-8")
     out = {
+        attributes_page.PAGE: attributes_page.render(attributes),
         "reference/settings.md": settings_page.render(),
         "reference/cli.md": cli_page.render(),
         "reference/metrics.md": metrics_page.render(),
@@ -34,7 +38,7 @@ def pages() -> dict[str, str]:
 
 def stale(docs: Path = DOCS) -> list[str]:
     """Generated pages missing or different on disk, and runbook pages of no alert."""
-    wanted = pages()
+    wanted = pages(docs)
     out = [
         name
         for name, text in wanted.items()
@@ -50,7 +54,7 @@ def stale(docs: Path = DOCS) -> list[str]:
 
 def write(docs: Path = DOCS) -> None:
     """Write every generated page; remove runbook pages of alerts no longer shipped."""
-    wanted = pages()
+    wanted = pages(docs)
     for path in (docs / "runbooks").glob("*.md"):
         if str(path.relative_to(docs)) not in wanted:
             path.unlink()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
+
+from collector.ingest.decode.conventions.attributes import Attribute, event_or_record
 
 EVENT_NAME = "gen_ai.evaluation.result"
 NAME = "gen_ai.evaluation.name"
@@ -27,6 +29,38 @@ ERROR_TYPE = "error.type"
 TRACE_ID = "ragpulse.trace_id"
 """The stored trace's own id, which ragpulse's events carry (a JSON trace's id may not be a
 W3C trace id); it wins over the record's trace context."""
+
+EVENT_NAME_ATTRIBUTE = "event.name"
+"""A log record's or event's name as an attribute (before OTLP had `event_name`)."""
+
+_ON = event_or_record(EVENT_NAME)
+ATTRIBUTES: Final = (
+    Attribute(
+        NAME,
+        "string (required; at most 128 characters kept)",
+        "an app's own evaluation result, the series `external:<name>` (also read on an "
+        "evaluator span's own attributes)",
+        on=_ON,
+    ),
+    Attribute(SCORE_VALUE, "number (finite, else left out)", "its score", on=_ON),
+    Attribute(SCORE_LABEL, "string", "its label", on=_ON),
+    Attribute(EXPLANATION, "string (2,000 characters kept)", "its explanation", on=_ON),
+    Attribute(ERROR_TYPE, "string", "the evaluation failed: its error type", on=_ON),
+    Attribute(
+        TRACE_ID,
+        "string (the stored trace's id, 1..128 characters)",
+        "the trace it is about (wins over the record's trace context)",
+        on=_ON,
+    ),
+    Attribute(
+        EVENT_NAME_ATTRIBUTE,
+        f"string: `{EVENT_NAME}`",
+        "names the record or event when OTLP's `event_name` is empty",
+        on=_ON,
+    ),
+)
+"""The attributes of a `gen_ai.evaluation.result` log record, span event, or evaluator
+span (the connect-your-app page's GenAI table is generated with them)."""
 
 MAX_NAME = 128
 MAX_LABEL = 128
@@ -71,7 +105,7 @@ def span_evaluations(
     and, when the span's own attributes name one, that one (timed at the span's end)."""
     out = []
     for name, time_ns, event_attrs in events:
-        if name == EVENT_NAME or event_attrs.get("event.name") == EVENT_NAME:
+        if name == EVENT_NAME or event_attrs.get(EVENT_NAME_ATTRIBUTE) == EVENT_NAME:
             found = evaluation(event_attrs, time_ns or end_ns)
             if found is not None:
                 out.append(found)

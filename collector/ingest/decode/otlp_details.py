@@ -29,13 +29,14 @@ import orjson
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from collector.ingest.decode.conventions.base import Span
-from collector.ingest.decode.conventions.genai import GenAI
+from collector.ingest.decode.conventions.genai import DETAILS_EVENT, GenAI
 from collector.ingest.decode.errors import INVALID_OTLP, DecodeError
+from collector.ingest.decode.evaluations import EVENT_NAME_ATTRIBUTE
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
 from collector.ingest.decode.optional import FieldIssues
 from collector.ingest.decode.otlp import OtlpFragment, attributes
 
-EVENT_NAME: Final = "gen_ai.client.inference.operation.details"
+EVENT_NAME: Final = DETAILS_EVENT
 SUFFIX: Final = ":details"
 """Appended to the span id to key the record's summary."""
 SAMPLED: Final = 0x01
@@ -93,7 +94,7 @@ def details_summary(
 def _old_event_name(items: Any) -> str:
     """The `event.name` attribute, which carried the name before `event_name` existed."""
     for kv in items:
-        if kv.key == "event.name":
+        if kv.key == EVENT_NAME_ATTRIBUTE:
             return str(kv.value.string_value)
     return ""
 

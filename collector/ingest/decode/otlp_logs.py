@@ -28,7 +28,13 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from collector.ingest.decode.errors import INVALID_OTLP, TOO_DEEP, DecodeError
-from collector.ingest.decode.evaluations import EVENT_NAME, NAME, TRACE_ID, evaluation
+from collector.ingest.decode.evaluations import (
+    EVENT_NAME,
+    EVENT_NAME_ATTRIBUTE,
+    NAME,
+    TRACE_ID,
+    evaluation,
+)
 from collector.ingest.decode.limits import DEFAULT_MAX_DEPTH
 from collector.ingest.decode.otlp import OtlpFragment, attributes, otlp_payload
 from collector.ingest.decode.otlp_details import details_fragments
@@ -119,7 +125,7 @@ def events_from_request(request: ExportLogsServiceRequest) -> list[EvaluationEve
         for sl in rl.scope_logs:
             for record in sl.log_records:
                 attrs = attributes(record.attributes)
-                name = record.event_name or attrs.get("event.name")
+                name = record.event_name or attrs.get(EVENT_NAME_ATTRIBUTE)
                 if name != EVENT_NAME and not (not name and NAME in attrs):
                     continue
                 trace_id = _trace_id(attrs.get(TRACE_ID), record.trace_id)

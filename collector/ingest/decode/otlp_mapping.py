@@ -25,6 +25,7 @@ from typing import Any
 
 from collector.ingest.decode import requests
 from collector.ingest.decode.conventions import registry
+from collector.ingest.decode.conventions.attributes import RESOURCE, Attribute
 from collector.ingest.decode.conventions.base import (
     AGENT,
     CHAIN,
@@ -47,6 +48,11 @@ _BOUNDED = ("session_id", "user_id", "model")
 """Bounded columns: longer values are cut (an OTLP span is not rejected for them)."""
 RESOURCE_TAGS = (("service.name", "service"), ("service.version", "version"))
 """Resource attributes kept as tags (a `ragpulse.tag.<name>` span attribute wins)."""
+RESOURCE_ATTRIBUTES = tuple(
+    Attribute(name, "string", f"the tag `{tag}`, unless a span tags `{tag}` itself", on=RESOURCE)
+    for name, tag in RESOURCE_TAGS
+)
+"""What every OTLP trace's resource gives, whatever the convention (for the docs)."""
 
 
 def summarize_span(

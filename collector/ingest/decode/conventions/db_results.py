@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from collector.ingest.decode.conventions import base
+from collector.ingest.decode.conventions.attributes import Attribute, event
 from collector.ingest.decode.conventions.base import Event
 from collector.ingest.decode.optional import FieldIssues
 
@@ -28,6 +29,33 @@ RESULT_EVENTS: Final = {
     "db.search.result": "db.search.result.",
 }
 """Result event name -> its attributes' prefix."""
+
+ATTRIBUTES: Final = tuple(
+    attribute
+    for name, prefix in RESULT_EVENTS.items()
+    for attribute in (
+        Attribute(
+            prefix + "id",
+            "string or int",
+            "`contexts[i].id` (one event per result, in order)",
+            on=event(name),
+        ),
+        Attribute(prefix + "document", "string", "`contexts[i].text`", on=event(name)),
+        Attribute(
+            prefix + "score",
+            "number (a distance is no score: not read)",
+            "`contexts[i].score`",
+            on=event(name),
+        ),
+        Attribute(
+            prefix + "metadata",
+            "string: a JSON object; its `url`, and `id` / `doc_id` when the event has no id",
+            "`contexts[i].url` (and id)",
+            on=event(name),
+        ),
+    )
+)
+"""The result events' attributes read (span events, not span attributes)."""
 
 
 def has_results(events: Sequence[Event]) -> bool:

@@ -41,7 +41,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from collector.ingest.decode import evaluations
 from collector.ingest.decode.conventions import base, messages
+from collector.ingest.decode.conventions.attributes import Attribute, Declared, log_record
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
@@ -52,6 +54,9 @@ INSTRUCTIONS: Final = "gen_ai.system_instructions"
 DOCUMENTS: Final = "gen_ai.retrieval.documents"
 QUERY: Final = "gen_ai.retrieval.query.text"
 USAGE_PREFIX: Final = "gen_ai.usage."
+CONVERSATION: Final = "gen_ai.conversation.id"
+USER: Final = "user.id"
+MODELS: Final = ("gen_ai.response.model", "gen_ai.request.model")
 STAGES: Final = {
     "chat": base.LLM,
     "text_completion": base.LLM,
@@ -65,7 +70,7 @@ STAGES: Final = {
     "execute_tool": base.TOOL,
 }
 """`gen_ai.operation.name` -> stage kind."""
-LLM_SIGNS: Final = ("gen_ai.request.model", "gen_ai.response.model", USAGE_PREFIX, INPUT, OUTPUT)
+LLM_SIGNS: Final = (*MODELS, USAGE_PREFIX, INPUT, OUTPUT)
 """Attributes (or prefixes) that show a span without an operation name is a model call."""
 USAGE_NAMES: Final = {
     "input_tokens": "prompt_tokens",
@@ -81,6 +86,97 @@ TAGS: Final = (
     ("gen_ai.data_source.id", "data_source"),
 )
 """Low-cardinality names kept as tags: attribute -> tag."""
+EVALUATION_PREFIX: Final = "gen_ai.evaluation."
+"""Attributes of an evaluator's span or event (`evaluations`), no GenAI operation."""
+DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+"""The log record of a model call's details (`otlp_details`), read like its span."""
+_PARTS = '[{"type": "text", "content": str}, ...]'
+
+
+def _stages() -> str:
+    kinds: dict[str, list[str]] = {}
+    for operation, kind in STAGES.items():
+        kinds.setdefault(kind or "no stage", []).append(f"`{operation}`")
+    return "; ".join(f"{', '.join(ops)} → {kind}" for kind, ops in kinds.items())
+
+
+DECLARED: Final = Declared(
+    name="genai",
+    title="OTel GenAI semantic conventions",
+    detected=f"any `gen_ai.*` attribute but `{EVALUATION_PREFIX}*` alone (an evaluator's)",
+    attributes=(
+        Attribute(
+            OPERATION,
+            f"string: {_stages()}; any other name → no stage (absent: an LLM call when "
+            "the span has a model, usage or messages)",
+            "the span's stage: LLM, RETRIEVER and AGENT make the trace a request",
+        ),
+        Attribute(
+            INPUT,
+            "a JSON string (or, structured, a list) of messages "
+            f'`[{{"role": "user"|"system"|"developer"|"assistant"|..., "parts": {_PARTS}}}]` '
+            '(or `{"role", "content": str}`); text parts joined',
+            "the span's input: the last `user` message (`question` on the workflow / agent "
+            "span); `system` / `developer` messages → `metadata.system_instructions`",
+        ),
+        Attribute(
+            OUTPUT,
+            'as the input messages: `[{"role": "assistant", "parts": [...], '
+            '"finish_reason": str}]`',
+            "the span's output: the first reply (`answer` on the workflow / agent span)",
+        ),
+        Attribute(
+            INSTRUCTIONS,
+            f"a JSON string (or a list) of parts `{_PARTS}`, or a string",
+            "`metadata.system_instructions` (their text)",
+        ),
+        Attribute(
+            DOCUMENTS,
+            "a JSON string (or, structured, a list) of a list of objects "
+            '`{"id": str|int, "score": number, "content": str, "text": str, "url": str}`, '
+            "every key optional, in rank order; an item that is a string is a text",
+            "`contexts`: `id`, `score`, `url` as given, the text from `content` (else "
+            '`text`); not a list: kept raw under `metadata._invalid["contexts"]`',
+        ),
+        Attribute(
+            QUERY,
+            "string",
+            "a RETRIEVER span's input (the `question` when no workflow / agent span states one)",
+        ),
+        Attribute(CONVERSATION, "string", "`session_id`"),
+        Attribute(USER, "string (OTel's own attribute; GenAI has no user attribute)", "`user_id`"),
+        Attribute(MODELS[0], "string", "`model` (the last model call's)"),
+        Attribute(MODELS[1], "string", "`model` when no response model"),
+        Attribute(
+            USAGE_PREFIX + "*",
+            "int ≥ 0",
+            "`usage`, under the name after `gen_ai.usage.` with dots as underscores "
+            "(`cache_read.input_tokens` → `cache_read_input_tokens`), renamed: "
+            + ", ".join(f"`{k}` → `{v}`" for k, v in USAGE_NAMES.items())
+            + "; the total is their sum when not given; summed over the spans",
+        ),
+        *(Attribute(name, "string", f"the tag `{tag}`") for name, tag in TAGS),
+        Attribute(
+            INPUT,
+            "structured messages, as on the span",
+            "the model call's input, folded into its span (the span's own values win); "
+            "with content in events only (`EVENT_ONLY`) the one place the question is",
+            on=log_record(DETAILS_EVENT),
+        ),
+        Attribute(
+            OUTPUT, "structured messages", "the model call's output", on=log_record(DETAILS_EVENT)
+        ),
+        Attribute(
+            INSTRUCTIONS,
+            "structured parts",
+            "`metadata.system_instructions`",
+            on=log_record(DETAILS_EVENT),
+        ),
+        *evaluations.ATTRIBUTES,
+    ),
+)
+"""What this convention reads (the connect-your-app page is generated from it); the
+details log record's other `gen_ai.*` attributes are read as on a span."""
 
 
 class GenAI:
@@ -90,7 +186,7 @@ class GenAI:
 
     def detect(self, span: Span) -> bool:
         return any(
-            k.startswith("gen_ai.") and not k.startswith("gen_ai.evaluation.") for k in span.attrs
+            k.startswith("gen_ai.") and not k.startswith(EVALUATION_PREFIX) for k in span.attrs
         )
 
     def read(self, span: Span, issues: FieldIssues) -> Fields:
@@ -116,9 +212,9 @@ class GenAI:
             if docs:
                 out["docs"] = docs
         for key, names in (
-            ("session_id", ("gen_ai.conversation.id",)),
-            ("user_id", ("user.id",)),
-            ("model", ("gen_ai.response.model", "gen_ai.request.model")),
+            ("session_id", (CONVERSATION,)),
+            ("user_id", (USER,)),
+            ("model", MODELS),
         ):
             value = base.first_str(attrs, names)
             if value is not None:

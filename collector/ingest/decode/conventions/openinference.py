@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from collector.ingest.decode.conventions import base, io_values
+from collector.ingest.decode.conventions.attributes import Attribute, Declared
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
@@ -42,6 +43,119 @@ KIND: Final = "openinference.span.kind"
 REDACTED: Final = "__REDACTED__"
 """What an instrumentor writes for content it hides (`OPENINFERENCE_HIDE_*`): no content."""
 _WEB: Final = ("http://", "https://")
+INPUT_MESSAGES: Final = "llm.input_messages."
+OUTPUT_MESSAGES: Final = "llm.output_messages."
+DOCUMENTS: Final = "retrieval.documents."
+RERANKED: Final = "reranker.output_documents."
+_DOC_ID = "string or int (else the metadata's `id` / `doc_id`)"
+_DOC_META = (
+    "string: a JSON object; its `url` (else its `source` when that is an http(s) URL), "
+    "and `id` / `doc_id` / `score` when the attributes above lack them"
+)
+
+
+def _message_attributes(prefix: str, becomes: str) -> tuple[Attribute, ...]:
+    at = f"{prefix}{{i}}.message."
+    return (
+        Attribute(at + "role", "string: `user`, `system`, `assistant`, `tool`, ...", becomes),
+        Attribute(at + "content", f"string (`{REDACTED}` is no content)", becomes),
+        Attribute(
+            at + "contents.{j}.message_content.type",
+            "string: `text` (absent: text), `image`, ...",
+            "which parts are text, when `content` is absent",
+        ),
+        Attribute(at + "contents.{j}.message_content.text", "string", "the message's text, joined"),
+    )
+
+
+def _document_attributes(prefix: str, note: str) -> tuple[Attribute, ...]:
+    at = f"{prefix}{{i}}.document."
+    return (
+        Attribute(at + "id", _DOC_ID, f"`contexts[i].id`{note}"),
+        Attribute(at + "content", "string", f"`contexts[i].text`{note}"),
+        Attribute(at + "score", "number (NaN/±Inf kept raw)", f"`contexts[i].score`{note}"),
+        Attribute(at + "metadata", _DOC_META, f"`contexts[i].url` (and id, score){note}"),
+    )
+
+
+DECLARED: Final = Declared(
+    name="openinference",
+    title="OpenInference",
+    detected=f"`{KIND}` present",
+    attributes=(
+        Attribute(
+            KIND,
+            "string: `CHAIN`, `AGENT`, `LLM`, `RETRIEVER`, `RERANKER`, `EMBEDDING`, `TOOL`, "
+            "... (any case)",
+            "the span's stage: LLM, RETRIEVER, RERANKER and AGENT make the trace a request; "
+            "stage latencies",
+        ),
+        Attribute(
+            "input.value",
+            'string: text, or JSON (`{"question"|"query"|"query_str"|"input"|'
+            '"message"|"messages": ...}`, a serialized LangChain or OpenAI message, a '
+            "list of messages, content blocks), unwrapped to its text",
+            "the span's input: `question` on the root / a CHAIN or AGENT span, the query of "
+            "a RETRIEVER",
+        ),
+        Attribute(
+            "input.mime_type",
+            "string: `text/plain` or `application/json`",
+            "how `input.value` is read",
+        ),
+        Attribute(
+            "output.value",
+            'string: text, or JSON (`{"answer"|"output"|"response"|"result"|'
+            '"messages": ...}`, a message, a list of messages), unwrapped to its text',
+            "`answer` on the root / a CHAIN or AGENT span",
+        ),
+        Attribute(
+            "output.mime_type",
+            "string: `text/plain` or `application/json`",
+            "how `output.value` is read",
+        ),
+        *_message_attributes(INPUT_MESSAGES, "an LLM span's input: the last `user` message's text"),
+        *_message_attributes(OUTPUT_MESSAGES, "an LLM span's output: the first reply (not `user`)"),
+        Attribute(
+            "llm.prompts",
+            "array of strings (a completion model's prompts)",
+            "an LLM span's input when it has no input messages: the last prompt",
+        ),
+        *_document_attributes(DOCUMENTS, ""),
+        *_document_attributes(
+            RERANKED, ": a reranker's output replaces the retrieved (the last reranker's)"
+        ),
+        Attribute("session.id", "string", "`session_id`"),
+        Attribute("user.id", "string", "`user_id`"),
+        Attribute("llm.model_name", "string", "`model` (the last model call's)"),
+        Attribute(
+            "llm.token_count.prompt",
+            "int",
+            "`usage.prompt_tokens`; on an EMBEDDING span `usage.embedding_tokens` (summed over "
+            "the spans, less a wrapper's repeat of its inner calls')",
+        ),
+        Attribute("llm.token_count.completion", "int", "`usage.completion_tokens`"),
+        Attribute(
+            "llm.token_count.total",
+            "int",
+            "`usage.total_tokens` (else prompt + completion); an EMBEDDING span's "
+            "`usage.embedding_tokens`",
+        ),
+        Attribute(
+            "metadata",
+            "string: a JSON object (`using_metadata`, LangChain's run metadata)",
+            "`metadata`, merged key by key (not an object: kept raw under "
+            '`metadata._invalid["metadata"]`)',
+        ),
+        Attribute("embedding.model_name", "string", "`metadata.embedding_model`"),
+        Attribute(
+            "tag.tags",
+            "array of strings (or one string; `using_tags`)",
+            'a tag `<t>` = `"true"` per string',
+        ),
+    ),
+)
+"""What this convention reads (the connect-your-app page is generated from it)."""
 
 
 class OpenInference:
@@ -62,10 +176,10 @@ class OpenInference:
         answer = _output_text(attrs, kind, span.max_depth)
         if answer is not None:
             out["output"] = answer
-        docs = _documents(span, "retrieval.documents.", issues)
+        docs = _documents(span, DOCUMENTS, issues)
         if docs:
             out["docs"] = docs
-        reranked = _documents(span, "reranker.output_documents.", issues)
+        reranked = _documents(span, RERANKED, issues)
         if reranked:
             out["reranked"] = reranked
         for key, name in (
@@ -144,7 +258,7 @@ def _text(value: Any) -> str | None:
 
 def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
-        users = [c for role, c in _messages(attrs, "llm.input_messages.") if role == "user"]
+        users = [c for role, c in _messages(attrs, INPUT_MESSAGES) if role == "user"]
         if users:
             return users[-1]
         prompts = attrs.get("llm.prompts")
@@ -158,7 +272,7 @@ def _input_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
 
 def _output_text(attrs: Mapping[str, Any], kind: str, depth: int) -> str | None:
     if kind == base.LLM:
-        replies = [c for role, c in _messages(attrs, "llm.output_messages.") if role != "user"]
+        replies = [c for role, c in _messages(attrs, OUTPUT_MESSAGES) if role != "user"]
         if replies:
             return replies[0]
     value = _text(attrs.get("output.value"))

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from collector.ingest.decode.conventions import base, db_results, langchain_values, messages
+from collector.ingest.decode.conventions.attributes import Attribute, Declared
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
@@ -63,6 +64,106 @@ SESSION_KEYS: Final = ("session_id", "chat_id")
 USER_KEYS: Final = ("user_id",)
 FRAMEWORK_KEYS: Final = ("ls_", "lc_", "langgraph_", "checkpoint_")
 """Association-property prefixes that are LangChain's/LangGraph's run metadata, no tags."""
+OPERATION: Final = "gen_ai.operation.name"
+_ENTITY_IN = (
+    'string: JSON, LangChain\'s envelopes `{"inputs": ..., "tags", "metadata", '
+    '"kwargs"}` (chain start), `{"query": str, ...}` (retriever start), the SDK '
+    'decorators\' `{"args": [...], "kwargs": {...}}`, or a bare value'
+)
+_ENTITY_OUT = (
+    'string: JSON, `{"outputs": ..., "kwargs"}` (chain end), the retriever\'s '
+    '`{"documents": [{"page_content": str, "metadata": {...}} | str], '
+    '"count"}`, or a bare value'
+)
+
+
+def _flattened_attributes(prefix: str, becomes: str, until: str) -> tuple[Attribute, ...]:
+    return (
+        Attribute(f"{prefix}{{i}}.role", "string: `user`, `system`, `assistant`, ...", becomes),
+        Attribute(
+            f"{prefix}{{i}}.content",
+            f"string (or a JSON list of content blocks, whose text parts count; {until})",
+            becomes,
+        ),
+    )
+
+
+def _kinds(stages: Mapping[str, str]) -> str:
+    return ", ".join(f"`{name}` → {kind}" for name, kind in stages.items())
+
+
+DECLARED: Final = Declared(
+    name="openllmetry",
+    title="OpenLLMetry (Traceloop)",
+    detected=f"any `traceloop.*` attribute, `{REQUEST_TYPE}`, the flattened "
+    "`gen_ai.prompt.{i}.*` / `gen_ai.completion.{i}.*` (or `llm.prompts.{i}.*` / "
+    "`llm.completions.{i}.*`), or a `db.query.result` / `db.search.result` span event; "
+    "its `gen_ai.*` messages, model, usage and conversation id are read by the GenAI "
+    "convention",
+    attributes=(
+        Attribute(SPAN_KIND, f"string: {_kinds(STAGES)}", "the span's stage"),
+        Attribute(
+            OPERATION,
+            f"string: `{RETRIEVE}` → RETRIEVER (so is a span named `{RETRIEVE} <name>`, or "
+            "one with result events)",
+            "the span's stage",
+        ),
+        Attribute(
+            REQUEST_TYPE,
+            f"string: {_kinds(REQUEST_STAGES)} (before 0.55)",
+            "the span's stage",
+        ),
+        Attribute(
+            ENTITY_INPUT[0],
+            _ENTITY_IN,
+            "the span's input: `question` on a workflow/task/agent span (the last user "
+            "message of LangChain messages); not read on a tool span",
+        ),
+        Attribute(
+            ENTITY_INPUT[1], f"as `{ENTITY_INPUT[0]}`", f"when `{ENTITY_INPUT[0]}` is absent"
+        ),
+        Attribute(
+            ENTITY_OUTPUT[0],
+            _ENTITY_OUT,
+            "`answer` (the last AI message); a retriever's documents → `contexts` "
+            "(`page_content` the text; `id` / `doc_id`, `score`, `url` from `metadata`)",
+        ),
+        Attribute(
+            ENTITY_OUTPUT[1], f"as `{ENTITY_OUTPUT[0]}`", f"when `{ENTITY_OUTPUT[0]}` is absent"
+        ),
+        *_flattened_attributes(
+            PROMPTS[0], "an LLM span's input: the last `user` message", "0.17–0.54"
+        ),
+        *_flattened_attributes(
+            COMPLETIONS[0], "an LLM span's output: the first completion", "0.17–0.54"
+        ),
+        *_flattened_attributes(PROMPTS[1], "as `gen_ai.prompt.{i}.*`", "before 0.17"),
+        *_flattened_attributes(COMPLETIONS[1], "as `gen_ai.completion.{i}.*`", "before 0.17"),
+        Attribute(
+            ASSOCIATION + "session_id",
+            "string or int (else `.chat_id`)",
+            "`session_id`",
+        ),
+        Attribute(ASSOCIATION + "chat_id", "string or int", "`session_id`"),
+        Attribute(ASSOCIATION + "user_id", "string or int", "`user_id`"),
+        Attribute(
+            ASSOCIATION + "<key>",
+            'string, int, float or bool (`"true"` / `"false"`); the SDK\'s '
+            "`set_association_properties`, LangChain's run `metadata`",
+            "the tag `<key>`, except LangChain's and LangGraph's own "
+            + ", ".join(f"`{p}*`" for p in FRAMEWORK_KEYS),
+        ),
+        Attribute(WORKFLOW, "string", "the tag `workflow`"),
+        Attribute("llm.response.model", "string", "`model` (before 0.17)"),
+        Attribute("llm.request.model", "string", "`model` when no response model"),
+        Attribute("llm.usage.prompt_tokens", "int", "`usage.prompt_tokens`"),
+        Attribute("llm.usage.completion_tokens", "int", "`usage.completion_tokens`"),
+        Attribute("llm.usage.total_tokens", "int", "`usage.total_tokens` (before 0.55)"),
+        *db_results.ATTRIBUTES,
+    ),
+    not_keys=frozenset({"tags."}),
+)
+"""What this convention reads (the connect-your-app page is generated from it)."""
 
 
 class OpenLLMetry:
@@ -115,7 +216,7 @@ class OpenLLMetry:
 
 def _kind(span: Span) -> str:
     attrs = span.attrs
-    if attrs.get("gen_ai.operation.name") == RETRIEVE or span.name.startswith(RETRIEVE + " "):
+    if attrs.get(OPERATION) == RETRIEVE or span.name.startswith(RETRIEVE + " "):
         return base.RETRIEVER
     if db_results.has_results(span.events):
         return base.RETRIEVER

@@ -12,12 +12,38 @@ from typing import Any, Final
 
 from collector.ingest.decode import optional as opt
 from collector.ingest.decode.conventions import base
+from collector.ingest.decode.conventions.attributes import Attribute, Declared
 from collector.ingest.decode.conventions.base import Fields, Span
 from collector.ingest.decode.optional import FieldIssues
 
 TAG_PREFIX: Final = "ragpulse.tag."
 SHOWN_URL: Final = "ragpulse.shown_url"
 """Span attribute (string or string array) carrying the trace field `shown_url`."""
+USER: Final = "enduser.id"
+
+DECLARED: Final = Declared(
+    name="ragpulse",
+    title="Plain OpenTelemetry: ragpulse's own attributes",
+    detected="any `ragpulse.*` attribute, or `enduser.id`; read on top of any other "
+    "convention, and first (its fields win)",
+    attributes=(
+        Attribute(
+            TAG_PREFIX + "<name>",
+            "string, int or float (a bool is skipped; NaN or ±Inf is kept raw under "
+            '`metadata._invalid["tags.<name>"]`)',
+            "the tag `<name>` (a trace's tags merge over its spans; the root's wins a clash)",
+        ),
+        Attribute(
+            SHOWN_URL,
+            "string (a url), or an array of strings",
+            "`shown_url`: the document(s) shown to the user, ground truth of last resort "
+            "(the root span's wins)",
+        ),
+        Attribute(USER, "string", "`user_id`"),
+    ),
+    not_keys=frozenset({"tags."}),
+)
+"""What this convention reads (the connect-your-app page is generated from it)."""
 
 
 class Plain:
@@ -26,12 +52,12 @@ class Plain:
     name = "ragpulse"
 
     def detect(self, span: Span) -> bool:
-        return any(k.startswith("ragpulse.") or k == "enduser.id" for k in span.attrs)
+        return any(k.startswith("ragpulse.") or k == USER for k in span.attrs)
 
     def read(self, span: Span, issues: FieldIssues) -> Fields:
         attrs = span.attrs
         out: Fields = {}
-        user = base.first_str(attrs, ("enduser.id",))
+        user = base.first_str(attrs, (USER,))
         if user is not None:
             out["user_id"] = user
         shown = attrs.get(SHOWN_URL)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from collector.ingest.decode.conventions import genai, openinference, openllmetry, plain
+from collector.ingest.decode.conventions.attributes import Declared
 from collector.ingest.decode.conventions.base import Convention, Span
 from collector.ingest.decode.conventions.genai import GenAI
 from collector.ingest.decode.conventions.openinference import OpenInference
@@ -28,6 +30,11 @@ CONVENTIONS: Final[dict[str, Convention]] = {
     c.name: c for c in (Plain(), OpenInference(), OpenLLMetry(), GenAI())
 }
 """Name -> convention, in precedence order."""
+DECLARED: Final[dict[str, Declared]] = {
+    d.name: d
+    for d in (plain.DECLARED, openinference.DECLARED, openllmetry.DECLARED, genai.DECLARED)
+}
+"""Name -> what the convention reads (its module's `DECLARED`), in precedence order."""
 
 
 def detect(span: Span) -> list[Convention]:
