@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from collector.ingest.otlp_inspect import SpanReading, TraceReading
+from collector.ingest.otlp_inspect import STORED, SpanReading, TraceReading
 
 TEXT = 300
 CONTEXT_TEXT = 120
@@ -42,7 +42,8 @@ def _pairs(values: Mapping[str, object]) -> str:
 def render_trace(trace: TraceReading) -> list[str]:
     record = trace.record
     got = trace.completeness
-    lines = [f"trace {trace.trace_id}  ({len(trace.spans)} spans from {_sources(trace)})"]
+    spans = f"{len(trace.spans)} span{'s' if len(trace.spans) != 1 else ''}"
+    lines = [f"trace {trace.trace_id}  ({spans} from {_sources(trace)})"]
     lines.append(
         f"  conventions: {', '.join(got.conventions)}   "
         f"missing: {', '.join(got.missing) if got.missing else 'nothing'}"
@@ -86,15 +87,22 @@ def render_trace(trace: TraceReading) -> list[str]:
 
 
 def _sources(trace: TraceReading) -> str:
-    n = len(trace.sources)
-    shown = ", ".join(trace.sources[:3]) + (", …" if n > 3 else "")
-    return f"{n} message{'s' if n != 1 else ''}: {shown}"
+    messages = [s for s in trace.sources if s != STORED]
+    n = len(messages)
+    shown = ", ".join(messages[:3]) + (", …" if n > 3 else "")
+    said = f"{n} message{'s' if n != 1 else ''}: {shown}" if n else ""
+    if len(messages) < len(trace.sources):
+        said = f"{said} and the store" if said else "the store"
+    return said
 
 
 def _span_lines(span: SpanReading, indent: str) -> list[str]:
     conventions = ", ".join(span.conventions) if span.conventions else "no convention"
     head = f"{indent}{span.name or '(unnamed)'}  {span.kind or '-'}  [{conventions}]"
     out = [head + (f"  scope {span.scope}" if span.scope else "")]
+    if span.stored_only:
+        out.append(f"{indent}  from the store (its attributes are not kept there)")
+        return out
     out.append(f"{indent}  used:   {', '.join(collapse(span.used)) or '-'}")
     out.append(f"{indent}  unread: {', '.join(collapse(span.unread)) or '-'}")
     if span.events:

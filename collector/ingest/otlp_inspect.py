@@ -48,6 +48,8 @@ class SpanReading:
     """Attribute keys a convention (or the evaluations reader) read."""
     unread: tuple[str, ...]
     events: tuple[str, ...]
+    stored_only: bool = False
+    """Known only from the store's summary (its attributes are not kept there)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -60,6 +62,7 @@ class SpanReading:
             "used": list(self.used),
             "unread": list(self.unread),
             "events": list(self.events),
+            "stored_only": self.stored_only,
         }
 
 
@@ -113,13 +116,23 @@ class _Span:
     events: list[str] = field(default_factory=list)
 
 
+STORED = "store"
+"""The source name of span summaries read from the database (`stored` below)."""
+
+
 def inspect_messages(
     messages: Iterable[tuple[str, bytes | None]],
     encoding: str = "otlp_proto",
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    stored: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> Inspection:
-    """Read (source, value) messages as the ingest would; traces in id order."""
+    """Read (source, value) messages as the ingest would; traces in id order.
+
+    `stored`: trace id -> the span summaries the store holds for it (`traces.spans`),
+    merged in as the ingest merges fragments; such a trace is read even when no message
+    holds a span of it. A span known only from the store has no attribute keys to show
+    (the store keeps its summary, not its attributes)."""
     out = Inspection()
     used: dict[SpanKey, set[str]] = {}
     seen: dict[SpanKey, _Span] = {}
@@ -143,11 +156,21 @@ def inspect_messages(
             summaries[trace] = merge_span_sets(summaries.get(trace, {}), fragment.spans)
             sources.setdefault(trace, []).append(source)
             warnings.setdefault(trace, []).extend(fragment.warnings)
+    for trace_id, spans in sorted((stored or {}).items()):
+        if spans:
+            summaries[trace_id] = merge_span_sets(spans, summaries.get(trace_id, {}))
+            sources.setdefault(trace_id, []).append(STORED)
+            warnings.setdefault(trace_id, [])
     for trace_id, spans in sorted(summaries.items()):
         record = record_from_spans(trace_id, spans)
         ordered = sorted(spans.items(), key=lambda item: (item[1]["start"], item[0]))
         readings = tuple(
-            _reading(span_id, summary, seen[(trace_id, span_id)], used[(trace_id, span_id)])
+            _reading(
+                span_id,
+                summary,
+                seen.get((trace_id, span_id)),
+                used.get((trace_id, span_id), set()),
+            )
             for span_id, summary in ordered
         )
         out.traces.append(
@@ -177,7 +200,11 @@ def _walk(request: ExportTraceServiceRequest, seen: dict[SpanKey, _Span]) -> Non
                         found.events.append(event.name)
 
 
-def _reading(span_id: str, summary: Mapping[str, Any], span: _Span, used: set[str]) -> SpanReading:
+def _reading(
+    span_id: str, summary: Mapping[str, Any], span: _Span | None, used: set[str]
+) -> SpanReading:
+    stored_only = span is None
+    span = span or _Span()
     read = used & span.keys
     return SpanReading(
         span_id=span_id,
@@ -189,6 +216,7 @@ def _reading(span_id: str, summary: Mapping[str, Any], span: _Span, used: set[st
         used=tuple(sorted(read)),
         unread=tuple(sorted(span.keys - read)),
         events=tuple(span.events),
+        stored_only=stored_only,
     )
 
 

@@ -95,6 +95,13 @@ def register(subparsers: Any) -> None:
         "--trace-id alone: how many of the newest messages of each partition to search "
         f"(default {LOOK_BACK}; 0 reads the N alone)",
     )
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="also merge the spans the database (RAGPULSE_DATABASE__URL) holds for the "
+        "traces shown: those the service consumed from messages no longer read (with "
+        "--trace-id, a trace stored but gone from the topic is shown from the store alone)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per trace per line")
     parser.set_defaults(func=run)
 
@@ -131,15 +138,31 @@ def run(args: argparse.Namespace) -> int:
         if args.look_back < 1:
             raise UserError("--trace-id without --last searches --look-back M messages: M >= 1")
         messages = _pairs(_from_kafka(settings, topic, args.look_back, args.timeout))
-    if not messages:
+    if not messages and not (args.store and wanted):
         raise UserError("no message to inspect (the topic is empty)")
-    found = inspect_messages(
-        messages, kafka.otlp_encoding, kafka.max_message_bytes, settings.decode.max_depth
-    )
-    traces, errors = found.traces, found.errors
-    if shown is not None:  # the older messages only complete the traces of the newer
-        traces = [t for t in traces if shown.intersection(t.sources)]
-        errors = [e for e in errors if e.source in shown]
+
+    def read(stored: dict[str, Any] | None = None) -> tuple[list[Any], list[Any]]:
+        found = inspect_messages(
+            messages,
+            kafka.otlp_encoding,
+            kafka.max_message_bytes,
+            settings.decode.max_depth,
+            stored=stored,
+        )
+        traces, errors = found.traces, found.errors
+        if shown is not None:  # the older messages only complete the traces of the newer
+            traces = [t for t in traces if shown.intersection(t.sources)]
+            errors = [e for e in errors if e.source in shown]
+        return traces, errors
+
+    traces, errors = read()
+    if args.store:
+        ids = {t.trace_id for t in traces if wanted is None or t.trace_id.startswith(wanted)}
+        if wanted is not None and len(wanted) == 32:
+            ids.add(wanted)
+        stored = _stored_spans(settings, ids)
+        if stored:
+            traces, errors = read(stored)
     for error in errors:
         print(f"ragpulse inspect: {error.source}: {error.reason}: {error.detail}", file=sys.stderr)
     if wanted is not None:
@@ -152,9 +175,10 @@ def run(args: argparse.Namespace) -> int:
                 f"messages of each partition of {topic!r}"
             )
             further = "" if args.files else "; a larger --look-back searches further back"
+            store = "" if args.store else "; --store adds the spans the database holds"
             raise UserError(
                 f"no span of trace {wanted} in {where} (as stored, if it was consumed: "
-                f"`ragpulse traces show {wanted}`{further})"
+                f"`ragpulse traces show {wanted}`{store}{further})"
             )
     elif not traces:
         if not errors:
@@ -176,6 +200,32 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `ragpulse inspect ... | head`: the reader has seen enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if errors else 0
+
+
+def _stored_spans(settings: Any, trace_ids: set[str]) -> dict[str, Any]:
+    """Trace id -> the span summaries the store holds (OTLP traces among `trace_ids`)."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    from collector.store.models import Trace
+    from collector.store.session import make_engine
+    from ragpulse.store_check import require_migrated
+
+    if not trace_ids:
+        return {}
+    url = settings.database.url.get_secret_value()
+    require_migrated(url)
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            rows = session.execute(
+                select(Trace.trace_id, Trace.spans).where(
+                    Trace.trace_id.in_(sorted(trace_ids)), Trace.source == "otlp"
+                )
+            ).all()
+    finally:
+        engine.dispose()
+    return {trace_id: spans for trace_id, spans in rows if spans}
 
 
 def _trace_id(text: str) -> str:

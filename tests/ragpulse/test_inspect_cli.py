@@ -279,3 +279,40 @@ def test_a_trace_is_judged_on_all_its_spans_wherever_they_are(
     assert code == 2 and f"no span of trace {'0' * 32} in the last 1000 messages" in err
     code, _, err = _run(capsys, "--trace-id", "not-hex")
     assert code == 2 and "--trace-id wants a hex trace id" in err
+
+
+def test_store_adds_the_spans_the_service_consumed_from_older_messages(
+    kafka_topics: KafkaTopics,
+    sqlite_url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    split = rag_spans()
+    root, retrieve, generate = split
+    alone = genai_llm_span()
+    # the retriever's message and another trace were consumed long ago (stored, gone from
+    # what is read); the root's message is the newest on the topic
+    ingest(sqlite_url, [proto_message([retrieve]), proto_message(alone)])
+    _produce(kafka_topics, 0, [proto_message([root, generate])])
+    monkeypatch.setenv("RAGPULSE_KAFKA__BOOTSTRAP_SERVERS", kafka_topics.bootstrap_servers)
+    monkeypatch.setenv("RAGPULSE_KAFKA__OTLP_TOPIC", kafka_topics.otlp)
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    tid = trace_hex(split)
+
+    code, out, _ = _run(capsys, "--last", "1", "--json")
+    (part,) = _json(out)
+    assert "contexts" in part["missing"]
+    code, out, err = _run(capsys, "--last", "1", "--store", "--json")
+    assert code == 0, err
+    (whole,) = _json(out)  # the stored trace alone is not among those shown
+    assert whole["trace_id"] == tid and whole["missing"] == []
+    assert whole["sources"] == [f"{kafka_topics.otlp}/0@0", "store"]
+    stored = [s for s in whole["spans"] if s["stored_only"]]
+    assert [s["name"] for s in stored] == ["retrieve"] and stored[0]["used"] == []
+
+    code, out, err = _run(capsys, "--trace-id", trace_hex(alone), "--store")
+    assert code == 0, err
+    assert out.startswith(f"trace {trace_hex(alone)}  (1 span from the store)")
+    assert "from the store (its attributes are not kept there)" in out
+    code, _, err = _run(capsys, "--trace-id", trace_hex(alone))
+    assert code == 2 and "--store adds the spans the database holds" in err
