@@ -158,3 +158,33 @@ def test_traces_show_prints_the_whole_trace(db_url: str, tmp_path: Path) -> None
 
     done = ragpulse("traces", "show", "nope", "--json", cwd=tmp_path, env=env)
     assert done.returncode == 1 and "no stored trace 'nope'" in done.stderr
+
+
+@pytest.mark.slow
+def test_an_otlp_trace_shows_its_contexts_and_span_summaries(db_url: str, tmp_path: Path) -> None:
+    from tests.collector.otlp_traces import DOCS, QUESTION, proto_message, rag_spans, trace_hex
+    from tests.instrumentation.harness import ingest
+
+    spans = rag_spans()
+    ingest(db_url, [proto_message(spans)])
+    env = {"RAGPULSE_DATABASE__URL": db_url}
+    tid = trace_hex(spans)
+
+    done = ragpulse("traces", "show", tid, "--json", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["source"] == "otlp" and got["question"] == QUESTION
+    assert [(c["rank"], c["id"], c["score"]) for c in got["contexts"]] == [
+        (rank, doc_id, score) for rank, (doc_id, _, score) in enumerate(DOCS, 1)
+    ]
+    assert got["contexts"][0]["url"] == "https://kb.example.org/doc-1"
+    assert len(got["spans"]) == 3 and got["model"] == "gpt-4o-mini"
+    assert got["usage"]["prompt_tokens"] == 900 and set(got["latency_stages"]) == {
+        "retrieval",
+        "generation",
+    }
+
+    done = ragpulse("traces", "show", tid, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "[1] id=doc-1 score=0.92 url=https://kb.example.org/doc-1" in done.stdout
+    assert "session: session-7" in done.stdout and "spans: 3 stored" in done.stdout
