@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from collector.ingest.decode.completeness import Completeness, completeness, has_root
 from collector.ingest.decode.otlp import OtlpFragment
 from collector.ingest.decode.otlp_mapping import record_from_spans
-from collector.ingest.decode.requests import EMBEDDING_ONLY, settled
+from collector.ingest.decode.requests import SURELY_NOT, settled
 from collector.store.bulk import insert_ignore_returning, is_postgresql
 from collector.store.feedback_store import TraceState
 from collector.store.models import utcnow
@@ -165,9 +165,10 @@ def _merge(
         if reason is not None and settled(before) is None:
             settling[trace_id] = reason
         if (
-            # embedding work is surely no request: counted apart, never "incomplete"; a
-            # trace with no model call may be a request whose content capture is off
-            record.not_request != EMBEDDING_ONLY
+            # embedding work or building an agent is surely no request: counted apart,
+            # never "incomplete"; a trace with no model call may be a request whose
+            # content capture is off
+            record.not_request not in SURELY_NOT
             and not has_root(before.values())
             and has_root(merged.values())
         ):

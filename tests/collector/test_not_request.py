@@ -311,14 +311,20 @@ def test_building_an_agent_is_no_request(db_url: str, make: Any) -> None:
     assert (spans[0].attributes or {})["gen_ai.operation.name"] == "create_agent"
     (trace_id,) = by_trace(spans)
     done = ingest(db_url, collector_messages(spans))
-    assert done.not_request == {"no_model_call": 1}
+    assert done.not_request == {"agent_setup": 1}
     stored = stored_traces(db_url)[trace_id]
-    assert stored.not_request == "no_model_call" and stored.question == ""
+    assert stored.not_request == "agent_setup" and stored.question == ""
     assert _samples(db_url) == []
+    # surely no request: not counted as an OTLP trace lacking its question and answer
+    registry = CollectorRegistry()
+    ConsumerStats(registry).record(done)
+    assert registry.get_sample_value("ragpulse_otlp_traces_total", {"convention": "genai"}) is None
+    reason = {"reason": "agent_setup"}
+    assert registry.get_sample_value("ragpulse_traces_not_request_total", reason) == 1.0
 
 
 def test_an_agent_built_inside_a_request_leaves_it_a_request() -> None:
     create = _summary({"gen_ai.operation.name": "create_agent"}, parent="")
     run = _summary({"gen_ai.operation.name": "invoke_agent"})
-    assert not_request([create]) == "no_model_call"
+    assert not_request([create]) == "agent_setup"
     assert not_request([create, run]) is None

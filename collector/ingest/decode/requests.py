@@ -18,9 +18,10 @@ convention. A trace is a request when any of its spans is
 Otherwise it is not a request, for one of these reasons:
 
 - `embedding`: embedding work only (an index being built, a batch of texts embedded);
+- `agent_setup`: an agent being built and nothing else asked of a model (GenAI's and
+  OpenLLMetry's `create_agent` span, e.g. at the app's start);
 - `no_model_call`: spans of a known convention but no model call nor retrieval (a text
-  splitter, a tool or a chain run alone, an agent being built: GenAI's and OpenLLMetry's
-  `create_agent`);
+  splitter, a tool or a chain run alone);
 - `unknown_spans`: no span of any known convention (an HTTP health check, a framework's
   own spans).
 
@@ -38,6 +39,7 @@ from typing import Any, Final
 
 from collector.ingest.decode.conventions.base import (
     AGENT,
+    AGENT_SETUP,
     CHAIN,
     EMBEDDING,
     LLM,
@@ -50,15 +52,19 @@ REQUEST_KINDS: Final = frozenset({LLM, RETRIEVER, RERANKER, AGENT})
 """Stage kinds that make a trace a user request."""
 
 EMBEDDING_ONLY: Final = "embedding"
+AGENT_SETUP_ONLY: Final = "agent_setup"
 NO_MODEL_CALL: Final = "no_model_call"
 UNKNOWN_SPANS: Final = "unknown_spans"
-REASONS: Final = (EMBEDDING_ONLY, NO_MODEL_CALL, UNKNOWN_SPANS)
+REASONS: Final = (EMBEDDING_ONLY, AGENT_SETUP_ONLY, NO_MODEL_CALL, UNKNOWN_SPANS)
+SURELY_NOT: Final = frozenset({EMBEDDING_ONLY, AGENT_SETUP_ONLY})
+"""Reasons that are surely no request (no request's content capture switched off): such
+traces are counted apart, never as incomplete (`otlp_store`)."""
 """Why a trace is not a request (the `reason` label, the `traces.not_request` value)."""
 
 
 def not_request(spans: Iterable[Mapping[str, Any]]) -> str | None:
     """Why these span summaries make no user request, or None when they make one."""
-    embedding = known = False
+    embedding = setup = known = False
     for span in spans:
         kind = span.get("kind", "")
         if kind in REQUEST_KINDS or (not kind and "input" in span) or _answered_root(span):
@@ -66,9 +72,12 @@ def not_request(spans: Iterable[Mapping[str, Any]]) -> str | None:
         if span.get("of"):  # an inference's details (`otlp_details`): a model was called
             return None
         embedding = embedding or kind == EMBEDDING
+        setup = setup or kind == AGENT_SETUP
         known = known or bool(kind) or bool(span.get("conv"))
     if embedding:
         return EMBEDDING_ONLY
+    if setup:
+        return AGENT_SETUP_ONLY
     return NO_MODEL_CALL if known else UNKNOWN_SPANS
 
 

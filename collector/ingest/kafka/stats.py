@@ -82,9 +82,10 @@ class ConsumerStats:
         )
         self.not_request = Counter(
             "ragpulse_traces_not_request_total",
-            "OTLP traces stored as no user request (index building, batch embedding, health "
-            "checks), per reason (embedding, no_model_call, unknown_spans): never sampled "
-            "nor evaluated. Counted once, when the trace's root span is stored.",
+            "OTLP traces stored as no user request (index building, batch embedding, an "
+            "agent being built, health checks), per reason (embedding, agent_setup, "
+            "no_model_call, unknown_spans): never sampled nor evaluated. Counted once, when "
+            "the trace's root span is stored.",
             ["reason"],
             registry=self.registry,
         )

@@ -28,6 +28,8 @@ RETRIEVER: Final = "RETRIEVER"
 RERANKER: Final = "RERANKER"
 EMBEDDING: Final = "EMBEDDING"
 TOOL: Final = "TOOL"
+AGENT_SETUP: Final = "AGENT_SETUP"
+"""Building an agent (GenAI's `create_agent`): no stage of a request, no request alone."""
 
 FIELD_KEYS: Final = (
     "kind",  # a stage kind above

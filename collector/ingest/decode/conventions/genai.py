@@ -7,10 +7,10 @@ an evaluator's span, no GenAI operation). Attributes read:
 
 - `gen_ai.operation.name` -> the stage (`STAGES`): chat / text_completion /
   generate_content / fetch_response are LLM calls, retrieval a RETRIEVER, embeddings an
-  EMBEDDING, invoke_workflow a CHAIN, invoke_agent an AGENT, execute_tool a TOOL; other
-  names (create_agent, plan, memory operations, a vendor's own) are no stage: building an
-  agent (OpenLLMetry's `create_agent` span around LangChain's factory) asks no model, so
-  a trace of it alone is no request (`requests`: no_model_call). A span without
+  EMBEDDING, invoke_workflow a CHAIN, invoke_agent an AGENT, execute_tool a TOOL,
+  create_agent an AGENT_SETUP: building an agent (OpenLLMetry's `create_agent` span around
+  LangChain's factory) asks no model, so a trace of it alone is no request (`requests`:
+  agent_setup); other names (plan, memory operations, a vendor's own) are no stage. A span without
   an operation name (the conventions before it was required) is an LLM call when it shows
   one (a model, token usage or messages), else no stage.
 - `gen_ai.input.messages` -> input: the last user message; `gen_ai.output.messages` ->
@@ -65,7 +65,7 @@ STAGES: Final = {
     "retrieval": base.RETRIEVER,
     "embeddings": base.EMBEDDING,
     "invoke_agent": base.AGENT,
-    "create_agent": "",  # building an agent is no stage: it asks no model
+    "create_agent": base.AGENT_SETUP,  # building an agent asks no model
     "invoke_workflow": base.CHAIN,
     "execute_tool": base.TOOL,
 }
