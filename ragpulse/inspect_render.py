@@ -48,6 +48,11 @@ def render_trace(trace: TraceReading) -> list[str]:
         f"  conventions: {', '.join(got.conventions)}   "
         f"missing: {', '.join(got.missing) if got.missing else 'nothing'}"
     )
+    if record.not_request:
+        lines.append(
+            f"  not a request: {record.not_request} (stored without a question, never "
+            "sampled nor evaluated)"
+        )
     if not trace.has_root:
         lines.append(
             "  root span: not among these messages, so the trace is partial (its other spans "

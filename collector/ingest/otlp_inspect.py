@@ -236,4 +236,5 @@ def record_json(record: TraceRecord) -> dict[str, Any]:
         "tags": dict(record.tags) if record.tags else None,
         "metadata": dict(record.metadata) if record.metadata else None,
         "shown_url": list(record.shown_urls) if record.shown_urls else None,
+        "not_request": record.not_request,
     }

@@ -328,3 +328,15 @@ def test_an_agent_built_inside_a_request_leaves_it_a_request() -> None:
     run = _summary({"gen_ai.operation.name": "invoke_agent"})
     assert not_request([create]) == "agent_setup"
     assert not_request([create, run]) is None
+
+
+def test_inspect_says_an_agent_build_is_no_request() -> None:
+    from collector.ingest.otlp_inspect import inspect_messages
+    from ragpulse.inspect_render import render_trace
+
+    spans = _create_agent(Capture())
+    (trace,) = inspect_messages([("captured", m) for m in collector_messages(spans)]).traces
+    assert trace.as_json()["record"]["not_request"] == "agent_setup"
+    assert "  not a request: agent_setup (stored without a question" in "\n".join(
+        render_trace(trace)
+    )
