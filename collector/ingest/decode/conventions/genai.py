@@ -109,7 +109,8 @@ DECLARED: Final = Declared(
             OPERATION,
             f"string: {_stages()}; any other name → no stage (absent: an LLM call when "
             "the span has a model, usage or messages)",
-            "the span's stage: LLM, RETRIEVER and AGENT make the trace a request",
+            "the span's stage: LLM, RETRIEVER and AGENT make the trace a request; a trace "
+            "of agent setup alone is none (not-request reason `agent_setup`)",
         ),
         Attribute(
             INPUT,
