@@ -53,6 +53,7 @@ def register(subparsers: Any) -> None:
         "  kcat -C -t otlp_spans -o -1 -e -D '' | ragpulse inspect -\n"
         "  ragpulse inspect --last 20 --json\n"
         "  ragpulse inspect --trace-id 4bf92f3577b34da6a3ce929d0e0e4736 --look-back 5000\n"
+        "  ragpulse inspect --last 30 --store   # with the spans the service already stored\n"
         "exit codes: 0 every message read; 1 some were not OTLP trace messages (named on "
         "stderr); 2 nothing to read (missing file, empty topic, no OTLP message at all).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -67,14 +68,17 @@ def register(subparsers: Any) -> None:
         help="read the last N messages of every partition of the topic instead of files",
     )
     parser.add_argument(
-        "--topic", metavar="NAME", help="topic for --last (default: the kafka.otlp_topic setting)"
+        "--topic",
+        metavar="NAME",
+        help="topic for --last / --trace-id (default: the kafka.otlp_topic setting)",
     )
     parser.add_argument(
         "--timeout",
         type=float,
         default=5.0,
         metavar="SECONDS",
-        help="with --last: give up reaching Kafka, and reading, after this long (default 5)",
+        help="reading the topic: give up reaching Kafka, and reading, after this long "
+        "(default 5; the --look-back read gets as long again)",
     )
     parser.add_argument(
         "--trace-id",
