@@ -179,6 +179,16 @@ class Verdict:
     resolved: tuple[FiringAlert, ...] = field(default_factory=tuple)
 
     @property
+    def firing(self) -> tuple[FiringAlert, ...]:
+        """Every alert firing at the report's time (each on one tier, or on none)."""
+        return (*(a for t in self.tiers for a in t.alerts), *self.other_alerts)
+
+    def pages_and_tickets(self) -> tuple[int, int]:
+        """How many firing alerts page (critical) and how many are tickets (the rest)."""
+        pages = sum(1 for a in self.firing if is_page(a.severity))
+        return pages, len(self.firing) - pages
+
+    @property
     def level(self) -> str:
         levels = [t.level for t in self.tiers]
         for alert in self.other_alerts:

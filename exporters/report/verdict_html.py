@@ -118,6 +118,10 @@ def _links(verdict: TierVerdict, worst: Mapping[str, str]) -> str:
     )
 
 
+def _many(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def headline(verdict: Verdict) -> str:
     counts: dict[str, int] = {}
     for tier in verdict.tiers:
@@ -126,6 +130,9 @@ def headline(verdict: Verdict) -> str:
     said = ", ".join(f"{counts[level]} {level}" for level in order if counts.get(level))
     if verdict.other_alerts:
         said += f"; {len(verdict.other_alerts)} other alert(s) firing"
+    pages, tickets = verdict.pages_and_tickets()
+    if pages or tickets:
+        said += f"; firing: {_many(pages, 'page')}, {_many(tickets, 'ticket')}"
     if verdict.resolved:
         said += f"; {len(verdict.resolved)} resolved in range"
     word = {"paging": "PAGING", "watch": "WATCH", "fine": "FINE", "no data": "NO DATA"}

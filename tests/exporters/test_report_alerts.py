@@ -140,7 +140,8 @@ def test_the_report_counts_what_fires_at_its_time_and_lists_the_resolved_apart(
     assert levels["Generation and end-to-end"] == "watch", levels  # faithfulness's
     assert verdict.level == "paging" and verdict.other_alerts == ()
     assert [a.tenant for a in verdict.resolved] == ["globex"]
-    assert "; 1 resolved in range" in headline(verdict)
+    assert verdict.pages_and_tickets() == (1, 1)
+    assert headline(verdict).endswith("; firing: 1 page, 1 ticket; 1 resolved in range")
     html = verdict_html(verdict, stats, {}, now, "")
     assert html.count('data-state="resolved"') == 1 and "Resolved in range" in html
     assert html.count('data-state="firing"') == 2

@@ -110,3 +110,6 @@ def test_an_slo_fast_burn_pages_its_tier_and_a_resolved_alert_counts_nowhere() -
     assert verdict.level == "fine" and verdict.other_alerts == ()
     assert verdict.resolved == (ended, other)
     assert [t.alerts for t in verdict.tiers] == [(), ()]
+    assert verdict.pages_and_tickets() == (0, 0)
+    firing = judge_all([GEN, RET], readings, [burn, ended, _alert("warning", None)], [])
+    assert firing.pages_and_tickets() == (1, 1) and firing.level == "paging"
