@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from collector.settings.severity import is_page
-from exporters.report.promapi import PromClient
+from exporters.report.promapi import PromClient, QueryError
 from exporters.report.verdict import FiringAlert
 
 FIRING = 'ALERTS{alertstate="firing"}'
@@ -89,9 +89,11 @@ class _Annotations:
 
     def __init__(self, client: PromClient):
         self.client = client
-        self.active = {
-            _key(a.get("labels") or {}): a for a in client.alerts() if a.get("state") == "firing"
-        }
+        try:
+            found = client.alerts()
+        except QueryError:  # the alerts still count, without their runbook text
+            found = []
+        self.active = {_key(a.get("labels") or {}): a for a in found if a.get("state") == "firing"}
         self.rules: list[dict[str, Any]] | None = None
 
     def of(self, labels: Mapping[str, str]) -> tuple[dict[str, str], float | None]:
@@ -101,7 +103,10 @@ class _Annotations:
             notes = {str(k): str(v) for k, v in (found.get("annotations") or {}).items()}
             return notes, _epoch(found.get("activeAt"))
         if self.rules is None:
-            self.rules = self.client.alerting_rules()
+            try:
+                self.rules = self.client.alerting_rules()
+            except QueryError:
+                self.rules = []
         rule = _rule_of(self.rules, labels)
         notes = rule.get("annotations") or {}
         return {str(k): fill(str(v), labels) for k, v in notes.items()}, None
