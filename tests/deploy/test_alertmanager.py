@@ -13,8 +13,9 @@ Every alert rule ragpulse ships or generates (the rule files, their Kubernetes f
 `ragpulse slo rules` writes for the example SLOs) goes through the real router,
 `amtool config routes test`, with its labels: each is `critical` or `warning`
 (`collector/settings/severity.py`), and reaches the pager or the tickets accordingly. An
-SLO's fast burn, posted to the real Alertmanager with its generated labels, pages and
-holds back the slow burn of the same SLO and tenant.
+SLO's fast burn, posted to the real Alertmanager with its generated labels, pages in one
+notification with the drop of its tier and tenant, and holds back the slow burn of the
+same SLO and tenant.
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ def _post_alerts(port: int, alerts: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
-def test_an_slo_fast_burn_pages_and_holds_back_its_slow_burn(
+def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
     tmp_path: Path, http_server: Any
 ) -> None:
     _Recorder.received = []
@@ -270,9 +271,12 @@ def test_an_slo_fast_burn_pages_and_holds_back_its_slow_burn(
         labels = {**slo_rules.labels(specs[slo], severity), "tenant": tenant}
         return {"labels": {"alertname": name, **labels}, "annotations": {"summary": name}}
 
+    drop = {"alertname": "RagpulseQualityDropPage", "severity": "critical", "tier": "retrieval",
+            "metric": "hit_rate@1", "tenant": "acme"}  # fmt: skip
     alerts = [
-        alert("RagpulseSloFastBurn", "page", "faithfulness", "acme"),
-        alert("RagpulseSloSlowBurn", "ticket", "faithfulness", "acme"),  # held back
+        alert("RagpulseSloFastBurn", "page", "retrieval-hit", "acme"),
+        {"labels": drop, "annotations": {"summary": "drop"}},  # the same incident
+        alert("RagpulseSloSlowBurn", "ticket", "retrieval-hit", "acme"),  # held back
         alert("RagpulseSloSlowBurn", "ticket", "faithfulness", "globex"),  # another tenant
     ]
     am_port = free_port()
@@ -302,11 +306,13 @@ def test_an_slo_fast_burn_pages_and_holds_back_its_slow_burn(
         am.terminate()
         am.wait(timeout=10)
     sent = [
-        (path, a["labels"]["alertname"], a["labels"]["tenant"])
+        (path, sorted(a["labels"]["alertname"] for a in body["alerts"]), body["groupLabels"])
         for path, body in _Recorder.received
-        for a in body["alerts"]
     ]
+    # the burn and the drop of hit_rate@1 are one retrieval incident of acme: ONE page
     assert sorted(sent) == [
-        ("/pager", "RagpulseSloFastBurn", "acme"),
-        ("/tickets", "RagpulseSloSlowBurn", "globex"),
-    ]
+        ("/pager", ["RagpulseQualityDropPage", "RagpulseSloFastBurn"],
+         {"severity": "critical", "tenant": "acme", "tier": "retrieval"}),
+        ("/tickets", ["RagpulseSloSlowBurn"],
+         {"severity": "warning", "tenant": "globex", "tier": "generation"}),
+    ]  # fmt: skip
