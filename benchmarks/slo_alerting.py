@@ -47,6 +47,7 @@ from benchmarks.alerting_rules import Episode, RulesProm, episodes_of, family_ep
 from benchmarks.slo_traffic import DAY, MINUTE, H, Run, write_counters, write_recorded
 from collector.settings import SloSpec, parse_duration
 from collector.settings.openslo import load_openslo
+from collector.settings.severity import CRITICAL, WARNING
 from dashboards import boards, slo_rules
 
 FACTORS = (1.0, 2.0, 6.0, 14.4, 36.0)
@@ -161,7 +162,7 @@ def evaluate(
                         tenant = dict(e.labels).get("tenant", "")
                         by_tenant.setdefault(tenant, []).append((e.start - base, e.end - base))
                 out[(method, spec.name)] = Outcome(
-                    runs[spec.name], found.get("page", {}), found.get("ticket", {}), when
+                    runs[spec.name], found.get(CRITICAL, {}), found.get(WARNING, {}), when
                 )
     print(f"  {per_hour:>6.0f}/h: evaluated in {time.monotonic() - clock:.0f} s", flush=True)
     return out

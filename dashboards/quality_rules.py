@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from collector.settings.severity import CRITICAL, WARNING
 from dashboards.runbooks import DOCS_URL, runbook_url
 from evaluators.labels import LABEL_SCALES
 from evaluators.registry import FAMILIES, JOB_METRICS, known_names
@@ -184,7 +185,7 @@ def threshold_rule(alert: ThresholdAlert) -> dict[str, Any]:
         ),
         "for": alert.for_,
         "keep_firing_for": alert.keep_firing_for,
-        "labels": {"severity": "warning", "tier": alert.tier},
+        "labels": {"severity": WARNING, "tier": alert.tier},
         "annotations": {
             "summary": (
                 f"{alert.title} is {op} {_fmt(alert.threshold)} over {alert.window}{TENANT} "
@@ -308,7 +309,7 @@ DETECTOR_RULES = (
     (
         "RagpulseQualityDropPage",
         "page",
-        "critical",
+        CRITICAL,
         "30m",
         " got worse" + TENANT + ': the paging drift detector is at {{ $value | printf "%.1f" }}x '
         "its threshold",
@@ -317,7 +318,7 @@ DETECTOR_RULES = (
     (
         "RagpulseQualityDriftTicket",
         "ticket",
-        "warning",
+        WARNING,
         "2h",
         " is drifting worse" + TENANT,
         "A slow drift (the ticket detector is tuned to a few percent): no page, but worth a "
@@ -364,7 +365,7 @@ def drift_rules() -> list[dict[str, Any]]:
                         'and on (metric, tenant) ragpulse_metric_samples{window="24h"} >= 30\n'
                     ),
                     "for": "1h",
-                    "labels": {"severity": "warning", "tier": t},
+                    "labels": {"severity": WARNING, "tier": t},
                     "annotations": {
                         "summary": "{{ $labels.metric }} is drifting worse" + TENANT,
                         "description": f"The last 24 hours of {{{{ $labels.metric }}}} lie "
@@ -394,7 +395,7 @@ def canary_rule() -> dict[str, Any]:
         "alert": "RagpulseCanaryWorse",
         "expr": "max by (metric, baseline, candidate, window) (ragpulse_canary_worse) == 1",
         "for": "10m",
-        "labels": {"severity": "critical", "tier": "canary"},
+        "labels": {"severity": CRITICAL, "tier": "canary"},
         "annotations": {
             "summary": "Version {{ $labels.candidate }} is worse than {{ $labels.baseline }} "
             "on {{ $labels.metric }}",

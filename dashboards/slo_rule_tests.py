@@ -120,7 +120,7 @@ def _expected(spec: SloSpec, severity: str, docs_url: str) -> list[dict[str, Any
         )
         for k, v in rule["annotations"].items()
     }
-    labels = {"severity": severity, "slo": spec.name, "tenant": TENANT}
+    labels = {**rule["labels"], "tenant": TENANT}
     return [{"exp_labels": labels, "exp_annotations": annotations}]
 
 

@@ -9,8 +9,12 @@ From each `SloSpec` (`collector/settings/slo_spec.py`), over `ragpulse_slo_event
   `ragpulse_slo:error_budget_remaining` (1 - the period's error ratio / budget; below 0:
   overspent);
 - multi-window multi-burn-rate alerts (SRE Workbook, "Alerting on SLOs"):
-  `RagpulseSloFastBurn` (severity page) and `RagpulseSloSlowBurn` (ticket), each the `or`
-  of its severity's conditions.
+  `RagpulseSloFastBurn` (the SLO's `page` conditions) and `RagpulseSloSlowBurn` (its
+  `ticket` conditions), each the `or` of its conditions, labelled with the severity every
+  ragpulse rule uses (`critical`: pages, `warning`: a ticket; `collector/settings/
+  severity.py`) and with the SLI's `metric` and its `tier` (`quality_rules.tier`), so
+  Alertmanager groups a burn with the quality alerts of the same tier and the report
+  counts it on that tier.
 
 Confidence (why not the workbook's condition as is): judge metrics are scored on a sample
 (5% by default), so a 5-minute window may hold three events and a 1-hour window a dozen;
@@ -46,6 +50,8 @@ import yaml
 from scipy.stats import binom
 
 from collector.settings import SloSpec, parse_duration
+from collector.settings.severity import rule_severity
+from dashboards.quality_rules import tier
 from dashboards.runbooks import DOCS_URL, runbook_url
 
 Z = 2.326
@@ -58,6 +64,7 @@ Method = Literal["min-count", "wilson"]
 EVENTS = "ragpulse_slo_events_total"
 BY = "sum by (slo, tenant)"
 ALERTS = {"page": "RagpulseSloFastBurn", "ticket": "RagpulseSloSlowBurn"}
+"""The alert of each of an SLO's severity words (`SloSpec`'s; the label is `rule_severity`)."""
 TENANT = "{{ if $labels.tenant }} for tenant {{ $labels.tenant }}{{ end }}"
 
 HEADER = """\
@@ -189,7 +196,7 @@ def alert_rules(
             {
                 "alert": name,
                 "expr": " or ".join(parts),
-                "labels": {"severity": severity, "slo": spec.name},
+                "labels": labels(spec, severity),
                 "annotations": {
                     "summary": (f"SLO {spec.name} burns its error budget {listed}" + TENANT),
                     "description": (
@@ -207,6 +214,18 @@ def alert_rules(
             }
         )
     return out
+
+
+def labels(spec: SloSpec, severity: str) -> dict[str, str]:
+    """The burn alert's labels: the rule severity of the SLO's word (`page` -> critical,
+    `ticket` -> warning), the SLO, and the SLI's metric and tier (what the report and
+    Alertmanager's `group_by: [severity, tenant, tier]` read)."""
+    return {
+        "severity": rule_severity(severity),
+        "slo": spec.name,
+        "metric": spec.metric,
+        "tier": tier(spec.metric),
+    }
 
 
 def rules(

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from collector.settings import parse_duration
+from collector.settings.severity import WARNING
 from dashboards.drift_rule_tests import expand
 from dashboards.quality_rules import THRESHOLD_ALERTS, ThresholdAlert, threshold_rule
 from dashboards.runbooks import DOCS_URL, runbook_url
@@ -56,7 +57,7 @@ def cases(alert: ThresholdAlert, docs_url: str = DOCS_URL) -> list[dict[str, Any
     labels = {"metric": alert.metric, "window": alert.window, "tenant": "beta"}
     annotations = {k: expand(v, labels, bound) for k, v in rule["annotations"].items()}
     annotations["runbook_url"] = runbook_url(alert.name, docs_url)
-    fired = {"severity": "warning", "tier": alert.tier, **labels}
+    fired = {"severity": WARNING, "tier": alert.tier, **labels}
     return [
         {
             "name": f"{alert.name}: the point estimate past {_fmt(alert.threshold)}, the "

@@ -18,7 +18,8 @@ What must hold:
 - alert conditions are `kind: burnrate` with `op: gt|gte`, `threshold` (the burn-rate
   factor) and `lookbackWindow` (the long window). OpenSLO has no short window: it is a
   twelfth of the long one, the workbook's ratio (1h/5m, 6h/30m, 1d/2h, 3d/6h). The
-  condition's `severity` must be `page` or `ticket`. No `alertPolicies`: the workbook's
+  condition's `severity` is `page` or `ticket` (`critical` and `warning`, the rule labels
+  they become, are read as the same; `severity.py`). No `alertPolicies`: the workbook's
   four alerts.
 Errors are `SloSpecError`, one line naming the document and the field.
 """
@@ -32,12 +33,14 @@ from typing import Any
 import yaml
 
 from collector.settings.durations import parse_duration
+from collector.settings.severity import UnknownSeverityError, rule_severity
 from collector.settings.slo_spec import (
     DEFAULT_ALERTS,
     KIND_METRICS,
     BurnAlert,
     SloSpec,
     SloSpecError,
+    spec_word,
     validate_all,
 )
 
@@ -228,15 +231,17 @@ def _condition(where: str, doc: Mapping[str, Any]) -> BurnAlert:
     if cond.get("kind") != "burnrate" or cond.get("op") not in ("gt", "gte"):
         raise SloSpecError(f"{where}: alert conditions must be kind burnrate with op gt or gte")
     severity = str(spec.get("severity", ""))
-    if severity not in ("page", "ticket"):
-        raise SloSpecError(f"{where}: alert severity {severity!r} must be page or ticket")
+    try:
+        rule_severity(severity)
+    except UnknownSeverityError as exc:
+        raise SloSpecError(f"{where}: alert {exc}") from None
     long_window = str(cond.get("lookbackWindow", ""))
     try:
         long_s = parse_duration(long_window)
     except ValueError:
         raise SloSpecError(f"{where}: lookbackWindow {long_window!r} is not a duration") from None
     return BurnAlert(
-        severity="page" if severity == "page" else "ticket",
+        severity=spec_word(severity),
         factor=_number(where, "burn rate threshold", cond.get("threshold")),
         long_window=long_window,
         short_window=_twelfth(long_s),

@@ -21,7 +21,9 @@ per-trace form).
 
 Alerts follow the Google SRE Workbook ("Alerting on SLOs", multi-window multi-burn-rate):
 each `BurnAlert` fires when the error ratio over its long window and its short window both
-exceed `factor` times the error budget (1 - target). `DEFAULT_ALERTS` are the workbook's
+exceed `factor` times the error budget (1 - target); its `severity` is the workbook's word,
+`page` or `ticket`, written into the rules as `critical` or `warning` (`severity.py`).
+`DEFAULT_ALERTS` are the workbook's
 (those that can fire: a 90% SLO cannot burn 14.4x, an error ratio of 1.44; declared alerts
 that cannot are errors).
 Every check fails with `SloSpecError`, one line naming the SLO and the offending field.
@@ -35,6 +37,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from collector.settings.durations import parse_duration
+from collector.settings.severity import (
+    CRITICAL,
+    SPEC_WORDS,
+    UnknownSeverityError,
+    rule_severity,
+)
 from evaluators.errors import UnknownMetricError
 from evaluators.registry import resolve
 from evaluators.rule import OPS, is_good
@@ -44,6 +52,7 @@ KINDS = ("threshold", "success", "latency", "agreement")
 KIND_METRICS = {"latency": "latency_ms", "agreement": "judge_decision_correct"}
 """The metric of the kinds that imply theirs."""
 Severity = Literal["page", "ticket"]
+"""An SLO's words for the two severities (OpenSLO's, the SRE Workbook's)."""
 PER_TRACE = ("per_sample", "async_per_sample")
 """Metric kinds with one outcome per trace: the only ones an SLI event can come from."""
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -139,8 +148,10 @@ def validate(spec: SloSpec) -> SloSpec:
     for alert in alerts:
         long_s = _duration(where, "lookback window", alert.long_window)
         short_s = _duration(where, "short window", alert.short_window)
-        if alert.severity not in ("page", "ticket"):
-            raise SloSpecError(f"{where}: severity {alert.severity!r} must be page or ticket")
+        try:
+            rule_severity(alert.severity)
+        except UnknownSeverityError as exc:
+            raise SloSpecError(f"{where}: {exc}") from None
         if not alert.factor > 0:
             raise SloSpecError(f"{where}: burn rate {alert.factor} must be positive")
         if short_s >= long_s or long_s > spec.window_s:
@@ -153,7 +164,14 @@ def validate(spec: SloSpec) -> SloSpec:
                 f"{where}: burn rate {alert.factor} x budget {spec.budget:g} reaches an "
                 "error ratio of 1: the alert could never fire"
             )
+    alerts = tuple(replace(a, severity=spec_word(a.severity)) for a in alerts)
     return replace(spec, metric=metric, alerts=alerts)
+
+
+def spec_word(severity: str) -> Severity:
+    """The SLO's word for a known severity: `critical` (or `page`) -> page, `warning` (or
+    `ticket`) -> ticket."""
+    return "page" if SPEC_WORDS[severity.strip().lower()] == CRITICAL else "ticket"
 
 
 def validate_all(specs: tuple[SloSpec, ...]) -> tuple[SloSpec, ...]:

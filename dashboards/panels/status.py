@@ -10,6 +10,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
+from collector.settings.severity import CRITICAL, WARNING
 from dashboards.panels.common import DS, QSEL, query
 from dashboards.panels.layout import Cell, Section
 
@@ -65,15 +66,17 @@ def section() -> Section:
     counts = [
         _count(
             "Paging",
-            "Critical ragpulse alerts firing now (page: a quality drop caught by the fast "
-            "detector, a canary worse than its baseline, ingest stopped).",
-            f'count({FIRING},severity="critical"}}) or vector(0)',
+            f"Ragpulse alerts of severity {CRITICAL} firing now, each a page (a quality drop "
+            "caught by the fast detector, an SLO's fast burn, a canary worse than its "
+            "baseline, ingest stopped).",
+            f'count({FIRING},severity="{CRITICAL}"}}) or vector(0)',
             "red",
         ),
         _count(
             "Tickets",
-            "Warning ragpulse alerts firing now (slow drift, thresholds, judge health).",
-            f'count({FIRING},severity="warning"}}) or vector(0)',
+            f"Ragpulse alerts of severity {WARNING} firing now, each a ticket (slow drift, "
+            "an SLO's slow burn, thresholds, judge health).",
+            f'count({FIRING},severity="{WARNING}"}}) or vector(0)',
             "orange",
         ),
         _count(

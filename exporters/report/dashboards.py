@@ -56,6 +56,9 @@ class Target:
     ref_id: str
     expr: str
     legend: str
+    instant: bool = False
+    """Grafana's "Instant" query: one value at the range's end (a table of what holds now,
+    such as the firing alerts), not the series over the range."""
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,7 @@ def _panel(item: Mapping[str, Any], row: str) -> Panel:
             ref_id=str(t.get("refId", chr(65 + i))),
             expr=str(t["expr"]),
             legend=str(t.get("legendFormat") or ""),
+            instant=bool(t.get("instant")) and not t.get("range"),
         )
         for i, t in enumerate(item.get("targets") or [])
         if isinstance(t, dict) and t.get("expr") and not t.get("hide")

@@ -98,10 +98,19 @@ def grafana_variables(
 def fetch(
     client: PromClient, panel: Panel, values: Mapping[str, str], span: TimeRange
 ) -> list[Named]:
+    """Each target's series over the range; an instant target's value at the range's end
+    only (a series that ended before it, such as a resolved alert's, is not shown)."""
     out = []
     for target in panel.targets:
         expr = substitute(target.expr, values)
-        for series in client.query_range(expr, span.start, span.end, span.step):
+        if target.instant:
+            found = [
+                Series(labels, (span.end,), (value,))
+                for labels, value in client.query(expr, span.end)
+            ]
+        else:
+            found = client.query_range(expr, span.start, span.end, span.step)
+        for series in found:
             if series.values:
                 out.append(Named(legend(target.legend, series.labels), series, target.ref_id))
     return out

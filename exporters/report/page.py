@@ -56,7 +56,9 @@ tr[data-level="no data"] td { color: var(--muted); }
 .alert .runbook { color: var(--muted); font-size: 11px; cursor: pointer; overflow: hidden;
   display: -webkit-box; -webkit-line-clamp: 2; -webkit-box-orient: vertical; }
 .alert .runbook.full { display: block; }
-.other-alerts { margin-top: 6px; font-size: 12px; }
+.other-alerts, .resolved-alerts { margin-top: 6px; font-size: 12px; }
+.alert[data-state="resolved"] { opacity: 0.7; }
+.alert[data-state="resolved"] .sev { color: var(--muted); }
 .grid { display: grid; grid-template-columns: repeat(24, minmax(0, 1fr)); gap: 10px; }
 .panel { position: relative; background: #fff; border: 1px solid var(--line); border-radius: 6px;
   padding: 8px 10px; min-width: 0; }

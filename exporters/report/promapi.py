@@ -122,6 +122,19 @@ class PromClient:
         found = data.get("alerts", []) if isinstance(data, dict) else []
         return [a for a in found if isinstance(a, dict)]
 
+    def alerting_rules(self) -> list[dict[str, Any]]:
+        """The alerting rules Prometheus evaluates (`/api/v1/rules?type=alert`): name,
+        labels and annotations as written (templates not expanded)."""
+        data = self._get("rules", {"type": "alert"})
+        groups = data.get("groups", []) if isinstance(data, dict) else []
+        return [
+            rule
+            for group in groups
+            if isinstance(group, dict)
+            for rule in group.get("rules", [])
+            if isinstance(rule, dict) and rule.get("type", "alerting") == "alerting"
+        ]
+
     def exemplars(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
         """`/api/v1/query_exemplars` of the selectors in `expr` over [start, end]: groups of
         `seriesLabels` and `exemplars` (empty when the server keeps none)."""

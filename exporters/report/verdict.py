@@ -3,8 +3,9 @@ values already fetched from Prometheus (`verdict_data` fetches them).
 
 A tier (a row of the overview dashboard: retrieval, generation, judges, UX, embeddings)
 is
-- **paging** when a critical alert on one of its metrics fires,
-- **watch** when a warning alert fires, a drift detector is at or past its threshold
+- **paging** when a critical alert (a page: a quality drop, an SLO's fast burn, ...) on
+  one of its metrics fires,
+- **watch** when a warning alert (a ticket) fires, a drift detector is at or past its threshold
   (score >= 1), the last hour's 95% CI lies wholly on the bad side of the 7-day value, or
   the last hour's value is in a bad seed band (the panel's red thresholds),
 - **fine** when it has values and none of that holds,
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+
+from collector.settings.severity import is_page
 
 LEVELS = ("no data", "fine", "watch", "paging")
 """From least to most urgent; a tier's level is the most urgent of its reasons."""
@@ -58,6 +61,9 @@ class Reading:
 
 @dataclass(frozen=True)
 class FiringAlert:
+    """An alert firing at the report's time, or (`until` set) one that fired in its range
+    and had resolved by its end (`exporters/report/firing.py`)."""
+
     name: str
     severity: str
     metric: str | None
@@ -66,6 +72,12 @@ class FiringAlert:
     description: str
     runbook_url: str | None = None
     since: float | None = None
+    until: float | None = None
+    """When a resolved alert last fired (epoch s); None while it fires."""
+
+    @property
+    def firing(self) -> bool:
+        return self.until is None
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,7 @@ def judge(
     """The verdict of one tier from its metrics' readings, the firing alerts on its
     metrics and the top slices of its changes."""
     mine = set(tier.metrics)
-    own_alerts = tuple(a for a in alerts if a.metric in mine)
+    own_alerts = tuple(a for a in alerts if a.firing and a.metric in mine)
     with_data = sum(1 for m in tier.metrics if m in readings and readings[m].hour is not None)
     findings = tuple(
         Finding(readings[m], reasons)
@@ -139,7 +151,7 @@ def judge(
     if findings and _rank(level) < _rank("watch"):
         level = "watch"
     for alert in own_alerts:
-        wanted = "paging" if alert.severity == "critical" else "watch"
+        wanted = "paging" if is_page(alert.severity) else "watch"
         if _rank(wanted) > _rank(level):
             level = wanted
     # the worst first: alerts' metrics, then the largest drift
@@ -159,16 +171,28 @@ def judge(
 
 @dataclass(frozen=True)
 class Verdict:
-    """Every tier's verdict, the alerts on no tier's metric, and the overall level."""
+    """Every tier's verdict, the alerts on no tier's metric, the alerts resolved in the
+    range (shown, never counted) and the overall level."""
 
     tiers: tuple[TierVerdict, ...]
     other_alerts: tuple[FiringAlert, ...] = field(default_factory=tuple)
+    resolved: tuple[FiringAlert, ...] = field(default_factory=tuple)
+
+    @property
+    def firing(self) -> tuple[FiringAlert, ...]:
+        """Every alert firing at the report's time (each on one tier, or on none)."""
+        return (*(a for t in self.tiers for a in t.alerts), *self.other_alerts)
+
+    def pages_and_tickets(self) -> tuple[int, int]:
+        """How many firing alerts page (critical) and how many are tickets (the rest)."""
+        pages = sum(1 for a in self.firing if is_page(a.severity))
+        return pages, len(self.firing) - pages
 
     @property
     def level(self) -> str:
         levels = [t.level for t in self.tiers]
         for alert in self.other_alerts:
-            levels.append("paging" if alert.severity == "critical" else "watch")
+            levels.append("paging" if is_page(alert.severity) else "watch")
         return max(levels, key=_rank, default="no data")
 
 
@@ -181,7 +205,8 @@ def judge_all(
     claimed = {m for t in tiers for m in t.metrics}
     return Verdict(
         tiers=tuple(judge(t, readings, alerts, slices) for t in tiers),
-        other_alerts=tuple(a for a in alerts if a.metric not in claimed),
+        other_alerts=tuple(a for a in alerts if a.firing and a.metric not in claimed),
+        resolved=tuple(a for a in alerts if not a.firing),
     )
 
 

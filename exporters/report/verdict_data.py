@@ -1,17 +1,18 @@
 """What the verdict is computed from, read from the overview dashboard's JSON and from
 Prometheus: the tiers (the overview's metric rows), each metric's overall 1h and 7d
 values with the 1h CI and drift score, since when it has been worse, the top slices
-(`ragpulse_change_attribution{rank="1"}`) and the firing alerts with their annotations."""
+(`ragpulse_change_attribution{rank="1"}`) and the alerts firing at the report's time
+(`firing.py`), with those resolved in its range."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
 
 from evaluators.registry import describe
 from exporters.report.dashboards import Dashboard, Panel, css_color
 from exporters.report.drilldown import panel_metric
+from exporters.report.firing import alerts_at
 from exporters.report.promapi import PromClient, QueryError
 from exporters.report.verdict import FiringAlert, Reading, Tier, TopSlice, worse_since
 
@@ -135,36 +136,6 @@ def top_slices(client: PromClient, now: float) -> list[TopSlice]:
     )
 
 
-def _epoch(text: object) -> float | None:
-    try:
-        return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def firing_alerts(client: PromClient) -> list[FiringAlert]:
-    """The firing alerts, critical first, with their runbook text."""
-    out = []
-    for alert in client.alerts():
-        if alert.get("state") != "firing":
-            continue
-        labels = alert.get("labels") or {}
-        notes = alert.get("annotations") or {}
-        out.append(
-            FiringAlert(
-                name=str(labels.get("alertname", "")),
-                severity=str(labels.get("severity", "")),
-                metric=labels.get("metric"),
-                tenant=labels.get("tenant") or None,
-                summary=str(notes.get("summary", "")),
-                description=str(notes.get("description", "")),
-                runbook_url=notes.get("runbook_url"),
-                since=_epoch(alert.get("activeAt")),
-            )
-        )
-    return sorted(out, key=lambda a: (a.severity != "critical", a.name, a.metric or ""))
-
-
 def fetch_all(
     client: PromClient, tier_list: Sequence[Tier], stats: dict[str, Panel], now: float, start: float
 ) -> tuple[dict[str, Reading], list[FiringAlert], list[TopSlice]]:
@@ -176,7 +147,7 @@ def fetch_all(
     except QueryError:
         found = {}
     try:
-        alerts = firing_alerts(client)
+        alerts = alerts_at(client, now, start)
     except QueryError:
         alerts = []
     try:

@@ -80,13 +80,17 @@ def alert_html(alert: FiringAlert, now: float) -> str:
     where = f" ({escape(alert.metric)})" if alert.metric else ""
     tenant = f", tenant {escape(alert.tenant)}" if alert.tenant else ""
     since = f", {escape(_when(alert.since, now))}" if alert.since is not None else ""
+    if alert.until is not None:
+        clock = datetime.fromtimestamp(alert.until, UTC).strftime("%H:%M UTC")
+        since = f", resolved: last firing at {escape(clock)}"
     link = (
         f' <a class="runbook-link" href="{escape(alert.runbook_url)}">runbook</a>'
         if alert.runbook_url
         else ""
     )
+    state = "firing" if alert.firing else "resolved"
     return (
-        f'<div class="alert" data-severity="{escape(alert.severity)}">'
+        f'<div class="alert" data-severity="{escape(alert.severity)}" data-state="{state}">'
         f'<span class="sev">{escape(alert.severity)}</span> <b>{escape(alert.name)}</b>{where}'
         f'{tenant}{since}{link}<div class="summary">{escape(alert.summary)}</div>'
         f'<div class="runbook" title="click to read all">{escape(alert.description)}</div></div>'
@@ -114,6 +118,10 @@ def _links(verdict: TierVerdict, worst: Mapping[str, str]) -> str:
     )
 
 
+def _many(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def headline(verdict: Verdict) -> str:
     counts: dict[str, int] = {}
     for tier in verdict.tiers:
@@ -122,6 +130,11 @@ def headline(verdict: Verdict) -> str:
     said = ", ".join(f"{counts[level]} {level}" for level in order if counts.get(level))
     if verdict.other_alerts:
         said += f"; {len(verdict.other_alerts)} other alert(s) firing"
+    pages, tickets = verdict.pages_and_tickets()
+    if pages or tickets:
+        said += f"; firing: {_many(pages, 'page')}, {_many(tickets, 'ticket')}"
+    if verdict.resolved:
+        said += f"; {len(verdict.resolved)} resolved in range"
     word = {"paging": "PAGING", "watch": "WATCH", "fine": "FINE", "no data": "NO DATA"}
     return f"Quality: {word[verdict.level]} — tiers: {said or 'none'}"
 
@@ -150,6 +163,13 @@ def verdict_html(
         other = (
             '<div class="other-alerts"><b>Firing on no quality metric:</b>'
             + "".join(alert_html(a, now) for a in verdict.other_alerts)
+            + "</div>"
+        )
+    if verdict.resolved:
+        other += (
+            '<div class="resolved-alerts"><b>Resolved in range</b> (fired, no longer firing '
+            "at the report's time; not counted):"
+            + "".join(alert_html(a, now) for a in verdict.resolved)
             + "</div>"
         )
     return (

@@ -10,11 +10,12 @@ from typing import Any
 
 import yaml
 
+from collector.settings.severity import CRITICAL, MEANING, WARNING
 from ragpulse.docs.markdown import BANNER, code, table
 
 RULES = Path(__file__).resolve().parents[2] / "dashboards" / "prometheus" / "rules"
 
-INTRO = """# Alert rules
+INTRO = f"""# Alert rules
 
 Every alert ragpulse ships, read from the Prometheus rule files in
 `dashboards/prometheus/rules/` (`quality.yml` is generated from the metric registry by
@@ -22,6 +23,12 @@ Every alert ragpulse ships, read from the Prometheus rule files in
 have several rules (one per tier of metrics, say): they share a runbook. Every rule's
 `runbook_url` annotation links to its runbook page here; see
 [Runbooks](../runbooks/index.md) for the site address written into them.
+
+Every rule's `severity` is one of two (`collector/settings/severity.py`): **{CRITICAL}**
+({MEANING[CRITICAL]}) goes to the `pager` receiver of
+`deploy/alertmanager/alertmanager.yml`, **{WARNING}** ({MEANING[WARNING]}) to
+`tickets`. An SLO declares its alerts as `page` or `ticket` (the SRE Workbook's words):
+its rules say `{CRITICAL}` and `{WARNING}`.
 
 """
 

@@ -4,6 +4,7 @@ common causes and how to silence it without hiding other problems."""
 
 from __future__ import annotations
 
+from collector.settings.severity import MEANING
 from dashboards.runbooks import DOCS_URL, RUNBOOKS, Runbook
 from ragpulse.docs.alerts_page import Rule, by_alert, rules
 from ragpulse.docs.markdown import BANNER, code, table
@@ -50,8 +51,11 @@ def _matchers(book: Runbook) -> str:
 
 
 def render_runbook(book: Runbook, alert_rules: list[Rule]) -> str:
-    severities = ", ".join(sorted({r.labels.get("severity", "") for r in alert_rules}))
-    parts = [BANNER, f"# {book.alert}\n\n", f"Severity: **{severities}**.\n\n"]
+    severities = "; ".join(
+        f"**{s}** ({MEANING[s]})" if s in MEANING else f"**{s}**"
+        for s in sorted({r.labels.get("severity", "") for r in alert_rules})
+    )
+    parts = [BANNER, f"# {book.alert}\n\n", f"Severity: {severities}.\n\n"]
     parts.append(f"## What it means\n\n{book.means}\n\n")
     description = alert_rules[0].annotations.get("description", "")
     if description:

@@ -17,6 +17,7 @@ from collector.settings import (
 )
 from collector.settings.openslo import load_openslo, parse_openslo
 from collector.settings.slo_spec import validate
+from dashboards import slo_rules
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "slo.yaml"
 
@@ -210,6 +211,41 @@ def test_invalid_slos_are_one_line_errors(text: str, error: str) -> None:
     message = str(caught.value)
     assert error in message
     assert "\n" not in message
+
+
+def _with_policy(severity: str) -> str:
+    policy = (
+        "  alertPolicies:\n    - kind: AlertPolicy\n      metadata: {name: p}\n"
+        "      spec:\n        conditions:\n          - kind: AlertCondition\n"
+        "            metadata: {name: c}\n            spec:\n"
+        f"              severity: {severity}\n"
+        "              condition: {kind: burnrate, op: gte, threshold: 6, lookbackWindow: 6h}\n"
+    )
+    return _slo() + policy
+
+
+@pytest.mark.parametrize(
+    ("word", "kept"), [("page", "page"), ("ticket", "ticket"), ("critical", "page"),
+                       ("warning", "ticket"), ("Critical", "page")],
+)  # fmt: skip
+def test_an_alert_severity_is_the_slos_word_and_its_label_is_the_pair(word: str, kept: str) -> None:
+    (spec,) = parse_openslo(_with_policy(word))
+    assert [a.severity for a in spec.alerts] == [kept]
+    (rule,) = [r for r in slo_rules.alert_rules(spec) if "alert" in r]
+    assert rule["labels"]["severity"] == {"page": "critical", "ticket": "warning"}[kept]
+    assert (rule["labels"]["metric"], rule["labels"]["tier"]) == ("faithfulness", "generation")
+
+
+@pytest.mark.parametrize("word", ["high", "sev1", "pager", "''"])
+def test_an_unknown_alert_severity_is_refused_naming_the_accepted_ones(word: str) -> None:
+    with pytest.raises(SloSpecError) as caught:
+        parse_openslo(_with_policy(word))
+    message = str(caught.value)
+    assert "is not one ragpulse routes: use page (= critical" in message
+    assert "ticket (= warning" in message and "\n" not in message
+    base = SloSpec(name="x", metric="mrr", target=0.95, window="28d")
+    with pytest.raises(SloSpecError, match="slo 'x': severity 'high' is not one ragpulse routes"):
+        validate(SloSpec(**{**_fields(base), "alerts": (BurnAlert("high", 6, "6h", "30m"),)}))  # type: ignore[arg-type]
 
 
 def test_alert_checks() -> None:

@@ -31,7 +31,13 @@ def test_alerts_follow_the_workbook() -> None:
     )
     assert 'increase1d{slo="faithfulness"} >= 11' in ticket["expr"]
     assert 'ragpulse_slo:error_ratio:rate3d{slo="faithfulness"} > 0.05' in ticket["expr"]
-    assert (page["labels"]["severity"], ticket["labels"]["severity"]) == ("page", "ticket")
+    # the SLO's page and ticket are the rule labels every ragpulse alert uses, with the
+    # SLI's metric and tier (the report's tiers, Alertmanager's grouping)
+    assert page["labels"] == {
+        "severity": "critical", "slo": "faithfulness", "metric": "faithfulness",
+        "tier": "generation",
+    }  # fmt: skip
+    assert ticket["labels"] == {**page["labels"], "severity": "warning"}
     recorded = {r["record"] for r in slo_rules.recording_rules(FAITHFULNESS)}
     assert {"ragpulse_slo:error_budget_remaining", "ragpulse_slo:burn_rate:rate1h"} <= recorded
     assert 'increase(ragpulse_slo_events_total{slo="faithfulness"}[28d])' in str(

@@ -8,6 +8,14 @@ receivers the test points at a local webhook (and whose waits it shortens; nothi
 routing, grouping or inhibition is changed). The pager must get exactly one notification
 per tenant x tier incident, holding every correlated alert with its runbook text, and the
 ticket must be inhibited by the page.
+
+Every alert rule ragpulse ships or generates (the rule files, their Kubernetes forms, what
+`ragpulse slo rules` writes for the example SLOs) goes through the real router,
+`amtool config routes test`, with its labels: each is `critical` or `warning`
+(`collector/settings/severity.py`), and reaches the pager or the tickets accordingly. An
+SLO's fast burn, posted to the real Alertmanager with its generated labels, pages in one
+notification with the drop of its tier and tenant, and holds back the slow burn of the
+same SLO and tenant.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,17 +36,29 @@ import pytest
 import yaml
 
 from collector.jobs.publish import QualityPoint
+from collector.settings.openslo import load_openslo
+from collector.settings.severity import CRITICAL, SEVERITIES, WARNING
+from dashboards import slo_rules
+from dashboards.boards import SLO_EXAMPLE
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
+from ragpulse.cli import main
 from tests.fixtures.prometheus import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "deploy" / "alertmanager" / "alertmanager.yml"
 RULES = ROOT / "dashboards" / "prometheus" / "rules" / "quality.yml"
+RULE_FILES = ROOT / "dashboards" / "prometheus" / "rules"
+KUBERNETES_RULES = ROOT / "deploy" / "kubernetes" / "base" / "generated" / "prometheusrules.yaml"
 BINARY = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
+AMTOOL = shutil.which("amtool")
 pytestmark = pytest.mark.skipif(
-    BINARY is None, reason="Alertmanager is not installed (Debian package prometheus-alertmanager)"
+    BINARY is None or AMTOOL is None,
+    reason="Alertmanager is not installed (Debian package prometheus-alertmanager)",
 )
+RECEIVER = {CRITICAL: "pager", WARNING: "tickets"}
+EXAMPLE_LABELS = {"tenant": "acme"}
+"""A label the series give an alert (the shipped rules' groups are per tenant)."""
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -153,3 +174,145 @@ def test_one_page_per_incident_with_its_runbook_and_tickets_inhibited(
         assert alert["labels"]["metric"] in alert["annotations"]["summary"]
     (globex,) = groups[("globex", "generation")]["alerts"]
     assert globex["labels"]["metric"] == "faithfulness"
+
+
+def _alert_rules(documents: list[Any]) -> list[dict[str, Any]]:
+    """The alerting rules of rule files (`groups`) or PrometheusRule objects (`spec`)."""
+    out = []
+    for doc in documents:
+        groups = (doc.get("spec") or doc).get("groups") or [] if isinstance(doc, dict) else []
+        out += [r for g in groups for r in g.get("rules", []) if "alert" in r]
+    return out
+
+
+def _every_rule(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each shipped and generated rule file and its alerting rules."""
+    files = {p.name: [yaml.safe_load(p.read_text())] for p in sorted(RULE_FILES.glob("*.yml"))}
+    files[KUBERNETES_RULES.name] = list(yaml.safe_load_all(KUBERNETES_RULES.read_text()))
+    out = tmp_path / "slo"
+    assert main(["slo", "rules", "--openslo", str(SLO_EXAMPLE), "--output", str(out)]) == 0
+    for path in sorted((out / "rules").glob("*.yml")):
+        files[f"ragpulse slo rules: {path.name}"] = [yaml.safe_load(path.read_text())]
+    return {name: _alert_rules(docs) for name, docs in files.items()}
+
+
+def _route(labels: dict[str, str]) -> str:
+    """The receiver(s) the shipped config sends an alert with these labels to."""
+    assert AMTOOL is not None
+    done = subprocess.run(
+        [AMTOOL, "config", "routes", "test", f"--config.file={SHIPPED}",
+         *(f"{k}={v}" for k, v in sorted(labels.items()))],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_every_shipped_and_generated_alert_routes_by_its_severity(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = _every_rule(tmp_path)
+    capsys.readouterr()  # the paths `slo rules` printed
+    # what the shipped files hold: quality, drift, threshold, canary, operations and the SLOs
+    assert {"quality.yml", "operations.yml", "slo-faithfulness.yml"} <= set(files)
+    assert len([f for f in files if f.startswith("ragpulse slo rules")]) == 5
+    routed: dict[tuple[tuple[str, str], ...], str] = {}
+    count = 0
+    for name, rules in files.items():
+        assert rules, name
+        for rule in rules:
+            count += 1
+            labels = {**EXAMPLE_LABELS, **rule.get("labels", {}), "alertname": rule["alert"]}
+            severity = labels.get("severity")
+            assert severity in SEVERITIES, (name, rule["alert"], severity)
+            key = tuple(sorted(labels.items()))
+            if key not in routed:
+                routed[key] = _route(labels)
+            assert routed[key] == RECEIVER[severity], (name, rule["alert"], labels)
+    assert count > 90 and len(routed) > 35, (count, len(routed))
+    pages = {dict(k)["alertname"] for k, v in routed.items() if v == "pager"}
+    assert {"RagpulseQualityDropPage", "RagpulseSloFastBurn", "RagpulseCanaryWorse"} <= pages
+    # the router does tell them apart: the SLO's own word would have fallen to the tickets
+    assert _route({"alertname": "RagpulseSloFastBurn", "severity": "page", "tenant": "acme"}) == (
+        "tickets"
+    )
+
+
+def test_the_inhibition_rules_pass_the_config_check() -> None:
+    assert AMTOOL is not None
+    done = subprocess.run(
+        [AMTOOL, "check-config", str(SHIPPED)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 inhibit rules" in done.stdout
+
+
+def _post_alerts(port: int, alerts: list[dict[str, Any]]) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v2/alerts",
+        data=json.dumps(alerts).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+@pytest.mark.slow
+def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
+    tmp_path: Path, http_server: Any
+) -> None:
+    _Recorder.received = []
+    port = http_server(lambda: b"")
+    _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
+    specs = {s.name: s for s in load_openslo(SLO_EXAMPLE)}
+
+    def alert(name: str, severity: str, slo: str, tenant: str) -> dict[str, Any]:
+        labels = {**slo_rules.labels(specs[slo], severity), "tenant": tenant}
+        return {"labels": {"alertname": name, **labels}, "annotations": {"summary": name}}
+
+    drop = {"alertname": "RagpulseQualityDropPage", "severity": "critical", "tier": "retrieval",
+            "metric": "hit_rate@1", "tenant": "acme"}  # fmt: skip
+    alerts = [
+        alert("RagpulseSloFastBurn", "page", "retrieval-hit", "acme"),
+        {"labels": drop, "annotations": {"summary": "drop"}},  # the same incident
+        alert("RagpulseSloSlowBurn", "ticket", "retrieval-hit", "acme"),  # held back
+        alert("RagpulseSloSlowBurn", "ticket", "faithfulness", "globex"),  # another tenant
+    ]
+    am_port = free_port()
+    assert BINARY is not None
+    log = (tmp_path / "alertmanager.log").open("wb")
+    am = subprocess.Popen(
+        [BINARY, f"--config.file={tmp_path / 'alertmanager.yml'}",
+         f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
+         "--cluster.listen-address="],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                _post_alerts(am_port, alerts)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(_Recorder.received) < 2:
+            time.sleep(0.3)
+        time.sleep(6)  # anything else (the held-back slow burn) would come by now
+    finally:
+        am.terminate()
+        am.wait(timeout=10)
+    sent = [
+        (path, sorted(a["labels"]["alertname"] for a in body["alerts"]), body["groupLabels"])
+        for path, body in _Recorder.received
+    ]
+    # the burn and the drop of hit_rate@1 are one retrieval incident of acme: ONE page
+    assert sorted(sent) == [
+        ("/pager", ["RagpulseQualityDropPage", "RagpulseSloFastBurn"],
+         {"severity": "critical", "tenant": "acme", "tier": "retrieval"}),
+        ("/tickets", ["RagpulseSloSlowBurn"],
+         {"severity": "warning", "tenant": "globex", "tier": "generation"}),
+    ]  # fmt: skip

@@ -98,3 +98,18 @@ def test_worse_since_is_the_start_of_the_trailing_worse_run() -> None:
     assert worse_since({**hour, 50.0: 0.9}, week, "higher") is None
     assert worse_since(hour, week, "none") is None
     assert worse_since({}, week, "higher") is None
+
+
+def test_an_slo_fast_burn_pages_its_tier_and_a_resolved_alert_counts_nowhere() -> None:
+    readings = {"faithfulness": _steady("faithfulness")}
+    burn = FiringAlert("RagpulseSloFastBurn", "critical", "faithfulness", "acme", "burns", "")
+    assert judge(GEN, readings, [burn], []).level == "paging"
+    ended = FiringAlert("RagpulseSloSlowBurn", "warning", "faithfulness", "acme", "", "", until=9.0)
+    other = FiringAlert("RagpulseNoTraces", "critical", None, None, "", "", until=9.0)
+    verdict = judge_all([GEN, RET], readings, [ended, other], [])
+    assert verdict.level == "fine" and verdict.other_alerts == ()
+    assert verdict.resolved == (ended, other)
+    assert [t.alerts for t in verdict.tiers] == [(), ()]
+    assert verdict.pages_and_tickets() == (0, 0)
+    firing = judge_all([GEN, RET], readings, [burn, ended, _alert("warning", None)], [])
+    assert firing.pages_and_tickets() == (1, 1) and firing.level == "paging"
