@@ -7,6 +7,7 @@ import contextlib
 import logging
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -191,9 +192,12 @@ def _otel_apps(settings: Settings, rate: float, run_tag: str) -> Any:
     )
 
 
-def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: str) -> None:
-    """Replay sample rounds until stopped; each round gets fresh ids and timestamps, and
-    every id carries this start's `run_tag`, so a restart never replays a stored id."""
+def _traffic(
+    settings: Settings, rate: float, stop: threading.Event, run_tag: str, started: datetime
+) -> None:
+    """Replay sample rounds until stopped; each round gets fresh ids and timestamps (none
+    before `started`: the store's history is as long as the demo has run), and every id
+    carries this start's `run_tag`, so a restart never replays a stored id."""
     from collector.ingest.kafka.producer import make_producer, publish
     from ragpulse.demo.traffic import generate_round
 
@@ -203,7 +207,7 @@ def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: st
         while not stop.is_set():
             sent = publish(
                 producer,
-                generate_round(round_no, run=run_tag),
+                generate_round(round_no, run=run_tag, not_before=started),
                 topic="rag.traces",
                 rate=rate,
                 should_stop=stop.is_set,
@@ -311,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
         service.install_signal_handlers()
         producer = threading.Thread(
             target=_traffic,
-            args=(settings, args.rate, service.stop_event, run_tag),
+            args=(settings, args.rate, service.stop_event, run_tag, datetime.now(UTC)),
             name="ragpulse-demo-traffic",
             daemon=True,
         )
