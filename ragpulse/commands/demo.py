@@ -118,11 +118,44 @@ def handoff_settings(settings: Settings) -> dict[str, Any]:
         "exporter": {"host": settings.exporter.host, "port": settings.exporter.port},
         "receiver": {"host": settings.receiver.host, "port": settings.receiver.port},
     }
+    slo = _slo_handoff(settings)
+    if slo:
+        out["slo"] = slo
     if settings.judge.models:
         out["judge"] = {"models": list(settings.judge.models)}
         if settings.judge.api_base:
             out["judge"]["api_base"] = settings.judge.api_base
     return out
+
+
+def _slo_handoff(settings: Settings) -> dict[str, Any]:
+    """The demo's SLOs as settings, so `ragpulse slo check` and the report see the SLOs
+    whose alerts the demo's Prometheus evaluates."""
+    slo = settings.slo
+    out: dict[str, Any] = {}
+    if slo.openslo_file is not None:
+        out["openslo_file"] = str(slo.openslo_file.resolve())
+    if slo.objectives:
+        out["objectives"] = [o.model_dump(mode="json") for o in slo.objectives]
+    return out
+
+
+def slo_line(settings: Settings, prometheus: bool) -> str | None:
+    """The start-up line naming the demo's SLOs, where they come from and where their
+    alerts fire (None: no SLO)."""
+    specs = settings.slo.specs()
+    if not specs:
+        return None
+    names = ", ".join(spec.name for spec in specs)
+    source = settings.slo.openslo_file
+    where = f" from {source}" if source is not None else ""
+    alerts = "in the Prometheus above" if prometheus else "with Prometheus (not running)"
+    return (
+        f"  slos       {len(specs)} quality SLO{'s' if len(specs) > 1 else ''}{where} "
+        f"({names}):\n"
+        f"             events on /metrics, burn-rate alerts {alerts}; "
+        "`ragpulse slo check` lists them"
+    )
 
 
 def with_local_judge(settings: Settings, api_base: str) -> Settings:
@@ -353,6 +386,9 @@ def run(args: argparse.Namespace) -> int:
                 "one HTML page, from this folder; elsewhere add --prometheus "
                 f"{prometheus.url})"
             )
+        slos = slo_line(settings, prometheus is not None)
+        if slos is not None:
+            print(slos)
         given = handoff.write(
             directory,
             handoff_settings(settings),
