@@ -52,7 +52,15 @@ def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.jobs.explain import explain
     from collector.settings import parse_duration
-    from collector.store.history import short_of, shortest_window, span_text, stored_history
+    from collector.store.history import (
+        have_text,
+        needed,
+        short_of,
+        shortest_window,
+        shortfall,
+        span_text,
+        stored_history,
+    )
     from collector.store.session import make_engine
     from ragpulse.metric_jobs import metric_target
     from ragpulse.store_check import require_migrated
@@ -76,12 +84,26 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(url)
     span = timedelta(seconds=baseline)
     minimum = shortest_window(settings.scheduler.windows)
+    fallback: str | None = None
+    asked_until = until
     try:
         with Session(engine) as session:
             history = stored_history(session, jobs=target.jobs, until=until)
             if short_of(history, since - span, since, minimum):
-                print(_too_short(args, asked, history, until, span, minimum))
-                return 1
+                what = f"the {asked} baseline before the {args.since} window"
+                missing = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
+                split = young_split(history)
+                if split is None:
+                    print(f"{missing}; {_wait(settings)}")
+                    return 1
+                fallback = (
+                    f"{missing}.\n  Explained with the history there is: the last "
+                    f"{span_text(split[1] - split[0])} of scored traces (to "
+                    f"{split[1]:%H:%M:%S} UTC) against the {span_text(split[2])} before them; "
+                    f"the {args.since} window and {asked} baseline work once "
+                    f"{span_text(needed(span, minimum))} of history precedes the window"
+                )
+                since, until, span = split
             found = explain(
                 session,
                 jobs=target.jobs,
@@ -95,10 +117,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if found is None:
-        print(
-            f"{args.metric}: too few scored traces in the window or the baseline to explain "
-            "a change (try a longer --since, or `ragpulse jobs run`)"
-        )
+        if fallback is not None:
+            print(
+                f"{args.metric}: {have_text(history, asked_until)}, too few scored "
+                f"traces yet to compare two parts of it; {_wait(settings)}"
+            )
+        else:
+            print(
+                f"{args.metric}: too few scored traces in the window or the baseline to "
+                "explain a change (try a longer --since, or `ragpulse jobs run`)"
+            )
         return 1
     shown = found.slices[: args.top]
     start = found.baseline_since
@@ -114,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
                     "headline": found.headline(),
                     "baseline_from": start.isoformat(),
                     "baseline_asked": asked,
+                    "window_from": found.since.isoformat(),
+                    "window_until": found.until.isoformat(),
+                    "history_note": fallback,
                     "mix_note": note,
                     "window_mean": found.window_mean,
                     "baseline_mean": found.baseline_mean,
@@ -126,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    if fallback is not None:
+        print(fallback)
     print(found.headline())
+    # seconds when the periods are minutes long (a young store)
+    stamp = "%Y-%m-%d %H:%M" if found.until - start >= timedelta(hours=2) else "%Y-%m-%d %H:%M:%S"
     baseline_text = (
         f"the {span_text(found.since - start)} of history before the window, {asked} asked: "
         if short_baseline
@@ -134,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"  window n={found.n_window}, baseline n={found.n_baseline} ({baseline_text}"
-        f"{start:%Y-%m-%d %H:%M} – {found.since:%Y-%m-%d %H:%M} UTC)"
+        f"{start:{stamp}} – {found.since:{stamp}} UTC)"
     )
     print(
         f"  {'slice':34s} {'share':>11s} {'mean':>15s} {'contribution [95% CI]':>28s} {'of Δ':>6s}"
@@ -152,31 +187,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _too_short(
-    args: argparse.Namespace,
-    asked: str,
-    history: History,
-    until: datetime,
-    span: timedelta,
-    minimum: timedelta,
-) -> str:
-    """What is missing, and the --since/--baseline that fit the history there is: its
-    last quarter against the rest (whole units, rounded down)."""
-    from collector.settings import parse_duration
-    from collector.store.history import duration_flag, needed, shortfall, span_text
+def young_split(history: History) -> tuple[datetime, datetime, timedelta] | None:
+    """(since, until, baseline) that fit a store too young for the spans asked: the last
+    quarter of its scored traces (first to last) against the rest; None when there is no
+    span of scored traces yet. The newest scored trace ends it, not now: the jobs score
+    new traffic a run behind, so the last minute holds few scored traces."""
+    if history.first is None or history.last is None or history.last <= history.first:
+        return None
+    until = history.last + timedelta(microseconds=1)
+    total = until - history.first
+    since = until - total / 4
+    return since, until, since - history.first
 
-    what = f"the {asked} baseline before the {args.since} window"
-    text = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
-    have = history.since(until)
-    if have < timedelta(minutes=2):
-        return text + "; wait a few minutes for traffic to be scored, then run it again"
-    window = duration_flag(have / 4)
-    baseline = duration_flag(have - timedelta(seconds=parse_duration(window)))
-    until_flag = f" --until {args.until}" if args.until else ""
+
+def _wait(settings: Any) -> str:
+    """What to do on a store with (nearly) nothing scored yet."""
     return (
-        f"{text}. With the history there is: ragpulse explain --metric {args.metric} "
-        f"--since {window} --baseline {baseline}{until_flag} (or wait until "
-        f"{span_text(needed(span, minimum))} of history precedes the window)"
+        f"the jobs score new traffic every {settings.scheduler.interval_s:g}s: run it again "
+        "in a minute or two"
     )
 
 

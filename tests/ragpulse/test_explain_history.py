@@ -52,21 +52,50 @@ def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_a_fresh_store_says_what_is_missing_and_which_flags_fit(
+def test_a_fresh_store_says_what_is_missing_and_explains_with_the_history_there_is(
     sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue 39: in the first hour `explain` explains the last quarter of the scored
+    traces against the rest (and says so), instead of refusing."""
     _outcomes(sqlite_url, _spread(timedelta(minutes=20), 200))
     monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
     code, out = _explain(capsys)  # the defaults: a 1h window, a 7d baseline
-    assert code == 1
-    assert out.startswith(
-        "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h. "
-        "With the history there is: ragpulse explain --metric hit_rate@1 --since 5m "
-        f"--baseline 15m --until {UNTIL}"
+    assert code == 0, out
+    first, second = out.splitlines()[:2]
+    assert first == "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h."
+    # the newest of the 200 traces is 6 s before NOW: the last quarter of 19 min 54 s
+    assert second == (
+        "  Explained with the history there is: the last 4 min of scored traces (to 11:59:54 "
+        "UTC) against the 14 min before them; the 1h window and 7d baseline work once 1h "
+        "of history precedes the window"
     )
+    assert "window n=50, baseline n=150 (2026-11-25 11:40:00 – 2026-11-25 11:54:55 UTC)" in out
+    code, out = _explain(capsys, "--json")
+    found = json.loads(out)
+    assert (found["n_window"], found["n_baseline"]) == (50, 150)
+    assert found["history_note"].startswith("hit_rate@1: 20 min of history")
+    # explicit spans the history does not hold take the same way
+    code, out = _explain(capsys, "--since", "2m", "--baseline", "30m")
+    assert code == 0 and "Explained with the history there is" in out
     code, out = _explain(capsys, "--since", "5m", "--baseline", "15m")
     assert code == 0, out
     assert "of history before the window" not in out  # the 15m baseline is all there
+    assert "Explained with" not in out
+
+
+def test_a_store_with_nothing_scored_says_to_wait(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)
+    assert code == 1
+    assert out == (
+        "hit_rate@1: no history; the 7d baseline before the 1h window needs ≥ 1h; the jobs "
+        "score new traffic every 60s: run it again in a minute or two\n"
+    )
+    _outcomes(sqlite_url, [(NOW - timedelta(seconds=30), 1.0, "v1")] * 3)
+    code, out = _explain(capsys)  # three traces at one time: no two parts to compare
+    assert code == 1 and "run it again in a minute or two" in out
 
 
 def test_a_shorter_baseline_is_used_and_said(
