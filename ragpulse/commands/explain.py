@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from collector.store.history import History
 
 SHOWN = 10
+SHORTEST_SPLIT = timedelta(seconds=30)
+"""The least span of scored traces a young store's split compares (seconds apart say
+nothing about a change)."""
 
 
 def register(subparsers: Any) -> None:
@@ -26,8 +29,9 @@ def register(subparsers: Any) -> None:
         "share of the traffic moved), which add up to the overall change, with 95% "
         "intervals and Welch's test of each slice's own change. On a young store the "
         "baseline is the history there is before the window, said in the output; with less "
-        "than the shortest evaluation window (1h) of it, or all of itself when shorter, "
-        "nothing is explained and the output names the --since/--baseline that fit.",
+        "than the shortest evaluation window (1h) of it, or all of itself when shorter, the "
+        "last quarter of the scored traces is explained against the rest instead, and the "
+        "output says so first.",
         epilog="example:\n  ragpulse explain --metric hit_rate@1 --since 1h\n"
         "  hit_rate@1 fell 0.12 (0.61 -> 0.49); 80% of the drop is tenant acme, version v7",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -55,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from collector.store.history import (
         have_text,
         needed,
+        newest_share_start,
         short_of,
         shortest_window,
         shortfall,
@@ -92,14 +97,17 @@ def run(args: argparse.Namespace) -> int:
             if short_of(history, since - span, since, minimum):
                 what = f"the {asked} baseline before the {args.since} window"
                 missing = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
-                split = young_split(history)
+                split = young_split(
+                    history,
+                    newest_share_start(session, jobs=target.jobs, until=until, share=0.25),
+                )
                 if split is None:
                     print(f"{missing}; {_wait(settings)}")
                     return 1
                 fallback = (
-                    f"{missing}.\n  Explained with the history there is: the last "
-                    f"{span_text(split[1] - split[0])} of scored traces (to "
-                    f"{split[1]:%H:%M:%S} UTC) against the {span_text(split[2])} before them; "
+                    f"{missing}.\n  Explained with the history there is: the newest quarter "
+                    f"of the scored traces (the last {span_text(split[1] - split[0])}, to "
+                    f"{split[1]:%H:%M:%S} UTC) against the older ones ({span_text(split[2])}); "
                     f"the {args.since} window and {asked} baseline work once "
                     f"{span_text(needed(span, minimum))} of history precedes the window"
                 )
@@ -187,17 +195,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def young_split(history: History) -> tuple[datetime, datetime, timedelta] | None:
-    """(since, until, baseline) that fit a store too young for the spans asked: the last
-    quarter of its scored traces (first to last) against the rest; None when there is no
-    span of scored traces yet. The newest scored trace ends it, not now: the jobs score
-    new traffic a run behind, so the last minute holds few scored traces."""
-    if history.first is None or history.last is None or history.last <= history.first:
+def young_split(
+    history: History, newest: datetime | None
+) -> tuple[datetime, datetime, timedelta] | None:
+    """(since, until, baseline) that fit a store too young for the spans asked: its newest
+    quarter of scored traces (from `newest`, `newest_share_start`) against the older ones;
+    None while the scored traces span less than `SHORTEST_SPLIT`. The newest scored trace
+    ends it, not now: the jobs score new traffic a run behind, so the last minute holds
+    few scored traces."""
+    if history.first is None or history.last is None or newest is None:
+        return None
+    if history.last - history.first < SHORTEST_SPLIT or newest <= history.first:
         return None
     until = history.last + timedelta(microseconds=1)
-    total = until - history.first
-    since = until - total / 4
-    return since, until, since - history.first
+    return newest, until, newest - history.first
 
 
 def _wait(settings: Any) -> str:

@@ -63,13 +63,13 @@ def test_a_fresh_store_says_what_is_missing_and_explains_with_the_history_there_
     assert code == 0, out
     first, second = out.splitlines()[:2]
     assert first == "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h."
-    # the newest of the 200 traces is 6 s before NOW: the last quarter of 19 min 54 s
+    # the newest quarter of the 200 traces: the 50 from 11:55 to the newest, 6 s before NOW
     assert second == (
-        "  Explained with the history there is: the last 4 min of scored traces (to 11:59:54 "
-        "UTC) against the 14 min before them; the 1h window and 7d baseline work once 1h "
-        "of history precedes the window"
+        "  Explained with the history there is: the newest quarter of the scored traces (the "
+        "last 4 min, to 11:59:54 UTC) against the older ones (15 min); the 1h window and 7d "
+        "baseline work once 1h of history precedes the window"
     )
-    assert "window n=50, baseline n=150 (2026-11-25 11:40:00 – 2026-11-25 11:54:55 UTC)" in out
+    assert "window n=50, baseline n=150 (2026-11-25 11:40:00 – 2026-11-25 11:55:00 UTC)" in out
     code, out = _explain(capsys, "--json")
     found = json.loads(out)
     assert (found["n_window"], found["n_baseline"]) == (50, 150)
@@ -93,9 +93,25 @@ def test_a_store_with_nothing_scored_says_to_wait(
         "hit_rate@1: no history; the 7d baseline before the 1h window needs ≥ 1h; the jobs "
         "score new traffic every 60s: run it again in a minute or two\n"
     )
-    _outcomes(sqlite_url, [(NOW - timedelta(seconds=30), 1.0, "v1")] * 3)
-    code, out = _explain(capsys)  # three traces at one time: no two parts to compare
-    assert code == 1 and "run it again in a minute or two" in out
+    _outcomes(sqlite_url, [(NOW - timedelta(seconds=s), 1.0, "v1") for s in (30, 20, 10)])
+    code, out = _explain(capsys)  # 20 s of scored traces: too short to compare two parts
+    assert code == 1 and out.startswith("hit_rate@1: 30 s of history; the 7d baseline")
+    assert "run it again in a minute or two" in out
+
+
+def test_uneven_young_traffic_is_split_by_count(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's first minutes hold more early traces than late ones: the newest quarter
+    is a quarter of the traces, not of the time, so both parts have some."""
+    rows = [(NOW - timedelta(minutes=4, seconds=i % 20), float(i % 2), "v1") for i in range(90)]
+    rows += [(NOW - timedelta(seconds=10 * i), float(i % 3 == 0), "v2") for i in range(1, 11)]
+    _outcomes(sqlite_url, rows)
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys, "--json")
+    assert code == 0, out
+    found = json.loads(out)
+    assert (found["n_window"], found["n_baseline"]) == (25, 75)
 
 
 def test_a_shorter_baseline_is_used_and_said(
