@@ -158,6 +158,24 @@ def slo_line(settings: Settings, prometheus: bool) -> str | None:
     )
 
 
+def path_line(cwd: Path) -> str | None:
+    """How a second terminal gets `ragpulse` when the demo was started without it on PATH
+    (`make demo` runs `.venv/bin/ragpulse`); None when it is on PATH already."""
+    import shutil
+
+    if shutil.which("ragpulse") is not None or sys.prefix == sys.base_prefix:
+        return None
+    activate = Path(sys.prefix) / "bin" / "activate"
+    shown = str(activate)
+    if activate.is_relative_to(cwd):
+        shown = activate.relative_to(cwd).as_posix()
+        shown = shown if shown.startswith(".") else f"./{shown}"
+    return (
+        f"  commands   in a second terminal in this folder, first `. {shown}` (it puts "
+        "`ragpulse` on that terminal's PATH), then e.g. `ragpulse slo check`"
+    )
+
+
 def with_local_judge(settings: Settings, api_base: str) -> Settings:
     """The demo's settings judging with the local SmolLM2 server (one request at a time)."""
     judge = settings.judge.model_copy(
@@ -397,9 +415,12 @@ def run(args: argparse.Namespace) -> int:
         stack.callback(handoff.stopped, directory)
         print(
             f"  settings   {given}: `ragpulse traces`, `report`, `explain`, `compare`, `plan`, "
-            "`jobs` started in this folder use it while the demo runs;\n"
+            "`jobs`, `slo` started in this folder use it while the demo runs;\n"
             f"             elsewhere: ragpulse --config {given} COMMAND"
         )
+        hint = path_line(Path.cwd())
+        if hint is not None:
+            print(hint)
         print("  Ctrl-C to stop", flush=True)
         producer.start()
         totals = service.run()
