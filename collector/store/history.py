@@ -123,16 +123,6 @@ def span_text(span: timedelta) -> str:
     return f"{seconds / 86400:.3g}d"
 
 
-def duration_flag(span: timedelta) -> str:
-    """A length as a `--since`/`--baseline` value (whole units, rounded down, at least
-    1m): "3m", "2h", "6d"."""
-    seconds = max(int(span.total_seconds()), 60)
-    for unit, size in (("d", 86400), ("h", 3600)):
-        if seconds >= 2 * size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds // 60}m"
-
-
 def have_text(history: History, end: datetime) -> str:
     """ "4 min of history" (up to `end`), or "no history"."""
     age = history.since(end)

@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
         "intervals and Welch's test of each slice's own change. On a young store the "
         "baseline is the history there is before the window, said in the output; with less "
         "than the shortest evaluation window (1h) of it, or all of itself when shorter, the "
-        "last quarter of the scored traces is explained against the rest instead, and the "
-        "output says so first.",
+        "newest quarter of the scored traces is explained against the older ones instead, and "
+        "the output says so first.",
         epilog="example:\n  ragpulse explain --metric hit_rate@1 --since 1h\n"
         "  hit_rate@1 fell 0.12 (0.61 -> 0.49); 80% of the drop is tenant acme, version v7",
         formatter_class=argparse.RawDescriptionHelpFormatter,
