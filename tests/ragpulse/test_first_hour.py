@@ -2,8 +2,8 @@
 command block of README.md and of the "start here" pages (docs/start/*.md), as written,
 in another.
 
-The demo is the real `ragpulse demo` the Makefile runs, started in a temporary folder
-that stands for the clone (its `.venv` is the test's own virtual environment), on its
+The demo is the real `ragpulse demo` the Makefile runs, started in a copy of the checkout
+(a fresh clone's files; its `.venv` is the test's own virtual environment), on its
 default ports, or free ones when they are taken, as it does for anyone. The commands are
 parsed from the pages' ```sh blocks; each runs in a fresh `bash` whose PATH is a new
 user's (no virtual environment on it), in that folder, after the lines of the same page
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -53,6 +54,7 @@ SKIPPED = {
 SETUP = re.compile(r"^(\.|source|cd|export)\s")
 """Lines that set a terminal up: they carry over to the page's later commands."""
 FIRST_TEN_MINUTES = 600.0
+NOT_IN_A_CLONE = (".git", ".venv", ".demo", "*.db", "*cache*", "site", "__pycache__", "*.html")
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,23 @@ def test_the_pages_blocks_are_parsed_and_the_skip_list_is_current() -> None:
     assert any(c.page == "README.md" and c.text.startswith("ragpulse explain") for c in found)
     assert not set(SKIPPED) - texts, "SKIPPED lists commands no page has any more"
     assert _strip_comment("a '#b' # c") == "a '#b'"
+
+
+def _clone(target: Path) -> Path:
+    """A copy of the checkout's tracked files (what a fresh clone holds: no `.demo/` of an
+    earlier demo) whose `.venv` is the test's own virtual environment."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    if listed.returncode == 0:
+        for name in listed.stdout.decode().split("\0"):
+            source = ROOT / name
+            if name and source.is_file():
+                (target / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target / name)
+    else:  # not a git checkout (an unpacked archive): everything but what runs leave
+        shutil.copytree(ROOT, target, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
+    target.mkdir(exist_ok=True)
+    (target / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    return target
 
 
 def _new_user_env() -> dict[str, str]:
@@ -174,9 +193,7 @@ def test_the_readme_and_start_pages_commands_work_as_written_in_the_demos_first_
         pytest.skip("the `prometheus` binary is not installed (`ragpulse report` needs it)")
     if sys.prefix == sys.base_prefix:
         pytest.skip("the tests run outside a virtual environment: no .venv to activate")
-    clone = tmp_path / "clone"
-    clone.mkdir()
-    (clone / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    clone = _clone(tmp_path / "clone")
     env = _new_user_env()
     bare = subprocess.run(
         ["bash", "-c", "command -v ragpulse"], cwd=clone, env=env, capture_output=True
