@@ -175,6 +175,18 @@ def _jobs_ran_twice(log: Path, deadline: float) -> None:
         time.sleep(1)
 
 
+def _history_claims(output: str, age_s: float) -> list[str]:
+    """The "N min of history" an output claims beyond the demo's age (the demo used to
+    stamp its traffic ten minutes back: "10 min of history" a minute after start)."""
+    wrong = []
+    claims = r"^\S+: (\d+(?:\.\d+)?) ?(s|min|h|d) of history"  # "hit_rate@5: 2 min of history"
+    for amount, unit in re.findall(claims, output, re.M):
+        seconds = float(amount) * {"s": 1, "min": 60, "h": 3600, "d": 86400}[unit]
+        if seconds > age_s:
+            wrong.append(f"{amount} {unit} of history claimed {age_s:.0f} s after the start")
+    return wrong
+
+
 def _a_stored_trace(database: Path) -> str:
     with sqlite3.connect(database) as conn:
         row = conn.execute(
@@ -212,6 +224,7 @@ def test_the_readme_and_start_pages_commands_work_as_written_in_the_demos_first_
         )
     failures: list[str] = []
     ran: list[str] = []
+    history: list[str] = []
     try:
         banner = _wait_for(out, r"Ctrl-C to stop", 1, started + 120)
         assert "slos" in banner and "ragpulse slo check" in banner, banner
@@ -252,6 +265,7 @@ def test_the_readme_and_start_pages_commands_work_as_written_in_the_demos_first_
                         f"{command.page}:{command.line}: `{command.text}` exited "
                         f"{done.returncode}\n{both[-2500:]}"
                     )
+                history.extend(_history_claims(done.stdout, time.monotonic() - started))
         elapsed = time.monotonic() - started
     finally:
         demo.send_signal(signal.SIGINT)
@@ -261,6 +275,7 @@ def test_the_readme_and_start_pages_commands_work_as_written_in_the_demos_first_
             demo.kill()
             demo.wait(10)
     assert not failures, "\n\n".join(failures)
+    assert not history, history
     assert len(ran) >= 6, ran
     assert elapsed < FIRST_TEN_MINUTES, f"{elapsed:.0f} s: not within the first ten minutes"
     assert demo.returncode == 0, err.read_text(errors="replace")[-3000:]
