@@ -62,7 +62,9 @@ def test_a_fresh_store_says_what_is_missing_and_explains_with_the_history_there_
     code, out = _explain(capsys)  # the defaults: a 1h window, a 7d baseline
     assert code == 0, out
     first, second = out.splitlines()[:2]
-    assert first == "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h."
+    assert (
+        first == "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h."
+    )
     # the newest quarter of the 200 traces: the 50 from 11:55 to the newest, 6 s before NOW
     assert second == (
         "  Explained with the history there is: the newest quarter of the scored traces (the "
