@@ -11,6 +11,7 @@ import argparse
 import difflib
 import importlib
 import logging
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -107,7 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USER_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `ragpulse traces ... | head`: the reader has what they wanted; no traceback, and
+        # none either when the interpreter flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     return code
+
+
+EXIT_BROKEN_PIPE = 141
+"""128 + SIGPIPE, what a shell reports for a command whose reader went away."""
 
 
 NOT_FROM_DEMO = frozenset({"demo", "broker", "run"})

@@ -79,6 +79,23 @@ def _extremes(
     return History(first, last)
 
 
+def newest_share_start(
+    session: Session, *, jobs: Sequence[str], until: datetime, share: float
+) -> datetime | None:
+    """The time from which the newest `share` of the per-trace outcomes of `jobs` before
+    `until` are (None: none stored): where a young store's newest part begins, by count,
+    not by time (its traffic need not be even). One count and one offset probe of the
+    `(job, ts)` index: meant for a young store, whose outcomes are few."""
+    where = [JobOutcome.job.in_(list(jobs)), JobOutcome.ts < until]
+    count = session.scalar(select(func.count()).select_from(JobOutcome).where(*where)) or 0
+    if count == 0:
+        return None
+    newest = max(1, int(count * share))
+    return session.scalar(
+        select(JobOutcome.ts).where(*where).order_by(JobOutcome.ts.desc()).offset(newest - 1)
+    )
+
+
 def shortest_window(windows: Sequence[str]) -> timedelta:
     """The rule's `minimum`: the shortest of the evaluation windows (`scheduler.windows`)."""
     return timedelta(seconds=min(parse_duration(w) for w in windows))
@@ -104,16 +121,6 @@ def span_text(span: timedelta) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.3g}h"
     return f"{seconds / 86400:.3g}d"
-
-
-def duration_flag(span: timedelta) -> str:
-    """A length as a `--since`/`--baseline` value (whole units, rounded down, at least
-    1m): "3m", "2h", "6d"."""
-    seconds = max(int(span.total_seconds()), 60)
-    for unit, size in (("d", 86400), ("h", 3600)):
-        if seconds >= 2 * size:
-            return f"{seconds // size}{unit}"
-    return f"{seconds // 60}m"
 
 
 def have_text(history: History, end: datetime) -> str:

@@ -7,6 +7,7 @@ import contextlib
 import logging
 import sys
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +118,62 @@ def handoff_settings(settings: Settings) -> dict[str, Any]:
         "exporter": {"host": settings.exporter.host, "port": settings.exporter.port},
         "receiver": {"host": settings.receiver.host, "port": settings.receiver.port},
     }
+    slo = _slo_handoff(settings)
+    if slo:
+        out["slo"] = slo
     if settings.judge.models:
         out["judge"] = {"models": list(settings.judge.models)}
         if settings.judge.api_base:
             out["judge"]["api_base"] = settings.judge.api_base
     return out
+
+
+def _slo_handoff(settings: Settings) -> dict[str, Any]:
+    """The demo's SLOs as settings, so `ragpulse slo check` and the report see the SLOs
+    whose alerts the demo's Prometheus evaluates."""
+    slo = settings.slo
+    out: dict[str, Any] = {}
+    if slo.openslo_file is not None:
+        out["openslo_file"] = str(slo.openslo_file.resolve())
+    if slo.objectives:
+        out["objectives"] = [o.model_dump(mode="json") for o in slo.objectives]
+    return out
+
+
+def slo_line(settings: Settings, prometheus: bool) -> str | None:
+    """The start-up line naming the demo's SLOs, where they come from and where their
+    alerts fire (None: no SLO)."""
+    specs = settings.slo.specs()
+    if not specs:
+        return None
+    names = ", ".join(spec.name for spec in specs)
+    source = settings.slo.openslo_file
+    where = f" from {source}" if source is not None else ""
+    alerts = "in the Prometheus above" if prometheus else "with Prometheus (not running)"
+    return (
+        f"  slos       {len(specs)} quality SLO{'s' if len(specs) > 1 else ''}{where} "
+        f"({names}):\n"
+        f"             events on /metrics, burn-rate alerts {alerts}; "
+        "`ragpulse slo check` lists them"
+    )
+
+
+def path_line(cwd: Path) -> str | None:
+    """How a second terminal gets `ragpulse` when the demo was started without it on PATH
+    (`make demo` runs `.venv/bin/ragpulse`); None when it is on PATH already."""
+    import shutil
+
+    if shutil.which("ragpulse") is not None or sys.prefix == sys.base_prefix:
+        return None
+    activate = Path(sys.prefix) / "bin" / "activate"
+    shown = str(activate)
+    if activate.is_relative_to(cwd):
+        shown = activate.relative_to(cwd).as_posix()
+        shown = shown if shown.startswith(".") else f"./{shown}"
+    return (
+        f"  commands   in a second terminal in this folder, first `. {shown}` (it puts "
+        "`ragpulse` on that terminal's PATH), then e.g. `ragpulse slo check`"
+    )
 
 
 def with_local_judge(settings: Settings, api_base: str) -> Settings:
@@ -191,9 +243,12 @@ def _otel_apps(settings: Settings, rate: float, run_tag: str) -> Any:
     )
 
 
-def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: str) -> None:
-    """Replay sample rounds until stopped; each round gets fresh ids and timestamps, and
-    every id carries this start's `run_tag`, so a restart never replays a stored id."""
+def _traffic(
+    settings: Settings, rate: float, stop: threading.Event, run_tag: str, started: datetime
+) -> None:
+    """Replay sample rounds until stopped; each round gets fresh ids and timestamps (none
+    before `started`: the store's history is as long as the demo has run), and every id
+    carries this start's `run_tag`, so a restart never replays a stored id."""
     from collector.ingest.kafka.producer import make_producer, publish
     from ragpulse.demo.traffic import generate_round
 
@@ -203,7 +258,7 @@ def _traffic(settings: Settings, rate: float, stop: threading.Event, run_tag: st
         while not stop.is_set():
             sent = publish(
                 producer,
-                generate_round(round_no, run=run_tag),
+                generate_round(round_no, run=run_tag, not_before=started),
                 topic="rag.traces",
                 rate=rate,
                 should_stop=stop.is_set,
@@ -311,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
         service.install_signal_handlers()
         producer = threading.Thread(
             target=_traffic,
-            args=(settings, args.rate, service.stop_event, run_tag),
+            args=(settings, args.rate, service.stop_event, run_tag, datetime.now(UTC)),
             name="ragpulse-demo-traffic",
             daemon=True,
         )
@@ -349,6 +404,9 @@ def run(args: argparse.Namespace) -> int:
                 "one HTML page, from this folder; elsewhere add --prometheus "
                 f"{prometheus.url})"
             )
+        slos = slo_line(settings, prometheus is not None)
+        if slos is not None:
+            print(slos)
         given = handoff.write(
             directory,
             handoff_settings(settings),
@@ -357,9 +415,12 @@ def run(args: argparse.Namespace) -> int:
         stack.callback(handoff.stopped, directory)
         print(
             f"  settings   {given}: `ragpulse traces`, `report`, `explain`, `compare`, `plan`, "
-            "`jobs` started in this folder use it while the demo runs;\n"
+            "`jobs`, `slo` started in this folder use it while the demo runs;\n"
             f"             elsewhere: ragpulse --config {given} COMMAND"
         )
+        hint = path_line(Path.cwd())
+        if hint is not None:
+            print(hint)
         print("  Ctrl-C to stop", flush=True)
         producer.start()
         totals = service.run()

@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from collector.store.history import History
 
 SHOWN = 10
+SHORTEST_SPLIT = timedelta(seconds=30)
+"""The least span of scored traces a young store's split compares (seconds apart say
+nothing about a change)."""
 
 
 def register(subparsers: Any) -> None:
@@ -26,8 +29,9 @@ def register(subparsers: Any) -> None:
         "share of the traffic moved), which add up to the overall change, with 95% "
         "intervals and Welch's test of each slice's own change. On a young store the "
         "baseline is the history there is before the window, said in the output; with less "
-        "than the shortest evaluation window (1h) of it, or all of itself when shorter, "
-        "nothing is explained and the output names the --since/--baseline that fit.",
+        "than the shortest evaluation window (1h) of it, or all of itself when shorter, the "
+        "newest quarter of the scored traces is explained against the older ones instead, and "
+        "the output says so first.",
         epilog="example:\n  ragpulse explain --metric hit_rate@1 --since 1h\n"
         "  hit_rate@1 fell 0.12 (0.61 -> 0.49); 80% of the drop is tenant acme, version v7",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -52,7 +56,16 @@ def run(args: argparse.Namespace) -> int:
     from collector.errors import UserError
     from collector.jobs.explain import explain
     from collector.settings import parse_duration
-    from collector.store.history import short_of, shortest_window, span_text, stored_history
+    from collector.store.history import (
+        have_text,
+        needed,
+        newest_share_start,
+        short_of,
+        shortest_window,
+        shortfall,
+        span_text,
+        stored_history,
+    )
     from collector.store.session import make_engine
     from ragpulse.metric_jobs import metric_target
     from ragpulse.store_check import require_migrated
@@ -76,12 +89,29 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(url)
     span = timedelta(seconds=baseline)
     minimum = shortest_window(settings.scheduler.windows)
+    fallback: str | None = None
+    asked_until = until
     try:
         with Session(engine) as session:
             history = stored_history(session, jobs=target.jobs, until=until)
             if short_of(history, since - span, since, minimum):
-                print(_too_short(args, asked, history, until, span, minimum))
-                return 1
+                what = f"the {asked} baseline before the {args.since} window"
+                missing = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
+                split = young_split(
+                    history,
+                    newest_share_start(session, jobs=target.jobs, until=until, share=0.25),
+                )
+                if split is None:
+                    print(f"{missing}; {_wait(settings)}")
+                    return 1
+                fallback = (
+                    f"{missing}.\n  Explained with the history there is: the newest quarter "
+                    f"of the scored traces (the last {span_text(split[1] - split[0])}, to "
+                    f"{split[1]:%H:%M:%S} UTC) against the older ones ({span_text(split[2])}); "
+                    f"the {args.since} window and {asked} baseline work once "
+                    f"{span_text(needed(span, minimum))} of history precedes the window"
+                )
+                since, until, span = split
             found = explain(
                 session,
                 jobs=target.jobs,
@@ -95,10 +125,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         engine.dispose()
     if found is None:
-        print(
-            f"{args.metric}: too few scored traces in the window or the baseline to explain "
-            "a change (try a longer --since, or `ragpulse jobs run`)"
-        )
+        if fallback is not None:
+            print(
+                f"{args.metric}: {have_text(history, asked_until)}, too few scored "
+                f"traces yet to compare two parts of it; {_wait(settings)}"
+            )
+        else:
+            print(
+                f"{args.metric}: too few scored traces in the window or the baseline to "
+                "explain a change (try a longer --since, or `ragpulse jobs run`)"
+            )
         return 1
     shown = found.slices[: args.top]
     start = found.baseline_since
@@ -114,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
                     "headline": found.headline(),
                     "baseline_from": start.isoformat(),
                     "baseline_asked": asked,
+                    "window_from": found.since.isoformat(),
+                    "window_until": found.until.isoformat(),
+                    "history_note": fallback,
                     "mix_note": note,
                     "window_mean": found.window_mean,
                     "baseline_mean": found.baseline_mean,
@@ -126,7 +165,11 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    if fallback is not None:
+        print(fallback)
     print(found.headline())
+    # seconds when the periods are minutes long (a young store)
+    stamp = "%Y-%m-%d %H:%M" if found.until - start >= timedelta(hours=2) else "%Y-%m-%d %H:%M:%S"
     baseline_text = (
         f"the {span_text(found.since - start)} of history before the window, {asked} asked: "
         if short_baseline
@@ -134,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(
         f"  window n={found.n_window}, baseline n={found.n_baseline} ({baseline_text}"
-        f"{start:%Y-%m-%d %H:%M} – {found.since:%Y-%m-%d %H:%M} UTC)"
+        f"{start:{stamp}} – {found.since:{stamp}} UTC)"
     )
     print(
         f"  {'slice':34s} {'share':>11s} {'mean':>15s} {'contribution [95% CI]':>28s} {'of Δ':>6s}"
@@ -152,31 +195,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _too_short(
-    args: argparse.Namespace,
-    asked: str,
-    history: History,
-    until: datetime,
-    span: timedelta,
-    minimum: timedelta,
-) -> str:
-    """What is missing, and the --since/--baseline that fit the history there is: its
-    last quarter against the rest (whole units, rounded down)."""
-    from collector.settings import parse_duration
-    from collector.store.history import duration_flag, needed, shortfall, span_text
+def young_split(
+    history: History, newest: datetime | None
+) -> tuple[datetime, datetime, timedelta] | None:
+    """(since, until, baseline) that fit a store too young for the spans asked: its newest
+    quarter of scored traces (from `newest`, `newest_share_start`) against the older ones;
+    None while the scored traces span less than `SHORTEST_SPLIT`. The newest scored trace
+    ends it, not now: the jobs score new traffic a run behind, so the last minute holds
+    few scored traces."""
+    if history.first is None or history.last is None or newest is None:
+        return None
+    if history.last - history.first < SHORTEST_SPLIT or newest <= history.first:
+        return None
+    until = history.last + timedelta(microseconds=1)
+    return newest, until, newest - history.first
 
-    what = f"the {asked} baseline before the {args.since} window"
-    text = f"{args.metric}: {shortfall(history, until, what, span, minimum)}"
-    have = history.since(until)
-    if have < timedelta(minutes=2):
-        return text + "; wait a few minutes for traffic to be scored, then run it again"
-    window = duration_flag(have / 4)
-    baseline = duration_flag(have - timedelta(seconds=parse_duration(window)))
-    until_flag = f" --until {args.until}" if args.until else ""
+
+def _wait(settings: Any) -> str:
+    """What to do on a store with (nearly) nothing scored yet."""
     return (
-        f"{text}. With the history there is: ragpulse explain --metric {args.metric} "
-        f"--since {window} --baseline {baseline}{until_flag} (or wait until "
-        f"{span_text(needed(span, minimum))} of history precedes the window)"
+        f"the jobs score new traffic every {settings.scheduler.interval_s:g}s: run it again "
+        "in a minute or two"
     )
 
 

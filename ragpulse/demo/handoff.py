@@ -1,12 +1,13 @@
 """The running demo's settings, found by every other command started in the same folder.
 
 While `ragpulse demo` runs, its folder (default `.demo/`) holds `settings.yaml` (the
-database, broker and /metrics it uses: a normal `--config` file) and `demo.json` (the
-demo's process id and its Prometheus URL). A command run without `--config` in the folder
-the demo was started from finds them, so `ragpulse traces`, `report`, `explain`, `compare`,
-`plan` and `jobs` in a second terminal read the demo's store; environment variables still
-win over the file, as always. Once the demo has stopped, the files say where its store is
-(`stopped_demo`), for errors that would otherwise suggest creating an empty database.
+database, broker, /metrics and SLOs it uses: a normal `--config` file) and `demo.json`
+(the demo's process id and its Prometheus URL). A command run without `--config` in the
+folder the demo was started from finds them, so `ragpulse traces`, `report`, `explain`,
+`compare`, `plan`, `jobs` and `slo` in a second terminal read the demo's store and SLOs;
+environment variables still win over the file, as always. Once the demo has stopped, the
+files say where its store is (`stopped_demo`), for errors that would otherwise suggest
+creating an empty database.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def write(directory: Path, settings: dict[str, Any], prometheus: str | None) -> 
     path = directory / SETTINGS
     header = (
         "# Written by `ragpulse demo` while it runs (and left when it stops): the settings\n"
-        "# of its embedded store, broker and /metrics. Other commands started in the folder\n"
+        "# of its embedded store, broker, /metrics and SLOs. Other commands started in the folder\n"
         "# the demo was started from use it by default; elsewhere pass --config with this\n"
         "# file's path.\n"
     )

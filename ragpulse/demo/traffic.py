@@ -7,7 +7,10 @@ usage, latency), feedback events that arrive later (some on the traces topic, so
 their trace), OTLP traces (protobuf, split over two messages, children first) and a few
 malformed messages (bad JSON, missing question, wrong type, non-UTF-8 bytes, empty).
 Each round has fresh trace and session ids and timestamps near `now`, so it looks live;
-the same `(round_no, seed, now, run)` always gives the same bytes. `ragpulse demo` passes a
+the same `(round_no, seed, now, run, not_before)` always gives the same bytes. A round's
+times span the ten minutes before `now`, squeezed into `[not_before, now]` when that is
+shorter: `ragpulse demo` passes its start time, so a demo started a minute ago holds a
+minute of traffic (the history `explain` and `plan` report is true), not ten. It passes a
 fresh `run` tag (`new_run_tag()`) on every start, so the ids of a restarted demo never meet
 the ones kept in its database (a replayed id would be a duplicate, and the 1h windows
 would not move until the new round numbers passed the old ones).
@@ -39,6 +42,8 @@ class DemoTopics:
 
 
 SESSIONS_PER_TENANT = 10
+ROUND_SPAN = timedelta(minutes=10)
+"""The time a round's sessions take (its traces' timestamps end before `now`)."""
 
 
 def new_run_tag() -> str:
@@ -178,10 +183,13 @@ def generate_round(
     topics: DemoTopics = DemoTopics(),
     malformed: bool = True,
     run: str = "",
+    not_before: datetime | None = None,
 ) -> list[OutgoingMessage]:
     """One round of traffic (about 200 messages) ending at `now`, deterministic per round.
 
-    `run` (hex digits, see `new_run_tag`) starts every trace and session id of the round.
+    `run` (hex digits, see `new_run_tag`) starts every trace and session id of the round;
+    `not_before` squeezes the round's ten minutes into the time since then (no trace
+    before it).
     """
     if run and (len(run) % 2 or any(ch not in "0123456789abcdef" for ch in run)):
         raise ValueError(f"run tag must be an even number of lower-case hex digits: {run!r}")
@@ -189,13 +197,17 @@ def generate_round(
     prefix = f"{run}-" if run else ""
     otlp_prefix = bytes.fromhex(run[:16]) if run else b""
     now = now or datetime.now(UTC)
-    start = now - timedelta(minutes=10)
+    span = ROUND_SPAN
+    if not_before is not None:
+        span = max(min(span, now - not_before), timedelta(0))
+    start = now - span
+    scale = span / ROUND_SPAN
     traces: list[dict[str, Any]] = []
     for tenant, questions in QUESTIONS.items():
         for s in range(SESSIONS_PER_TENANT):
             session_id = f"{prefix}{tenant}-s{round_no:05d}-{s:02d}-{rng.getrandbits(32):08x}"
             user_id = f"{tenant}-u{rng.randint(1, 40):03d}"
-            at = start + timedelta(seconds=rng.uniform(0, 420))
+            at = start + timedelta(seconds=rng.uniform(0, 420) * scale)
             question = rng.choice(questions)
             for turn in range(1, rng.randint(2, 4) + 1):
                 rephrased = turn > 1 and rng.random() < 0.45
@@ -217,7 +229,7 @@ def generate_round(
                         at=at,
                     )
                 )
-                at += timedelta(seconds=rng.uniform(8, 40))
+                at += timedelta(seconds=rng.uniform(8, 40) * scale)
     traces.sort(key=lambda t: t["timestamp"])
     messages: list[OutgoingMessage] = []
     late: list[OutgoingMessage] = []
@@ -243,7 +255,7 @@ def generate_round(
                 contexts=ranked_contexts(rng, tenant, question),
                 model=MODELS[tenant],
                 session_id=f"{prefix}{tenant}-otel-{round_no:05d}-{i:02d}",
-                at=start + timedelta(seconds=rng.uniform(0, 480)),
+                at=start + timedelta(seconds=rng.uniform(0, 480) * scale),
                 topic=topics.otlp,
                 trace_prefix=otlp_prefix,
             )

@@ -340,3 +340,53 @@ def test_run_waits_for_a_kafka_that_starts_late(tmp_path: Path) -> None:
                 late.listen()  # the broker comes up on the third try
 
         assert wait_for_kafka([address], 30, sleep=sleep) == address
+
+
+FLOOD = """
+import sys
+from ragpulse import cli
+
+real = cli.build_parser
+
+
+def build():
+    parser = real()
+    parse = parser.parse_args
+
+    def parse_args(argv=None):
+        args = parse(argv)
+
+        def flood(_):
+            for _ in range(100_000):
+                print("x" * 80)
+            return 0
+
+        args.func = flood
+        return args
+
+    parser.parse_args = parse_args
+    return parser
+
+
+cli.build_parser = build
+sys.exit(cli.main(["jobs", "list"]))
+"""
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path: Path) -> None:
+    """`ragpulse traces ... | head` printed a BrokenPipeError traceback (issue 39's first
+    hour): a command whose output outgrows a closed pipe ends quietly with 141, as shells
+    report it."""
+    done = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f'"{sys.executable}" -c \'{FLOOD}\' | head -1; echo "rc=${{PIPESTATUS[0]}}"',
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == ["x" * 80, "rc=141"], done.stdout[-500:]
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -99,6 +99,22 @@ def test_a_restarted_demo_never_replays_ids_of_the_kept_database() -> None:
         generate_round(0, run="not-hex")
 
 
+def test_a_round_holds_no_trace_before_the_demo_started() -> None:
+    """Issue 39: the demo passes its start time, so a minute-old demo holds a minute of
+    traffic, not ten minutes of backdated traces (the history `explain` reports)."""
+    started = NOW - timedelta(minutes=1)
+    squeezed = _ids(generate_round(2, now=NOW, run="ab12", not_before=started))[2]
+    assert len(squeezed) > 60
+    assert all(started <= stamp <= NOW for stamp in squeezed)
+    assert max(squeezed) - min(squeezed) > timedelta(seconds=30)  # spread, not one instant
+    # a demo running for longer than a round's ten minutes: the rounds are as they were
+    old = NOW - timedelta(hours=1)
+    assert generate_round(2, now=NOW, run="ab12", not_before=old) == generate_round(
+        2, now=NOW, run="ab12"
+    )
+    assert min(_ids(generate_round(2, now=NOW))[2]) < NOW - timedelta(minutes=5)
+
+
 def test_write_jsonl_for_produce_and_evaluate(tmp_path: Path) -> None:
     with_feedback = write_jsonl(tmp_path / "all.jsonl", rounds=1, now=NOW)
     traces_only = write_jsonl(tmp_path / "traces.jsonl", rounds=1, now=NOW, feedback=False)

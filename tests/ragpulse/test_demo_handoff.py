@@ -7,7 +7,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from ragpulse.commands.demo import path_line
 from ragpulse.demo import handoff
 
 
@@ -40,3 +44,17 @@ def test_a_dead_demo_is_not_used_but_pointed_at(tmp_path: Path) -> None:
 def test_nothing_found_without_a_demo(tmp_path: Path) -> None:
     assert handoff.running_demo(tmp_path) is None
     assert handoff.stopped_demo(tmp_path) is None
+
+
+def test_the_banner_says_how_a_second_terminal_gets_ragpulse(monkeypatch: Any) -> None:
+    """Issue 39: `make demo` runs `.venv/bin/ragpulse`, and a second terminal has no
+    `ragpulse` on its PATH: the start-up text says what to type there."""
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("not in a virtual environment")
+    venv = Path(sys.prefix)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    line = path_line(venv.parent)
+    assert line is not None and f"`. {venv.name}/bin/activate`" in line.replace("./", "")
+    assert f"`. {venv}/bin/activate`" in (path_line(Path("/nowhere")) or "")
+    monkeypatch.setenv("PATH", f"{venv / 'bin'}:/usr/bin:/bin")
+    assert path_line(venv.parent) is None  # `ragpulse` is on PATH: nothing to say

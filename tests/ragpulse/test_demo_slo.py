@@ -25,7 +25,8 @@ from collector.store.models import Trace
 from collector.store.session import make_engine, make_session_factory
 from dashboards import slo_rules
 from dashboards.boards import SLO_EXAMPLE
-from ragpulse.commands.demo import EXAMPLE_SLOS, demo_settings
+from ragpulse.commands.demo import EXAMPLE_SLOS, demo_settings, handoff_settings, slo_line
+from ragpulse.demo import handoff
 from ragpulse.demo.prometheus import rule_files, shipped_rules
 from ragpulse.demo.traffic import generate_round
 from ragpulse.monitoring import Monitoring
@@ -40,6 +41,31 @@ def test_the_demo_uses_the_example_openslo_file_behind_the_shipped_rules_and_boa
     board = (SHIPPED / "grafana" / "dashboards" / "slo.json").read_text()
     for spec in specs:  # the SLO dashboard `ragpulse report` draws has a section for each
         assert f'"SLO {spec.name}"' in board
+
+
+def test_the_demo_hands_its_slos_to_the_other_commands(tmp_path: Path) -> None:
+    """Issue 39: `ragpulse slo check` in a second terminal said "no SLO declared" while the
+    demo's Prometheus fired the example SLOs' alerts: the settings file the demo writes
+    carries its SLOs, and the start-up text names them."""
+    settings = demo_settings(load_settings(), "sqlite:///d.db", "127.0.0.1:1")
+    given = handoff.write(tmp_path, handoff_settings(settings), None)
+    assert load_settings(given).slo.specs() == load_openslo(EXAMPLE_SLOS)
+    line = slo_line(settings, prometheus=True)
+    assert line is not None and str(EXAMPLE_SLOS) in line and "ragpulse slo check" in line
+    for spec in settings.slo.specs():
+        assert spec.name in line
+    # the user's own objectives travel too
+    own = demo_settings(
+        load_settings(
+            slo={"objectives": [{"name": "fast", "kind": "latency", "limit": "3s", "target": 0.99}]}
+        ),
+        "sqlite:///d.db",
+        "127.0.0.1:1",
+    )
+    given = handoff.write(tmp_path, handoff_settings(own), None)
+    assert [s.name for s in load_settings(given).slo.specs()] == ["fast"]
+    assert slo_line(own, prometheus=False) is not None
+    assert slo_line(load_settings(), prometheus=True) is None
 
 
 def test_the_demo_prometheus_loads_rules_generated_from_the_demo_slos(tmp_path: Path) -> None:

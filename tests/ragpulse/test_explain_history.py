@@ -52,21 +52,68 @@ def _explain(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_a_fresh_store_says_what_is_missing_and_which_flags_fit(
+def test_a_fresh_store_says_what_is_missing_and_explains_with_the_history_there_is(
     sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue 39: in the first hour `explain` explains the last quarter of the scored
+    traces against the rest (and says so), instead of refusing."""
     _outcomes(sqlite_url, _spread(timedelta(minutes=20), 200))
     monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
     code, out = _explain(capsys)  # the defaults: a 1h window, a 7d baseline
-    assert code == 1
-    assert out.startswith(
-        "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h. "
-        "With the history there is: ragpulse explain --metric hit_rate@1 --since 5m "
-        f"--baseline 15m --until {UNTIL}"
+    assert code == 0, out
+    first, second = out.splitlines()[:2]
+    assert (
+        first == "hit_rate@1: 20 min of history; the 7d baseline before the 1h window needs ≥ 1h."
     )
+    # the newest quarter of the 200 traces: the 50 from 11:55 to the newest, 6 s before NOW
+    assert second == (
+        "  Explained with the history there is: the newest quarter of the scored traces (the "
+        "last 4 min, to 11:59:54 UTC) against the older ones (15 min); the 1h window and 7d "
+        "baseline work once 1h of history precedes the window"
+    )
+    assert "window n=50, baseline n=150 (2026-11-25 11:40:00 – 2026-11-25 11:55:00 UTC)" in out
+    code, out = _explain(capsys, "--json")
+    found = json.loads(out)
+    assert (found["n_window"], found["n_baseline"]) == (50, 150)
+    assert found["history_note"].startswith("hit_rate@1: 20 min of history")
+    # explicit spans the history does not hold take the same way
+    code, out = _explain(capsys, "--since", "2m", "--baseline", "30m")
+    assert code == 0 and "Explained with the history there is" in out
     code, out = _explain(capsys, "--since", "5m", "--baseline", "15m")
     assert code == 0, out
     assert "of history before the window" not in out  # the 15m baseline is all there
+    assert "Explained with" not in out
+
+
+def test_a_store_with_nothing_scored_says_to_wait(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys)
+    assert code == 1
+    assert out == (
+        "hit_rate@1: no history; the 7d baseline before the 1h window needs ≥ 1h; the jobs "
+        "score new traffic every 60s: run it again in a minute or two\n"
+    )
+    _outcomes(sqlite_url, [(NOW - timedelta(seconds=s), 1.0, "v1") for s in (30, 20, 10)])
+    code, out = _explain(capsys)  # 20 s of scored traces: too short to compare two parts
+    assert code == 1 and out.startswith("hit_rate@1: 30 s of history; the 7d baseline")
+    assert "run it again in a minute or two" in out
+
+
+def test_uneven_young_traffic_is_split_by_count(
+    sqlite_url: str, monkeypatch: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo's first minutes hold more early traces than late ones: the newest quarter
+    is a quarter of the traces, not of the time, so both parts have some."""
+    rows = [(NOW - timedelta(minutes=4, seconds=i % 20), float(i % 2), "v1") for i in range(90)]
+    rows += [(NOW - timedelta(seconds=10 * i), float(i % 3 == 0), "v2") for i in range(1, 11)]
+    _outcomes(sqlite_url, rows)
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", sqlite_url)
+    code, out = _explain(capsys, "--json")
+    assert code == 0, out
+    found = json.loads(out)
+    assert (found["n_window"], found["n_baseline"]) == (25, 75)
 
 
 def test_a_shorter_baseline_is_used_and_said(
