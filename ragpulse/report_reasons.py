@@ -1,0 +1,234 @@
+"""Why a panel of `ragpulse report` is empty, from the facts at the report's time.
+
+A dashboard's `noValue` is one fixed text for every state; the report can look: whether
+the job computing the panel's metric has run (its `ragpulse_job_runs_total` in
+Prometheus), failed, or is not scheduled; whether an LLM judge is configured; whether any
+series carries a version. A job that has not run yet is "waiting for its first run", not
+"no ground truth"; a metric per version is empty for its metric's reason when the versions
+table lists versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from collector.settings import Settings
+from dashboards import conditions
+from exporters.report.empty import EmptyReason
+from exporters.report.promapi import PromClient, QueryError, format_duration
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+WAITING = "waiting for the first run"
+NOT_SCHEDULED = "job not scheduled"
+FAILING = "job failing"
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What Prometheus and the settings say at the report's time."""
+
+    ok_runs: dict[str, float] = field(default_factory=dict)
+    """Job -> successful runs (any job with a run of its own has a key in `runs`)."""
+    runs: dict[str, float] = field(default_factory=dict)
+    """Job -> runs of any status (ok, error, skipped, locked)."""
+    last_success: dict[str, float] = field(default_factory=dict)
+    versions: tuple[str, ...] = ()
+    judge_models: tuple[str, ...] | None = None
+    """None: the settings are not known."""
+    scheduled: tuple[str, ...] = ()
+    """Jobs `scheduler.jobs` names (empty: every job)."""
+    interval_s: float | None = None
+    initial_delay_s: float | None = None
+    lookback_s: float = 86400.0
+    ground_truth: int | None = None
+    """Request traces of the lookback that carry ground truth (None: the store is not read)."""
+
+
+def _by(client: PromClient, expr: str, label: str, now: float) -> dict[str, float]:
+    try:
+        return {labels.get(label, ""): value for labels, value in client.query(expr, now)}
+    except QueryError:
+        return {}
+
+
+def gather(
+    client: PromClient,
+    settings: Settings | None,
+    now: float,
+    lookback_s: float,
+    ground_truth: int | None = None,
+) -> Facts:
+    """The facts: job runs within `lookback_s` (a counter keeps its last value while the
+    jobs run; `last_over_time` keeps it after they stopped), the versions on any result."""
+    window = format_duration(max(lookback_s, 300.0))
+    runs = "ragpulse_job_runs_total"
+    return Facts(
+        ok_runs=_by(
+            client, f'sum by (job) (last_over_time({runs}{{status="ok"}}[{window}]))', "job", now
+        ),
+        runs=_by(client, f"sum by (job) (last_over_time({runs}[{window}]))", "job", now),
+        last_success=_by(
+            client,
+            f"max by (job) (last_over_time(ragpulse_job_last_success_timestamp_seconds[{window}]))",
+            "job",
+            now,
+        ),
+        versions=tuple(
+            sorted(
+                _by(
+                    client,
+                    'count by (version) (last_over_time(ragpulse_metric_value{version!=""}'
+                    f"[{window}]))",
+                    "version",
+                    now,
+                )
+            )
+        ),
+        judge_models=tuple(settings.judge.models) if settings is not None else None,
+        scheduled=tuple(settings.scheduler.jobs) if settings is not None else (),
+        interval_s=settings.scheduler.interval_s if settings is not None else None,
+        initial_delay_s=settings.scheduler.initial_delay_s if settings is not None else None,
+        lookback_s=lookback_s,
+        ground_truth=ground_truth,
+    )
+
+
+def ground_truth_traces(engine: Engine, now: float, lookback_s: float) -> int | None:
+    """Request traces of the last `lookback_s` with relevant_ids, relevance or shown_url
+    (a JSON `null` is none); None when the store cannot be read."""
+    from sqlalchemy import String, and_, cast, func, or_, select
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from collector.store.models import Trace
+
+    def present(column: Any) -> Any:
+        return and_(column.is_not(None), cast(column, String) != "null")
+
+    since = datetime.fromtimestamp(now - lookback_s, UTC)
+    query = select(func.count()).where(
+        Trace.timestamp >= since,
+        Trace.not_request.is_(None),
+        or_(present(Trace.relevant_ids), present(Trace.relevance), present(Trace.shown_url)),
+    )
+    try:
+        with engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+    except SQLAlchemyError:
+        return None
+
+
+def _clock(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S UTC")
+
+
+def _schedule(facts: Facts) -> str:
+    if facts.interval_s is None:
+        return ""
+    return (
+        f" (the jobs run every {facts.interval_s:g} s, the first "
+        f"{facts.initial_delay_s or 0:g} s after the scheduler starts"
+        + (
+            f"; another job last finished at {_clock(max(facts.last_success.values()))}"
+            if facts.last_success
+            else ""
+        )
+        + ")"
+    )
+
+
+@dataclass(frozen=True)
+class EmptyReasons:
+    """The `Reasons` of `exporters.report.empty` for one report."""
+
+    facts: Facts
+
+    def __call__(self, exprs: Sequence[str]) -> EmptyReason | None:
+        facts = self.facts
+        ruled = conditions.rule_condition(exprs)
+        if ruled is conditions.JUDGE and facts.judge_models == ():
+            return _no_judge()
+        if ruled is not None:
+            return EmptyReason(ruled.short, ruled.text)
+        per_version = any(conditions.VERSION_RULE.search(e) for e in exprs)
+        if per_version and not facts.versions:
+            return EmptyReason(conditions.VERSIONS.short, conditions.VERSIONS.text)
+        job = conditions.job_of(exprs)
+        if job is None:
+            if not facts.runs:
+                return EmptyReason(
+                    WAITING, f"Waiting for the first run of the jobs{_schedule(facts)}"
+                )
+            return None
+        return self._job(job, conditions.condition(exprs), per_version)
+
+    def _job(self, job: str, found: conditions.Condition, per_version: bool) -> EmptyReason:
+        facts = self.facts
+        if facts.scheduled and job not in facts.scheduled:
+            return EmptyReason(
+                NOT_SCHEDULED,
+                f"The job {job} is not scheduled: scheduler.jobs names "
+                f"{', '.join(facts.scheduled)} (ragpulse jobs list)",
+            )
+        if found is conditions.JUDGE and facts.judge_models == ():
+            return _no_judge()
+        if not facts.ok_runs.get(job):
+            failed = facts.runs.get(job, 0.0)
+            if failed:
+                return EmptyReason(
+                    FAILING,
+                    f"The job {job} has not succeeded yet: {failed:g} runs without success "
+                    "(the jobs' log says why; Operations row: job runs by status)",
+                )
+            return EmptyReason(WAITING, f"Waiting for the first run of {job}{_schedule(facts)}")
+        last = facts.last_success.get(job)
+        ran = f"{job} last ran at {_clock(last)}" if last is not None else f"{job} has run"
+        versions = f" (versions: {', '.join(facts.versions)})" if per_version else ""
+        if found is conditions.GROUND_TRUTH and facts.ground_truth is not None:
+            held = _span(facts.lookback_s)
+            if facts.ground_truth:
+                count = facts.ground_truth
+                some = f"{count} trace{'s' if count > 1 else ''} of the last {held} carr"
+                return EmptyReason(
+                    "ground truth not scored yet",
+                    f"Ground truth not scored yet{versions}: {some}{'y' if count > 1 else 'ies'} "
+                    f"it; {ran} and scores only the traces sampled for it (sampling), newer "
+                    "ones at its next run",
+                )
+            return EmptyReason(
+                found.short,
+                f"No ground truth{versions}: no trace of the last {held} carries "
+                f"relevant_ids, relevance or shown_url (in the trace or by feedback); {ran}",
+            )
+        if found.lacks:
+            return EmptyReason(
+                found.short, f"{found.short.capitalize()}{versions}: {ran}, and {found.lacks}"
+            )
+        if found is conditions.JUDGE:
+            return EmptyReason(
+                "no judge scores yet",
+                f"No judge scores yet{versions}: {ran} and scored no trace (are traces sampled "
+                "for the judge? do its calls fail? the Judge row says)",
+            )
+        return EmptyReason(
+            "no result yet", f"No result yet{versions}: {ran} and wrote no value here"
+        )
+
+
+def _span(seconds: float) -> str:
+    minutes = seconds / 60
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{minutes / 60:.0f} h" if minutes < 48 * 60 else f"{minutes / 1440:.0f} days"
+
+
+def _no_judge() -> EmptyReason:
+    return EmptyReason(
+        "no judge configured",
+        "No LLM judge configured: set RAGPULSE_JUDGE__MODELS (and RAGPULSE_JUDGE__API_BASE for "
+        "a server of your own; in the demo: make demo JUDGE=local)",
+    )
