@@ -221,7 +221,7 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
     )
 
 
-def _title(name: str, unit: str | None) -> str:
+def axis_title(name: str, unit: str | None) -> str:
     name = name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 1].rstrip() + "…"
     label = unit_label(unit)
     return f"{name} ({label})" if label and name else name or label
@@ -257,8 +257,8 @@ def chart_body(
         right_unit,
         panel.min,
         panel.max,
-        y_title=_title(metric or panel.title.split(":")[0], panel.unit),
-        right_title=_title(right_names, right_unit),
+        y_title=axis_title(metric or panel.title.split(":")[0], panel.unit),
+        right_title=axis_title(right_names, right_unit),
     )
     chart = chart_div(
         lines,

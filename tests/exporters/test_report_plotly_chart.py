@@ -3,8 +3,17 @@ a filled polygon on its series' axis, counts on the right axis sit under the lin
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from exporters.report.dashboards import load_dashboard
+from exporters.report.live import Named, TimeRange, axis_title, chart_body
 from exporters.report.plotly_chart import Axes, chart_figure
+from exporters.report.promapi import Series
 from exporters.report.svg import Line
+from ragpulse.commands.report import threshold_levels
 
 TIMES = (0.0, 10.0, 20.0, 60.0, 70.0)
 
@@ -49,3 +58,73 @@ def test_a_band_fills_between_its_edges_and_counts_sit_under_the_lines() -> None
     assert by_name["1h"]["yaxis"] == "y2" and band["yaxis"] == "y2"
     assert fig["layout"]["yaxis2"]["overlaying"] == "y"  # the lines' axis is drawn on top
     assert fig["layout"]["yaxis"]["side"] == "right"
+
+
+OVERVIEW = (
+    Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards" / "overview.json"
+)
+
+
+def _plotly(html: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The traces and layout of the `Plotly.newPlot(id, data, layout, config)` in `html`."""
+    decoder = json.JSONDecoder()
+    rest = html.split("Plotly.newPlot(", 1)[1]
+    rest = rest[rest.index(",") + 1 :].lstrip()
+    data, end = decoder.raw_decode(rest)
+    layout, _ = decoder.raw_decode(rest[end:].lstrip(", \n"))
+    return data, layout
+
+
+def test_the_legend_is_drawn_colours_axes_are_titled_and_thresholds_labelled() -> None:
+    """The issue's chart: the `n (1h)` bars had a red swatch over faint bars, no axis had a
+    title and the threshold lines had no label."""
+    panel = next(
+        p
+        for p in load_dashboard(OVERVIEW).panels
+        if p.title == "faithfulness: 1h with 95% CI against 7d"
+    )
+    series = {
+        "A": ("1h", 0.82),
+        "B": ("1h CI lower", 0.78),
+        "C": ("1h CI upper", 0.86),
+        "D": ("7d", 0.8),
+        "E": ("n (1h)", 40.0),
+    }
+    named = [
+        Named(name, Series({}, TIMES, (value,) * len(TIMES)), ref)
+        for ref, (name, value) in series.items()
+    ]
+    html = chart_body(panel, named, TimeRange(0.0, 70.0, 10.0), "chart-t", threshold_levels)
+    traces, layout = _plotly(html)
+    drawn = {
+        t["meta"]: t["marker"]["color"] if t["type"] == "bar" else t["line"]["color"]
+        for t in traces
+        if t.get("meta")
+    }
+    legend = dict(re.findall(r'data-series="([^"]+)"><i style="background:([^"]+)"', html))
+    assert set(legend) == {"1h", "7d", "n (1h)"}
+    assert legend == {name: drawn[name] for name in legend}
+    assert legend["n (1h)"].startswith("rgba(140,149,159,")  # grey counts, not a palette red
+    # axes: the metric on the lines' axis, n on the counts' axis, time along x
+    assert layout["yaxis2"]["title"]["text"] == "faithfulness"
+    assert layout["yaxis"]["title"]["text"] == "n (1h)"
+    assert layout["xaxis"]["title"]["text"] == "time (UTC)"
+    # every threshold line carries the level it starts and its value
+    levels = threshold_levels("faithfulness")
+    lines = [s["y0"] for s in layout["shapes"]]
+    texts = [a["text"] for a in layout["annotations"]]
+    assert lines == [0.3, 0.5, 0.7, 0.9]
+    assert texts == [f"{levels[v]} ≥ {v:.3f}" for v in lines]
+    assert texts[-1] == "excellent ≥ 0.900"
+
+
+def test_axis_titles_name_the_unit() -> None:
+    assert axis_title("latency_ms_p95", "ms") == "latency_ms_p95 (ms)"
+    assert axis_title("hit_rate@1", "percentunit") == "hit_rate@1 (%)"
+    assert axis_title("n (1h)", "short") == "n (1h)"
+    assert axis_title("x" * 40, None).endswith("…") and len(axis_title("x" * 40, None)) == 32
+
+
+def test_a_threshold_without_a_level_name_still_says_its_value() -> None:
+    fig = _figure(_line("1h", (0.5, 0.6, 0.7, 0.8, 0.9)))
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["≥ 50%"]
