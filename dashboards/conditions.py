@@ -97,6 +97,12 @@ NOT_WORSE = Condition(
     "Nothing to explain: no metric is worse than its 7-day baseline now",
     short="nothing worse to explain",
 )
+NONE_INCOMPLETE = Condition(
+    "none_incomplete",
+    "None incomplete: every OTLP trace carried its question, answer and contexts (or no OTLP "
+    "trace arrived)",
+    short="no incomplete OTLP traces",
+)
 NOTHING_FIRING = Condition("nothing_firing", "Nothing firing", short="nothing firing")
 SLO_EVENTS = Condition(
     "slo_events",
@@ -132,6 +138,7 @@ JOB_CONDITIONS: dict[str, Condition] = {
 
 RULES: tuple[tuple[re.Pattern[str], Condition], ...] = (
     (re.compile(r"\bALERTS\b"), NOTHING_FIRING),
+    (re.compile(r"\bragpulse_otlp_traces_incomplete"), NONE_INCOMPLETE),
     (re.compile(r"\bragpulse_canary_"), CANARY),
     (re.compile(r"\bragpulse_change_"), NOT_WORSE),
     (re.compile(r"\bragpulse_slo"), SLO_EVENTS),

@@ -26,16 +26,15 @@ if TYPE_CHECKING:
 WAITING = "waiting for the first run"
 NOT_SCHEDULED = "job not scheduled"
 FAILING = "job failing"
+SKIPPED = "job skipped"
 
 
 @dataclass(frozen=True)
 class Facts:
     """What Prometheus and the settings say at the report's time."""
 
-    ok_runs: dict[str, float] = field(default_factory=dict)
-    """Job -> successful runs (any job with a run of its own has a key in `runs`)."""
-    runs: dict[str, float] = field(default_factory=dict)
-    """Job -> runs of any status (ok, error, skipped, locked)."""
+    runs: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Job -> status (ok, error, skipped, locked) -> runs."""
     last_success: dict[str, float] = field(default_factory=dict)
     versions: tuple[str, ...] = ()
     judge_models: tuple[str, ...] | None = None
@@ -47,6 +46,8 @@ class Facts:
     lookback_s: float = 86400.0
     ground_truth: int | None = None
     """Request traces of the lookback that carry ground truth (None: the store is not read)."""
+    ground_truth_newest: float | None = None
+    """When the newest of them was received."""
 
 
 def _by(client: PromClient, expr: str, label: str, now: float) -> dict[str, float]:
@@ -61,17 +62,21 @@ def gather(
     settings: Settings | None,
     now: float,
     lookback_s: float,
-    ground_truth: int | None = None,
+    ground_truth: tuple[int, float | None] | None = None,
 ) -> Facts:
     """The facts: job runs within `lookback_s` (a counter keeps its last value while the
     jobs run; `last_over_time` keeps it after they stopped), the versions on any result."""
     window = format_duration(max(lookback_s, 300.0))
     runs = "ragpulse_job_runs_total"
+    by_status: dict[str, dict[str, float]] = {}
+    try:
+        found = client.query(f"sum by (job, status) (last_over_time({runs}[{window}]))", now)
+    except QueryError:
+        found = []
+    for labels, value in found:
+        by_status.setdefault(labels.get("job", ""), {})[labels.get("status", "")] = value
     return Facts(
-        ok_runs=_by(
-            client, f'sum by (job) (last_over_time({runs}{{status="ok"}}[{window}]))', "job", now
-        ),
-        runs=_by(client, f"sum by (job) (last_over_time({runs}[{window}]))", "job", now),
+        runs=by_status,
         last_success=_by(
             client,
             f"max by (job) (last_over_time(ragpulse_job_last_success_timestamp_seconds[{window}]))",
@@ -94,13 +99,17 @@ def gather(
         interval_s=settings.scheduler.interval_s if settings is not None else None,
         initial_delay_s=settings.scheduler.initial_delay_s if settings is not None else None,
         lookback_s=lookback_s,
-        ground_truth=ground_truth,
+        ground_truth=ground_truth[0] if ground_truth is not None else None,
+        ground_truth_newest=ground_truth[1] if ground_truth is not None else None,
     )
 
 
-def ground_truth_traces(engine: Engine, now: float, lookback_s: float) -> int | None:
-    """Request traces of the last `lookback_s` with relevant_ids, relevance or shown_url
-    (a JSON `null` is none); None when the store cannot be read."""
+def ground_truth_traces(
+    engine: Engine, now: float, lookback_s: float
+) -> tuple[int, float | None] | None:
+    """How many request traces of the last `lookback_s` carry relevant_ids, relevance or
+    shown_url (a JSON `null` is none), and when the newest was received; None when the
+    store cannot be read."""
     from sqlalchemy import String, and_, cast, func, or_, select
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -110,16 +119,21 @@ def ground_truth_traces(engine: Engine, now: float, lookback_s: float) -> int | 
         return and_(column.is_not(None), cast(column, String) != "null")
 
     since = datetime.fromtimestamp(now - lookback_s, UTC)
-    query = select(func.count()).where(
+    query = select(func.count(), func.max(Trace.received_at)).where(
         Trace.timestamp >= since,
         Trace.not_request.is_(None),
         or_(present(Trace.relevant_ids), present(Trace.relevance), present(Trace.shown_url)),
     )
     try:
         with engine.connect() as connection:
-            return int(connection.execute(query).scalar_one())
+            count, newest = connection.execute(query).one()
     except SQLAlchemyError:
         return None
+    if isinstance(newest, str):  # SQLite hands back an aggregate's datetime as text
+        newest = datetime.fromisoformat(newest)
+    if isinstance(newest, datetime) and newest.tzinfo is None:
+        newest = newest.replace(tzinfo=UTC)
+    return int(count), newest.timestamp() if isinstance(newest, datetime) else None
 
 
 def _clock(at: float) -> str:
@@ -176,12 +190,18 @@ class EmptyReasons:
             )
         if found is conditions.JUDGE and facts.judge_models == ():
             return _no_judge()
-        if not facts.ok_runs.get(job):
-            failed = facts.runs.get(job, 0.0)
-            if failed:
+        statuses = facts.runs.get(job, {})
+        if not statuses.get("ok"):
+            if statuses.get("skipped"):
+                return EmptyReason(
+                    SKIPPED,
+                    f"The job {job} skipped its {statuses['skipped']:g} runs (its log line says "
+                    "why, e.g. an input it needs is not configured)",
+                )
+            if statuses.get("error"):
                 return EmptyReason(
                     FAILING,
-                    f"The job {job} has not succeeded yet: {failed:g} runs without success "
+                    f"The job {job} has not succeeded yet: {statuses['error']:g} runs failed "
                     "(the jobs' log says why; Operations row: job runs by status)",
                 )
             return EmptyReason(WAITING, f"Waiting for the first run of {job}{_schedule(facts)}")
@@ -191,14 +211,7 @@ class EmptyReasons:
         if found is conditions.GROUND_TRUTH and facts.ground_truth is not None:
             held = _span(facts.lookback_s)
             if facts.ground_truth:
-                count = facts.ground_truth
-                some = f"{count} trace{'s' if count > 1 else ''} of the last {held} carr"
-                return EmptyReason(
-                    "ground truth not scored yet",
-                    f"Ground truth not scored yet{versions}: {some}{'y' if count > 1 else 'ies'} "
-                    f"it; {ran} and scores only the traces sampled for it (sampling), newer "
-                    "ones at its next run",
-                )
+                return _not_scored(facts, job, ran, versions, last)
             return EmptyReason(
                 found.short,
                 f"No ground truth{versions}: no trace of the last {held} carries "
@@ -217,6 +230,27 @@ class EmptyReasons:
         return EmptyReason(
             "no result yet", f"No result yet{versions}: {ran} and wrote no value here"
         )
+
+
+def _not_scored(facts: Facts, job: str, ran: str, versions: str, last: float | None) -> EmptyReason:
+    """Traces carry ground truth the job has no result from: newer than its last run, or
+    not sampled for it."""
+    count = facts.ground_truth or 0
+    some = f"{count} trace{'s' if count > 1 else ''} of the last {_span(facts.lookback_s)}"
+    newest = facts.ground_truth_newest
+    if newest is not None and last is not None and newest > last:
+        why = (
+            f"the newest arrived at {_clock(newest)}, after {job}'s last run at {_clock(last)}: "
+            "it scores them at its next run"
+            + (f" (every {facts.interval_s:g} s)" if facts.interval_s else "")
+        )
+    else:
+        why = f"{ran} and scores only the traces sampled for it"
+    return EmptyReason(
+        "ground truth not scored yet",
+        f"Ground truth not scored yet{versions}: {some} carr{'y' if count > 1 else 'ies'} it; "
+        f"{why}",
+    )
 
 
 def _span(seconds: float) -> str:

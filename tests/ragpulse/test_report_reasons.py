@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,14 @@ from collector.store.session import make_engine, make_session_factory
 from dashboards import conditions
 from exporters.report.empty import EmptyReason, counted, from_text
 from ragpulse.cli import main
-from ragpulse.report_reasons import FAILING, NOT_SCHEDULED, WAITING, EmptyReasons, Facts
+from ragpulse.report_reasons import (
+    FAILING,
+    NOT_SCHEDULED,
+    SKIPPED,
+    WAITING,
+    EmptyReasons,
+    Facts,
+)
 from tests.fixtures.prometheus import free_port
 from tests.jobs.helpers import add_trace
 
@@ -78,7 +87,7 @@ def _panel(html: str, title: str) -> str:
     """The text of the panel titled `title` (the first)."""
     start = html.index(f">{title}</h4>")
     end = html.find("<h4", start + 1)
-    return re.sub(r"<[^>]+>", " ", html[start : end if end > 0 else None])
+    return unescape(re.sub(r"<[^>]+>", " ", html[start : end if end > 0 else None]))
 
 
 @pytest.mark.slow
@@ -145,12 +154,13 @@ def test_empty_panels_say_the_true_reason_from_prometheus_and_the_store(
 
     # A trace with ground truth the job has not scored yet: said so, not "no ground truth".
     with make_session_factory(engine)() as session:
-        add_trace(session, "truth", datetime.now(UTC) - timedelta(minutes=1), relevant_ids=["d1"])
+        add_trace(session, "truth", datetime.now(UTC), relevant_ids=["d1"])
         session.commit()
     engine.dispose()
     stdout, _, html = _report(capsys, prom.url, out)
     hit = _panel(html, "hit_rate@1 per version (1h, 95% CI)")
     assert "Ground truth not scored yet (versions: v1, v2): 1 trace of the last" in hit
+    assert "after real_users_benchmark's last run at" in hit  # it arrived after the run
     assert "ground truth not scored yet" in stdout
 
 
@@ -160,23 +170,40 @@ def _facts(**kw: Any) -> Facts:
 
 
 def test_no_version_on_any_series_is_no_versions() -> None:
-    reasons = EmptyReasons(_facts(ok_runs={"rag_quality": 3.0}))
+    reasons = EmptyReasons(_facts(runs={"rag_quality": {"ok": 3.0}}))
     assert reasons(FAITH_PER_VERSION) == EmptyReason(
         conditions.VERSIONS.short, conditions.VERSIONS.text
     )
-    with_versions = EmptyReasons(_facts(ok_runs={"rag_quality": 3.0}, versions=("v1",)))
+    with_versions = EmptyReasons(_facts(runs={"rag_quality": {"ok": 3.0}}, versions=("v1",)))
     found = with_versions(FAITH_PER_VERSION)
     assert found is not None and found.short == "no judge scores yet", found
 
 
 def test_a_failing_or_unscheduled_job_says_so() -> None:
-    failing = EmptyReasons(_facts(runs={"real_users_benchmark": 4.0}))(HIT)
+    failing = EmptyReasons(_facts(runs={"real_users_benchmark": {"error": 4.0}}))(HIT)
     assert failing is not None and failing.short == FAILING
-    assert "4 runs without success" in failing.text
+    assert "4 runs failed" in failing.text
+    skipped = EmptyReasons(_facts(runs={"real_users_benchmark": {"skipped": 2.0}}))(HIT)
+    assert skipped is not None and skipped.short == SKIPPED
     unscheduled = EmptyReasons(_facts(scheduled=("rag_quality",)))(HIT)
     assert unscheduled is not None and unscheduled.short == NOT_SCHEDULED
-    waiting = EmptyReasons(_facts(ok_runs={"rag_quality": 1.0}))(HIT)
+    waiting = EmptyReasons(_facts(runs={"rag_quality": {"ok": 1.0}}))(HIT)
     assert waiting is not None and waiting.short == WAITING
+
+
+def test_ground_truth_older_than_the_last_run_is_not_sampled_for_it() -> None:
+    facts = _facts(
+        runs={"real_users_benchmark": {"ok": 2.0}},
+        last_success={"real_users_benchmark": 2000.0},
+        ground_truth=3,
+        ground_truth_newest=1000.0,
+    )
+    found = EmptyReasons(facts)(HIT)
+    assert found is not None and found.short == "ground truth not scored yet"
+    assert "3 traces of the last 24 h carry it" in found.text
+    assert "scores only the traces sampled for it" in found.text
+    none = EmptyReasons(replace(facts, ground_truth=0))(HIT)
+    assert none is not None and none.short == conditions.GROUND_TRUTH.short
 
 
 def test_reasons_by_design_keep_their_text() -> None:
