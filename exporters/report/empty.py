@@ -39,5 +39,6 @@ def resolve(exprs: Sequence[str], no_value: str | None, reasons: Reasons | None)
 
 
 def counted(shorts: Iterable[str]) -> str:
-    """ "7 waiting for the first run, 5 no judge configured": most frequent first."""
+    """The reasons counted, most frequent first: `7 waiting for the first run, 5 no judge
+    configured`."""
     return ", ".join(f"{n} {short}" for short, n in Counter(shorts).most_common())

@@ -46,6 +46,8 @@ class Axes:
 
 BAR_MIN_OPACITY = 0.35
 """Bars (counts) are drawn at least this opaque, so they and their legend swatch show."""
+RANGE_PAD = 0.03
+"""A fixed y range is widened by this share of it each side (a share at 1.0 is visible)."""
 TITLE_FONT = {"size": 10, "color": "#57606a"}
 X_TITLE = "time (UTC)"
 
@@ -115,8 +117,12 @@ def drawn_color(line: Line) -> str:
 
 
 def threshold_label(value: float, name: str | None, fmt: Fmt) -> str:
-    """ "excellent ≥ 0.900": the level a threshold line starts, and its value."""
-    return f"{name} ≥ {fmt(value)}" if name else f"≥ {fmt(value)}"
+    """The level a threshold line starts and its value, e.g. `excellent ≥ 0.900`; a strict
+    bound (a step at the double just above a round value, `metrics_view.strictly_above`)
+    says `excellent > 0.800`."""
+    rounded = round(value, 9)
+    bound = f"> {fmt(rounded)}" if rounded != value else f"≥ {fmt(value)}"
+    return f"{name} {bound}" if name else bound
 
 
 def _axes_of(lines: Sequence[Line]) -> tuple[str, str]:
@@ -217,7 +223,8 @@ def chart_figure(
         values = [v for ln in lines if not ln.right for v in ln.values]
         low = axes.y_min if axes.y_min is not None else min(values, default=0.0)
         high = axes.y_max if axes.y_max is not None else max(values, default=1.0)
-        yaxis["range"] = [low, high]
+        pad = (high - low) * RANGE_PAD if high > low else 0.0
+        yaxis["range"] = [low - pad, high + pad]  # a line at a bound is drawn whole
     if left == "y2":
         # its own round ticks, not ones synced to the counts' axis
         yaxis.update({"overlaying": "y", "side": "left", "tickmode": "auto"})

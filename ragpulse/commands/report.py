@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def summary_line(summary: ReportSummary, verbose: bool = False) -> str:
-    """ "41 panels with data; 12 empty: 7 waiting for the first run, 5 no judge configured"."""
+    """The one line of what the page holds, e.g. `41 panels with data; 12 empty: 7 waiting
+    for the first run, 5 no judge configured`."""
     from exporters.report.empty import counted
 
     line = f"{summary.with_data} panels with data"

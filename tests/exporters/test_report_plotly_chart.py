@@ -4,13 +4,14 @@ a filled polygon on its series' axis, counts on the right axis sit under the lin
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from exporters.report.dashboards import load_dashboard
 from exporters.report.live import Named, TimeRange, axis_title, chart_body
-from exporters.report.plotly_chart import Axes, chart_figure
+from exporters.report.plotly_chart import Axes, chart_figure, threshold_label
 from exporters.report.promapi import Series
 from exporters.report.svg import Line
 from ragpulse.commands.report import threshold_levels
@@ -123,6 +124,12 @@ def test_axis_titles_name_the_unit() -> None:
     assert axis_title("hit_rate@1", "percentunit") == "hit_rate@1 (%)"
     assert axis_title("n (1h)", "short") == "n (1h)"
     assert axis_title("x" * 40, None).endswith("…") and len(axis_title("x" * 40, None)) == 32
+
+
+def test_a_strict_bound_says_greater_than() -> None:
+    fmt = "{:.3f}".format
+    assert threshold_label(math.nextafter(0.8, math.inf), "excellent", fmt) == "excellent > 0.800"
+    assert threshold_label(0.9, "excellent", fmt) == "excellent ≥ 0.900"
 
 
 def test_a_threshold_without_a_level_name_still_says_its_value() -> None:
