@@ -187,7 +187,9 @@ def chart_figure(
             "hovertemplate": "%{customdata}",
         }
         if ln.bars:
-            figure.add_trace(go.Bar(marker={"color": drawn_color(ln)}, **common))
+            figure.add_trace(
+                go.Bar(marker={"color": drawn_color(ln), "line": {"width": 0}}, **common)
+            )
         else:
             single = len(ln.values) == 1
             figure.add_trace(
@@ -242,6 +244,7 @@ def chart_figure(
         "plot_bgcolor": "#ffffff",
         "showlegend": False,
         "barmode": "overlay",
+        "bargap": 0,  # counts per step read as one area, not a hatching of thin bars
     }
     if left == "y2":
         layout["yaxis"] = {
