@@ -10,6 +10,7 @@ table lists versions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ WAITING = "waiting for the first run"
 NOT_SCHEDULED = "job not scheduled"
 FAILING = "job failing"
 SKIPPED = "job skipped"
+NO_JUDGE = "no judge configured"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Facts:
     versions: tuple[str, ...] = ()
     judge_models: tuple[str, ...] | None = None
     """None: the settings are not known."""
+    slo_metrics: dict[str, str] = field(default_factory=dict)
+    """Declared SLO -> the metric its events count."""
     scheduled: tuple[str, ...] = ()
     """Jobs `scheduler.jobs` names (empty: every job)."""
     interval_s: float | None = None
@@ -95,6 +99,7 @@ def gather(
             )
         ),
         judge_models=tuple(settings.judge.models) if settings is not None else None,
+        slo_metrics={s.name: s.metric for s in settings.slo.specs()} if settings else {},
         scheduled=tuple(settings.scheduler.jobs) if settings is not None else (),
         interval_s=settings.scheduler.interval_s if settings is not None else None,
         initial_delay_s=settings.scheduler.initial_delay_s if settings is not None else None,
@@ -155,6 +160,11 @@ def _schedule(facts: Facts) -> str:
     )
 
 
+_SLO = re.compile(r'slo="([^"]+)"')
+BLOCKED = frozenset({WAITING, NOT_SCHEDULED, FAILING, SKIPPED, NO_JUDGE})
+"""Reasons that are about the job, not the traces: an SLO of its metric has them too."""
+
+
 @dataclass(frozen=True)
 class EmptyReasons:
     """The `Reasons` of `exporters.report.empty` for one report."""
@@ -166,6 +176,10 @@ class EmptyReasons:
         ruled = conditions.rule_condition(exprs)
         if ruled is conditions.JUDGE and facts.judge_models == ():
             return _no_judge()
+        if ruled is conditions.SLO_EVENTS:
+            blocked = self._slo(exprs)
+            if blocked is not None:
+                return blocked
         if ruled is not None:
             return EmptyReason(ruled.short, ruled.text)
         per_version = any(conditions.VERSION_RULE.search(e) for e in exprs)
@@ -179,6 +193,20 @@ class EmptyReasons:
                 )
             return None
         return self._job(job, conditions.condition(exprs), per_version)
+
+    def _slo(self, exprs: Sequence[str]) -> EmptyReason | None:
+        """An SLO whose metric's job cannot score yet (no judge, not run, failing) says so;
+        otherwise the SLO's own text."""
+        named = next((m.group(1) for e in exprs if (m := _SLO.search(e))), None)
+        metric = self.facts.slo_metrics.get(named or "")
+        source = [f'metric="{metric}"']
+        job = conditions.job_of(source) if metric else None
+        if job is None:
+            return None
+        found = self._job(job, conditions.condition(source), False)
+        if found.short in BLOCKED:
+            return EmptyReason(found.short, f"The SLO {named} counts {metric}: {found.text}")
+        return None
 
     def _job(self, job: str, found: conditions.Condition, per_version: bool) -> EmptyReason:
         facts = self.facts
@@ -262,7 +290,7 @@ def _span(seconds: float) -> str:
 
 def _no_judge() -> EmptyReason:
     return EmptyReason(
-        "no judge configured",
+        NO_JUDGE,
         "No LLM judge configured: set RAGPULSE_JUDGE__MODELS (and RAGPULSE_JUDGE__API_BASE for "
         "a server of your own; in the demo: make demo JUDGE=local)",
     )

@@ -25,6 +25,7 @@ from exporters.report.empty import EmptyReason, counted, from_text
 from ragpulse.cli import main
 from ragpulse.report_reasons import (
     FAILING,
+    NO_JUDGE,
     NOT_SCHEDULED,
     SKIPPED,
     WAITING,
@@ -204,6 +205,18 @@ def test_ground_truth_older_than_the_last_run_is_not_sampled_for_it() -> None:
     assert "scores only the traces sampled for it" in found.text
     none = EmptyReasons(replace(facts, ground_truth=0))(HIT)
     assert none is not None and none.short == conditions.GROUND_TRUTH.short
+
+
+def test_an_slo_whose_metric_cannot_be_scored_says_why() -> None:
+    burn = ['ragpulse_slo:burn_rate:rate1h{slo="faithfulness",tenant=~"$slo_tenant"}']
+    facts = _facts(slo_metrics={"faithfulness": "faithfulness"}, judge_models=())
+    found = EmptyReasons(facts)(burn)
+    assert found is not None and found.short == NO_JUDGE
+    assert found.text.startswith("The SLO faithfulness counts faithfulness: No LLM judge")
+    # scored, but no events in the window yet: the SLO's own text
+    ran = replace(facts, judge_models=("openai/x",), runs={"rag_quality": {"ok": 1.0}})
+    found = EmptyReasons(ran)(burn)
+    assert found == EmptyReason(conditions.SLO_EVENTS.short, conditions.SLO_EVENTS.text)
 
 
 def test_reasons_by_design_keep_their_text() -> None:
