@@ -5,8 +5,10 @@ An empty panel on a fresh install is normal, but "No data" does not tell a perso
 to wait, to configure something, or to worry. The condition of a panel is the first of
 `RULES` whose series its queries read; a quality panel's is that of the job computing its
 metric (`JOB_CONDITIONS`): the judge jobs need a judge, the retrieval benchmark ground
-truth, and so on; a metric's percentiles (`latency_ms_p95`) need its values. The report
-(`ragpulse report`) shows the same text for an empty panel.
+truth, and so on; a metric's percentiles (`latency_ms_p95`) need its values. Grafana
+shows one fixed text, so a job-input condition says both what the job needs and that it
+must have run; the report (`ragpulse report`, `ragpulse/report_reasons.py`) looks at the
+facts (job runs, judge, versions, ground truth in the store) and says which one holds.
 """
 
 from __future__ import annotations
