@@ -14,7 +14,7 @@ from typing import Any
 
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
 from exporters.report.drilldown import Drill, drill_html, panel_metric
-from exporters.report.empty import EmptyReason, Reasons, resolve
+from exporters.report.empty import EmptyReason, Reasons, counted, resolve
 from exporters.report.figures import sparkline
 from exporters.report.heatmap import Cells, Exemplar, cells, exemplars_of, heatmap_div
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
@@ -429,7 +429,12 @@ def render_report(
     header = [
         f"Prometheus {client.url} · generated "
         f"{datetime.fromtimestamp(now, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"{summary.with_data} of {summary.panels} panels with data",
+        f"{summary.with_data} of {summary.panels} panels with data"
+        + (
+            f"; {len(summary.empty)} empty: {counted(why.short for _, why in summary.empty)}"
+            if summary.empty
+            else ""
+        ),
     ]
     if shown_vars:
         header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))

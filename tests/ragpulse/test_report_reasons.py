@@ -122,6 +122,8 @@ def test_empty_panels_say_the_true_reason_from_prometheus_and_the_store(
         lines[0],
     ), lines[0]
     assert "no judge configured" in lines[0]
+    counts = lines[0].split(" panels with data", 1)[1].removesuffix(" (--verbose lists them)")
+    assert f" panels with data{counts}</" in html  # the page's header counts them too
     assert lines[1].startswith(f"wrote {out} (")
     assert "no data:" not in err and "empty:" not in err
     # not run yet: waiting, with the schedule; not "no ground truth"
