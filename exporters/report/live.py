@@ -240,9 +240,11 @@ def chart_body(
     threshold lines with the level they start (`levels`)."""
     colors: dict[str, str] = {}
     lines = []
-    for i, item in enumerate(named):
-        line = _line(panel, i, item, colors)
-        colors.setdefault(item.name, line.color)
+    for item in named:
+        line = _line(panel, len(colors), item, colors)
+        # one name, one colour: the same series from a restarted exporter (a new
+        # `instance`) continues its line instead of becoming a second, differently coloured one
+        line.color = colors.setdefault(item.name, line.color)
         lines.append(line)
     right = next((panel.series_props(ln.name) for ln in lines if ln.right), {})
     right_unit = right.get("unit", panel.unit)
@@ -270,14 +272,17 @@ def chart_body(
         div_id=div_id,
         levels=levels(metric) if levels is not None and metric is not None else None,
     )
-    entries = []
+    latest: dict[str, Line] = {}
     for ln in lines:
-        props = panel.series_props(ln.name)
-        if ln.in_legend:
-            last = format_value(
-                ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
-            )
-            entries.append((ln.name, drawn_color(ln), f"{ln.name}: {last}"))
+        if ln.in_legend and (ln.name not in latest or ln.times[-1] > latest[ln.name].times[-1]):
+            latest[ln.name] = ln
+    entries = []
+    for name, ln in latest.items():
+        props = panel.series_props(name)
+        last = format_value(
+            ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
+        )
+        entries.append((name, drawn_color(ln), f"{name}: {last}"))
     return chart + legend_html(entries)
 
 

@@ -135,3 +135,23 @@ def test_a_strict_bound_says_greater_than() -> None:
 def test_a_threshold_without_a_level_name_still_says_its_value() -> None:
     fig = _figure(_line("1h", (0.5, 0.6, 0.7, 0.8, 0.9)))
     assert [a["text"] for a in fig["layout"]["annotations"]] == ["≥ 50%"]
+
+
+def test_a_restarted_exporters_series_continues_in_one_colour_and_legend_entry() -> None:
+    """After a restart on another port, Prometheus holds the same series twice (a new
+    `instance`): drawn as one line's colour, with one legend entry of the newer value."""
+    panel = next(
+        p
+        for p in load_dashboard(OVERVIEW).panels
+        if p.title == "faithfulness: 1h with 95% CI against 7d"
+    )
+    before = Series({"instance": "a:9464"}, (0.0, 10.0), (0.8, 0.81))
+    after = Series({"instance": "a:42601"}, (40.0, 50.0, 60.0), (0.7, 0.71, 0.72))
+    named = [Named("1h", before, "A"), Named("1h", after, "A"), Named("7d", before, "D")]
+    html = chart_body(panel, named, TimeRange(0.0, 70.0, 10.0), "chart-r", threshold_levels)
+    traces, _ = _plotly(html)
+    colours = {t["line"]["color"] for t in traces if t.get("meta") == "1h"}
+    assert len(colours) == 1
+    legend = re.findall(r'data-series="([^"]+)"><i style="background:([^"]+)"></i>([^<]*)', html)
+    assert [(name, text) for name, _, text in legend] == [("1h", "1h: 0.720"), ("7d", "7d: 0.810")]
+    assert legend[0][1] in colours and legend[1][1] not in colours
