@@ -2,10 +2,11 @@
 
 A dashboard's `noValue` is one fixed text for every state; the report can look: whether
 the job computing the panel's metric has run (its `ragpulse_job_runs_total` in
-Prometheus), failed, or is not scheduled; whether an LLM judge is configured; whether any
-series carries a version. A job that has not run yet is "waiting for its first run", not
-"no ground truth"; a metric per version is empty for its metric's reason when the versions
-table lists versions.
+Prometheus by status), failed, skipped its runs or is not scheduled; whether an LLM judge
+is configured; whether any series carries a version; whether stored traces carry ground
+truth, and whether it arrived after the job's last run. A job that has not run yet is
+"waiting for the first run", not "no ground truth"; a metric per version is empty for its
+metric's reason when the versions table lists versions.
 """
 
 from __future__ import annotations

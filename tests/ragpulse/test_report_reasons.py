@@ -31,6 +31,7 @@ from ragpulse.report_reasons import (
     WAITING,
     EmptyReasons,
     Facts,
+    ground_truth_traces,
 )
 from tests.fixtures.prometheus import free_port
 from tests.jobs.helpers import add_trace
@@ -232,3 +233,31 @@ def test_the_summary_counts_reasons_most_frequent_first() -> None:
     assert counted(shorts) == "3 waiting for the first run, 2 no judge configured"
     assert from_text("Needs history: the detectors ...").short == "needs history"
     assert from_text(None).short == "no data"
+
+
+def test_ground_truth_in_the_store_is_counted_on_both_databases(db_url: str) -> None:
+    """A JSON null is no ground truth; traces that are no request do not count."""
+    now = datetime.now(UTC)
+    engine = make_engine(db_url)
+    try:
+        with make_session_factory(engine)() as session:
+            add_trace(session, "bare", now - timedelta(minutes=9))
+            add_trace(session, "json-null", now - timedelta(minutes=8), relevant_ids=None)
+            add_trace(session, "ids", now - timedelta(minutes=7), relevant_ids=["d1"])
+            add_trace(session, "shown", now - timedelta(minutes=3), shown_url=["https://x/1"])
+            add_trace(
+                session,
+                "index-build",
+                now - timedelta(minutes=1),
+                relevant_ids=["d2"],
+                not_request="index_build",
+            )
+            add_trace(session, "old", now - timedelta(days=3), relevance={"d1": 2})
+            session.commit()
+        found = ground_truth_traces(engine, now.timestamp(), 86400.0)
+    finally:
+        engine.dispose()
+    assert found is not None
+    count, newest = found
+    assert count == 2
+    assert newest is not None and abs(newest - (now - timedelta(minutes=3)).timestamp()) < 1
