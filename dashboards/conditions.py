@@ -84,8 +84,8 @@ CANARY = Condition(
 )
 VERSIONS = Condition(
     "versions",
-    "No versions: traces carry no version (tags.version, OTLP service.version, or "
-    "versions.sources)",
+    "No value per version yet: needs traces with a version (tags.version, OTLP "
+    "service.version, or versions.sources) and a run of the jobs over them",
     short="no versions",
 )
 HISTORY = Condition(

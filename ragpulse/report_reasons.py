@@ -185,7 +185,11 @@ class EmptyReasons:
             return EmptyReason(ruled.short, ruled.text)
         per_version = any(conditions.VERSION_RULE.search(e) for e in exprs)
         if per_version and not facts.versions:
-            return EmptyReason(conditions.VERSIONS.short, conditions.VERSIONS.text)
+            return EmptyReason(
+                conditions.VERSIONS.short,
+                "No versions: no series carries a version (traces need tags.version, OTLP "
+                "service.version, or the tags versions.sources names)",
+            )
         job = conditions.job_of(exprs)
         if job is None:
             if not facts.runs:
