@@ -30,6 +30,7 @@ NOT_SCHEDULED = "job not scheduled"
 FAILING = "job failing"
 SKIPPED = "job skipped"
 NO_JUDGE = "no judge configured"
+UNSCRAPED = "job runs not scraped"
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class Facts:
     """Job -> status (ok, error, skipped, locked) -> runs."""
     last_success: dict[str, float] = field(default_factory=dict)
     versions: tuple[str, ...] = ()
+    results: bool = False
+    """Prometheus holds quality results (some job has run, wherever it is scraped)."""
     judge_models: tuple[str, ...] | None = None
     """None: the settings are not known."""
     slo_metrics: dict[str, str] = field(default_factory=dict)
@@ -98,6 +101,9 @@ def gather(
                     now,
                 )
             )
+        ),
+        results=bool(
+            _by(client, f"count(last_over_time(ragpulse_metric_value[{window}]))", "", now)
         ),
         judge_models=tuple(settings.judge.models) if settings is not None else None,
         slo_metrics={s.name: s.metric for s in settings.slo.specs()} if settings else {},
@@ -162,7 +168,7 @@ def _schedule(facts: Facts) -> str:
 
 
 _SLO = re.compile(r'slo="([^"]+)"')
-BLOCKED = frozenset({WAITING, NOT_SCHEDULED, FAILING, SKIPPED, NO_JUDGE})
+BLOCKED = frozenset({WAITING, NOT_SCHEDULED, FAILING, SKIPPED, NO_JUDGE, UNSCRAPED})
 """Reasons that are about the job, not the traces: an SLO of its metric has them too."""
 
 
@@ -236,6 +242,12 @@ class EmptyReasons:
                     FAILING,
                     f"The job {job} has not succeeded yet: {statuses['error']:g} runs failed "
                     "(the jobs' log says why; Operations row: job runs by status)",
+                )
+            if not facts.runs and facts.results:
+                return EmptyReason(
+                    UNSCRAPED,
+                    "Prometheus holds results but no job runs (ragpulse_job_runs_total): does "
+                    f"it scrape the process running the jobs? Whether {job} ran is unknown",
                 )
             return EmptyReason(WAITING, f"Waiting for the first run of {job}{_schedule(facts)}")
         last = facts.last_success.get(job)

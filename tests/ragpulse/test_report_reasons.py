@@ -28,6 +28,7 @@ from ragpulse.report_reasons import (
     NO_JUDGE,
     NOT_SCHEDULED,
     SKIPPED,
+    UNSCRAPED,
     WAITING,
     EmptyReasons,
     Facts,
@@ -193,6 +194,14 @@ def test_a_failing_or_unscheduled_job_says_so() -> None:
     assert unscheduled is not None and unscheduled.short == NOT_SCHEDULED
     waiting = EmptyReasons(_facts(runs={"rag_quality": {"ok": 1.0}}))(HIT)
     assert waiting is not None and waiting.short == WAITING
+    # results in Prometheus but no job counters at all: the jobs' process is not scraped
+    unscraped = EmptyReasons(_facts(results=True))(HIT)
+    assert unscraped is not None and unscraped.short == UNSCRAPED
+    assert EmptyReasons(_facts())(HIT) == EmptyReason(
+        WAITING,
+        "Waiting for the first run of real_users_benchmark (the jobs run every 60 s, "
+        "the first 0 s after the scheduler starts)",
+    )
 
 
 def test_ground_truth_older_than_the_last_run_is_not_sampled_for_it() -> None:
