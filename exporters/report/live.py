@@ -235,9 +235,10 @@ def chart_body(
     levels: Levels | None = None,
 ) -> str:
     """A Plotly time-series chart, and under it the legend (name: last value, in the colour
-    the series is drawn); clicking a legend entry hides its series. The left axis is titled
-    with the panel's metric (else its title) and unit, the right one with its series (n);
-    threshold lines with the level they start (`levels`)."""
+    the series is drawn); clicking a legend entry hides its series. The axes are titled
+    as the JSON says (Grafana's `axisLabel`), else the left one with the panel's metric
+    (else its title) and unit, the right one with its series (n); threshold lines with
+    the level they start (`levels`)."""
     colors: dict[str, str] = {}
     lines = []
     for item in named:
@@ -259,8 +260,9 @@ def chart_body(
         right_unit,
         panel.min,
         panel.max,
-        y_title=axis_title(metric or panel.title.split(":")[0], panel.unit),
-        right_title=axis_title(right_names, right_unit),
+        y_title=str(panel.custom.get("axisLabel") or "")
+        or axis_title(metric or panel.title.split(":")[0], panel.unit),
+        right_title=str(right.get("axisLabel") or "") or axis_title(right_names, right_unit),
     )
     chart = chart_div(
         lines,

@@ -108,7 +108,7 @@ def test_the_legend_is_drawn_colours_axes_are_titled_and_thresholds_labelled() -
     assert legend["n (1h)"].startswith("rgba(140,149,159,")  # grey counts, not a palette red
     # axes: the metric on the lines' axis, n on the counts' axis, time along x
     assert layout["yaxis2"]["title"]["text"] == "faithfulness"
-    assert layout["yaxis"]["title"]["text"] == "n (1h)"
+    assert layout["yaxis"]["title"]["text"] == "n (traces)"  # the JSON's axisLabel
     assert layout["xaxis"]["title"]["text"] == "time (UTC)"
     # every threshold line carries the level it starts and its value
     levels = threshold_levels("faithfulness")
