@@ -47,7 +47,7 @@ class Axes:
 BAR_MIN_OPACITY = 0.35
 """Bars (counts) are drawn at least this opaque, so they and their legend swatch show."""
 RANGE_PAD = 0.03
-"""A fixed y range is widened by this share of it each side (a share at 1.0 is visible)."""
+"""The y range is widened by this share of it each side (a share at 1.0 is drawn whole)."""
 TITLE_FONT = {"size": 10, "color": "#57606a"}
 X_TITLE = "time (UTC)"
 
@@ -221,12 +221,16 @@ def chart_figure(
         "title": {"text": axes.y_title, "font": TITLE_FONT, "standoff": 4},
         **TICK_FORMATS.get(axes.unit or "", {}),
     }
-    if axes.y_min is not None or axes.y_max is not None:
-        values = [v for ln in lines if not ln.right for v in ln.values]
-        low = axes.y_min if axes.y_min is not None else min(values, default=0.0)
-        high = axes.y_max if axes.y_max is not None else max(values, default=1.0)
-        pad = (high - low) * RANGE_PAD if high > low else 0.0
-        yaxis["range"] = [low - pad, high + pad]  # a line at a bound is drawn whole
+    # the range Plotly would pick (the lines and the threshold lines drawn), with a little
+    # room: its autorange puts a line at the extreme on the plot's edge, half cut off
+    drawn = [v for ln in lines if not ln.right for v in ln.values]
+    if thresholds_style != "off":
+        drawn += [v for v, _ in thresholds if v is not None]
+    if drawn or axes.y_min is not None or axes.y_max is not None:
+        low = axes.y_min if axes.y_min is not None else min(drawn, default=0.0)
+        high = axes.y_max if axes.y_max is not None else max(drawn, default=1.0)
+        pad = (high - low) * RANGE_PAD if high > low else max(abs(high) * RANGE_PAD, 1e-9)
+        yaxis["range"] = [low - pad, high + pad]
     if left == "y2":
         # its own round ticks, not ones synced to the counts' axis
         yaxis.update({"overlaying": "y", "side": "left", "tickmode": "auto"})

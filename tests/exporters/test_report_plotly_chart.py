@@ -155,3 +155,10 @@ def test_a_restarted_exporters_series_continues_in_one_colour_and_legend_entry()
     legend = re.findall(r'data-series="([^"]+)"><i style="background:([^"]+)"></i>([^<]*)', html)
     assert [(name, text) for name, _, text in legend] == [("1h", "1h: 0.720"), ("7d", "7d: 0.810")]
     assert legend[0][1] in colours and legend[1][1] not in colours
+
+
+def test_a_line_at_the_top_of_its_range_is_drawn_whole() -> None:
+    """Plotly's autorange put a share at 1.0 on the plot's edge, its line cut in half."""
+    fig = _figure(_line("1h", (0.9, 1.0, 1.0, 1.0, 1.0)))
+    low, high = fig["layout"]["yaxis"]["range"]
+    assert high > 1.0 and low < 0.5  # room above the line, the 0.5 threshold still drawn
