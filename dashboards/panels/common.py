@@ -97,9 +97,21 @@ def thresholds_style(metric: str) -> common_builders.GraphThresholdsStyleConfig:
     return common_builders.GraphThresholdsStyleConfig().mode(mode)
 
 
+AXIS_UNITS = {"ms": "ms"}
+"""A registered unit's word on an axis title (shares and scores go without)."""
+N_AXIS = "n (traces)"
+"""The title of the sample counts' axis."""
+
+
+def axis_label(metric: str) -> str:
+    """The title of a metric's value axis: the metric, and its unit when it has one."""
+    word = AXIS_UNITS.get(describe(metric).unit)
+    return f"{metric} ({word})" if word else metric
+
+
 def metric_chart(panel: timeseries.Panel, metric: str) -> timeseries.Panel:
     """A metric's chart styled from the registry: its bands as thresholds (dashed when it
-    has seed bands), its unit and decimals, lines of width 2."""
+    has seed bands), its unit and decimals, lines of width 2, the value axis titled."""
     grafana_unit, decimals = unit(metric)
     return (
         panel.thresholds(thresholds(metric))
@@ -107,6 +119,7 @@ def metric_chart(panel: timeseries.Panel, metric: str) -> timeseries.Panel:
         .line_width(2)
         .unit(grafana_unit)
         .decimals(decimals)
+        .axis_label(axis_label(metric))
     )
 
 

@@ -21,6 +21,7 @@ from grafana_foundation_sdk.models import dashboard as model
 from dashboards import metrics_view
 from dashboards.metrics_view import BANDS, GOAL_METRICS, describe
 from dashboards.panels.common import (
+    N_AXIS,
     hidden,
     legend,
     line_style,
@@ -114,6 +115,7 @@ def n_axis() -> list[model.DynamicConfigValue]:
         prop("decimals", 0),
         prop("custom.drawStyle", "bars"),
         prop("custom.fillOpacity", 10),
+        prop("custom.axisLabel", N_AXIS),
     ]
 
 

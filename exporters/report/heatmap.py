@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 import plotly.graph_objects as go
 
+from exporters.report.plotly_chart import TITLE_FONT, X_TITLE
 from exporters.report.promapi import Series
 
 
@@ -117,9 +118,9 @@ def heatmap_div(grid: Cells, exemplars: Sequence[Exemplar], div_id: str) -> str:
         )
     figure.update_layout(
         height=220,
-        margin={"l": 60, "r": 10, "t": 6, "b": 30},
-        yaxis={"type": "category", "title": {"text": "score"}},
-        xaxis={"type": "date"},
+        margin={"l": 60, "r": 10, "t": 6, "b": 42},
+        yaxis={"type": "category", "title": {"text": "score", "font": TITLE_FONT}},
+        xaxis={"type": "date", "title": {"text": X_TITLE, "font": TITLE_FONT, "standoff": 2}},
         plot_bgcolor="#ffffff",
     )
     html: str = figure.to_html(

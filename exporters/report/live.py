@@ -6,18 +6,19 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
 from exporters.report.dashboards import Dashboard, Panel, css_color, legend, substitute
 from exporters.report.drilldown import Drill, drill_html, panel_metric
+from exporters.report.empty import EmptyReason, Reasons, counted, resolve
 from exporters.report.figures import sparkline
 from exporters.report.heatmap import Cells, Exemplar, cells, exemplars_of, heatmap_div
 from exporters.report.page import PanelHtml, grid_html, legend_html, page
-from exporters.report.plotly_chart import Axes, chart_div
+from exporters.report.plotly_chart import Axes, chart_div, drawn_color
 from exporters.report.promapi import (
     PromClient,
     QueryError,
@@ -27,20 +28,28 @@ from exporters.report.promapi import (
 )
 from exporters.report.svg import PALETTE, Line
 from exporters.report.tables import Cell, merged_table, merges
-from exporters.report.units import format_value
-from exporters.report.verdict import judge_all
+from exporters.report.units import format_value, unit_label
+from exporters.report.verdict import Tier, judge_all
 from exporters.report.verdict_data import anchor, fetch_all, overview, tiers
 from exporters.report.verdict_html import verdict_html
 
 POINTS = 240
 STAT_TYPES = ("stat", "gauge", "bargauge")
+COUNT_BARS = "#8c959f"
+"""Bars without a colour of their own (the counts, n): a neutral grey under the lines."""
+TITLE_CHARS = 32
+"""An axis title longer than this is cut (the chart is ~200 px tall)."""
+
+Levels = Callable[[str], Mapping[float, str]]
+"""A metric -> its threshold levels' names by the value each starts at."""
 
 
 @dataclass
 class ReportSummary:
     panels: int = 0
     with_data: int = 0
-    empty: list[str] = field(default_factory=list)
+    empty: list[tuple[str, EmptyReason]] = field(default_factory=list)
+    """(dashboard: panel, why it is empty) of each panel without data."""
     errors: list[str] = field(default_factory=list)
 
 
@@ -198,6 +207,8 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
         color = css_color(str(fixed["fixedColor"]))
     elif owner is not None and band:
         color = colors[owner]
+    elif props.get("drawStyle") == "bars":
+        color = COUNT_BARS
     else:
         color = PALETTE[index % len(PALETTE)]
     style = props.get("lineStyle") or {}
@@ -219,35 +230,70 @@ def _line(panel: Panel, index: int, item: Named, colors: Mapping[str, str]) -> L
     )
 
 
-def chart_body(panel: Panel, named: Sequence[Named], span: TimeRange, div_id: str) -> str:
-    """A Plotly time-series chart, and under it the legend (name: last value); clicking a
-    legend entry hides its series."""
+def axis_title(name: str, unit: str | None) -> str:
+    name = name if len(name) <= TITLE_CHARS else name[: TITLE_CHARS - 1].rstrip() + "…"
+    label = unit_label(unit)
+    return f"{name} ({label})" if label and name else name or label
+
+
+def chart_body(
+    panel: Panel,
+    named: Sequence[Named],
+    span: TimeRange,
+    div_id: str,
+    levels: Levels | None = None,
+) -> str:
+    """A Plotly time-series chart, and under it the legend (name: last value, in the colour
+    the series is drawn); clicking a legend entry hides its series. The axes are titled
+    as the JSON says (Grafana's `axisLabel`), else the left one with the panel's metric
+    (else its title) and unit, the right one with its series (n); threshold lines with
+    the level they start (`levels`)."""
     colors: dict[str, str] = {}
     lines = []
-    for i, item in enumerate(named):
-        line = _line(panel, i, item, colors)
-        colors.setdefault(item.name, line.color)
+    for item in named:
+        line = _line(panel, len(colors), item, colors)
+        # one name, one colour: the same series from a restarted exporter (a new
+        # `instance`) continues its line instead of becoming a second, differently coloured one
+        line.color = colors.setdefault(item.name, line.color)
         lines.append(line)
     right = next((panel.series_props(ln.name) for ln in lines if ln.right), {})
     right_unit = right.get("unit", panel.unit)
     right_decimals = right.get("decimals", panel.decimals)
+    metric = panel_metric([t.expr for t in panel.targets])
+    right_names = ", ".join(dict.fromkeys(ln.name for ln in lines if ln.right and ln.in_legend))
+    axes = Axes(
+        span.start,
+        span.end,
+        span.step,
+        panel.unit,
+        right_unit,
+        panel.min,
+        panel.max,
+        y_title=str(panel.custom.get("axisLabel") or "")
+        or axis_title(metric or panel.title.split(":")[0], panel.unit),
+        right_title=str(right.get("axisLabel") or "") or axis_title(right_names, right_unit),
+    )
     chart = chart_div(
         lines,
-        Axes(span.start, span.end, span.step, panel.unit, right_unit, panel.min, panel.max),
+        axes,
         fmt=lambda v: format_value(v, panel.unit, panel.decimals),
         right_fmt=lambda v: format_value(v, right_unit, right_decimals),
         thresholds=[(v, css_color(c)) for v, c in panel.thresholds],
         thresholds_style=panel.thresholds_style,
         div_id=div_id,
+        levels=levels(metric) if levels is not None and metric is not None else None,
     )
-    entries = []
+    latest: dict[str, Line] = {}
     for ln in lines:
-        props = panel.series_props(ln.name)
-        if ln.in_legend:
-            last = format_value(
-                ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
-            )
-            entries.append((ln.name, ln.color, f"{ln.name}: {last}"))
+        if ln.in_legend and (ln.name not in latest or ln.times[-1] > latest[ln.name].times[-1]):
+            latest[ln.name] = ln
+    entries = []
+    for name, ln in latest.items():
+        props = panel.series_props(name)
+        last = format_value(
+            ln.values[-1], props.get("unit", panel.unit), props.get("decimals", panel.decimals)
+        )
+        entries.append((name, drawn_color(ln), f"{name}: {last}"))
     return chart + legend_html(entries)
 
 
@@ -285,10 +331,15 @@ def render_panel(
     span: TimeRange,
     drill: Drill | None = None,
     worst: dict[str, str] | None = None,
+    reasons: Reasons | None = None,
+    levels: Levels | None = None,
 ) -> PanelHtml:
     """One panel; the first worst-traces table of each metric gets an id, recorded in
-    `worst` (metric -> id) for the verdict's links."""
+    `worst` (metric -> id) for the verdict's links. An empty panel says why: `reasons`
+    (from the facts) or its own `noValue`."""
     queries = tuple(substitute(t.expr, values) for t in panel.targets)
+    why = resolve(tuple(t.expr for t in panel.targets), panel.no_value, reasons)
+    why_text = history_note(why.text, span)
 
     def done(body: str, state: str) -> PanelHtml:
         metric = (
@@ -315,7 +366,8 @@ def render_panel(
             panel.description,
             panel.row,
             queries,
-            history_note(panel.no_value, span) if state == "nodata" and panel.no_value else None,
+            why_text if state == "nodata" and why.text else None,
+            why.short if state == "nodata" else "",
         )
 
     if panel.type == "text":
@@ -328,8 +380,7 @@ def render_panel(
     except QueryError as exc:
         return done(f'<div class="status">query failed: {escape(str(exc))}</div>', "error")
     if not named:
-        why = escape(history_note(panel.no_value or "no data", span))
-        return done(f'<div class="status nodata">{why}</div>', "nodata")
+        return done(f'<div class="status nodata">{escape(why_text)}</div>', "nodata")
     if panel.type == "heatmap":
         grid = cells([item.series for item in named])
         if grid is not None:
@@ -338,7 +389,7 @@ def render_panel(
         return done(stat_body(panel, named), "ok")
     if panel.type == "table":
         return done(table_body(panel, named), "ok")
-    return done(chart_body(panel, named, span, _div_id("chart", panel, queries)), "ok")
+    return done(chart_body(panel, named, span, _div_id("chart", panel, queries), levels), "ok")
 
 
 def render_report(
@@ -349,9 +400,11 @@ def render_report(
     since: float | None = None,
     chosen: Mapping[str, str] | None = None,
     drill: Drill | None = None,
+    reasons: Reasons | None = None,
+    levels: Levels | None = None,
 ) -> tuple[str, ReportSummary]:
-    """The whole page and what it holds (panels with data, empty ones, failed ones): the
-    verdict first, then the overview dashboard, then the others."""
+    """The whole page and what it holds (panels with data, empty ones and why, failed
+    ones): the verdict first, then the overview dashboard, then the others."""
     scrape_s = client.scrape_interval()
     summary = ReportSummary()
     sections = []
@@ -363,8 +416,11 @@ def render_report(
         span = time_range(client, dashboard, now, since)
         values = grafana_variables(dashboard, chosen or {}, span, scrape_s)
         shown_vars.update({v.name: values[v.name] or "All" for v in dashboard.variables})
-        panels = [render_panel(client, p, values, span, drill, worst) for p in dashboard.panels]
-        for source, p in zip(dashboard.panels, panels, strict=True):
+        panels = [
+            render_panel(client, p, values, span, drill, worst, reasons, levels)
+            for p in dashboard.panels
+        ]
+        for p in panels:
             summary.panels += 1
             where = f"{dashboard.title}: {p.title}"
             if p.state == "ok":
@@ -372,8 +428,7 @@ def render_report(
             elif p.state == "error":
                 summary.errors.append(where)
             else:
-                reason = source.no_value
-                summary.empty.append(f"{where} ({reason})" if reason else where)
+                summary.empty.append((where, EmptyReason(p.empty_short, p.empty_reason or "")))
         when = " – ".join(
             datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
             for t in (span.start, span.end)
@@ -386,15 +441,28 @@ def render_report(
         )
     first = ""
     if main_board is not None:
-        first = _verdict_section(client, main_board, worst, now, since)
+        first = _verdict_section(client, main_board, worst, now, since, reasons)
     header = [
         f"Prometheus {client.url} · generated "
         f"{datetime.fromtimestamp(now, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}",
-        f"{summary.with_data} of {summary.panels} panels with data",
+        f"{summary.with_data} of {summary.panels} panels with data"
+        + (
+            f"; {len(summary.empty)} empty: {counted(why.short for _, why in summary.empty)}"
+            if summary.empty
+            else ""
+        ),
     ]
     if shown_vars:
         header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))
     return page("ragpulse quality report", header, first + "".join(sections)), summary
+
+
+def _tier_reason(tier: Tier, board: Dashboard, reasons: Reasons) -> Tier:
+    panel = next((p for p in board.panels if p.row == tier.title and p.no_value), None)
+    if panel is None:
+        return tier
+    why = resolve(tuple(t.expr for t in panel.targets), panel.no_value, reasons)
+    return replace(tier, empty_reason=why.text)
 
 
 YOUNG_S = 3600.0
@@ -412,10 +480,14 @@ def _verdict_section(
     worst: Mapping[str, str],
     now: float,
     since: float | None,
+    reasons: Reasons | None = None,
 ) -> str:
-    """The first screen, from the overview's tiers and what Prometheus holds now."""
+    """The first screen, from the overview's tiers and what Prometheus holds now; an empty
+    tier says why as its first empty-able panel does."""
     span = time_range(client, board, now, since)
     tier_list, stats = tiers(board)
+    if reasons is not None:
+        tier_list = [_tier_reason(t, board, reasons) for t in tier_list]
     found, alerts, slices = fetch_all(client, tier_list, stats, now, span.start)
     held = now - span.start
     basis = (

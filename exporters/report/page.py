@@ -158,7 +158,9 @@ class PanelHtml:
     row: str = ""
     queries: tuple[str, ...] = ()
     empty_reason: str | None = None
-    """Why a panel without data has none (its `noValue`), for a folded row's summary."""
+    """Why a panel without data has none, for a folded row's summary."""
+    empty_short: str = ""
+    """That reason in a few words, for the report's count of empty panels by reason."""
 
 
 def legend_html(entries: Sequence[tuple[str, str, str]]) -> str:

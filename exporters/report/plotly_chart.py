@@ -8,7 +8,7 @@ draws them. plotly.js itself is embedded once per page (`page.plotly_script`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +38,18 @@ class Axes:
     right_unit: str | None = None
     y_min: float | None = None
     y_max: float | None = None
+    y_title: str = ""
+    """The left axis' title: the metric and its unit."""
+    right_title: str = ""
+    """The right axis' title: its series (the counts: n)."""
+
+
+BAR_MIN_OPACITY = 0.35
+"""Bars (counts) are drawn at least this opaque, so they and their legend swatch show."""
+RANGE_PAD = 0.03
+"""The y range is widened by this share of it each side (a share at 1.0 is drawn whole)."""
+TITLE_FONT = {"size": 10, "color": "#57606a"}
+X_TITLE = "time (UTC)"
 
 
 def _iso(t: float) -> str:
@@ -97,6 +109,22 @@ def _band(upper: Line, lower: Line, step: float, axis: str) -> go.Scatter:
     )
 
 
+def drawn_color(line: Line) -> str:
+    """The colour the series is drawn in: its legend swatch must be the same."""
+    if line.bars:
+        return _rgba(line.color, max(line.fill_opacity, BAR_MIN_OPACITY))
+    return line.color
+
+
+def threshold_label(value: float, name: str | None, fmt: Fmt) -> str:
+    """The level a threshold line starts and its value, e.g. `excellent ≥ 0.900`; a strict
+    bound (a step at the double just above a round value, `metrics_view.strictly_above`)
+    says `excellent > 0.800`."""
+    rounded = round(value, 9)
+    bound = f"> {fmt(rounded)}" if rounded != value else f"≥ {fmt(value)}"
+    return f"{name} {bound}" if name else bound
+
+
 def _axes_of(lines: Sequence[Line]) -> tuple[str, str]:
     """(left, right) Plotly axis ids. Plotly draws an overlaying axis's traces on top, so
     with a right axis (counts as bars) the left one (the quality lines) overlays it."""
@@ -111,9 +139,10 @@ def chart_div(
     thresholds: Sequence[tuple[float | None, str]],
     thresholds_style: str,
     div_id: str,
+    levels: Mapping[float, str] | None = None,
 ) -> str:
     """A `<div>` with the Plotly chart (plotly.js is not in it)."""
-    figure = chart_figure(lines, axes, fmt, right_fmt, thresholds, thresholds_style)
+    figure = chart_figure(lines, axes, fmt, right_fmt, thresholds, thresholds_style, levels)
     html: str = figure.to_html(
         full_html=False,
         include_plotlyjs=False,
@@ -130,9 +159,11 @@ def chart_figure(
     right_fmt: Fmt,
     thresholds: Sequence[tuple[float | None, str]],
     thresholds_style: str,
+    levels: Mapping[float, str] | None = None,
 ) -> go.Figure:
     """The figure; each series' trace has its name as `meta` (the page's legend toggles
-    traces by it), bands have none."""
+    traces by it), bands have none. A threshold line is labelled with the level it starts
+    (`levels`: threshold -> name) and its value; the axes are titled."""
     figure = go.Figure()
     left, right = _axes_of(lines)
     by_key = {(ln.name, ln.key): ln for ln in lines}
@@ -157,7 +188,7 @@ def chart_figure(
         }
         if ln.bars:
             figure.add_trace(
-                go.Bar(marker={"color": _rgba(ln.color, ln.fill_opacity or 0.3)}, **common)
+                go.Bar(marker={"color": drawn_color(ln), "line": {"width": 0}}, **common)
             )
         else:
             single = len(ln.values) == 1
@@ -180,35 +211,51 @@ def chart_figure(
                         "width": 1.2,
                         "dash": "dash" if "dash" in thresholds_style else "solid",
                     },
+                    annotation_text=threshold_label(value, (levels or {}).get(value), fmt),
+                    annotation_position="top left",
+                    annotation_font={"size": 9, "color": "#57606a"},
+                    annotation_yshift=-2,
                 )
-    yaxis: dict[str, Any] = {"zeroline": False, **TICK_FORMATS.get(axes.unit or "", {})}
-    if axes.y_min is not None or axes.y_max is not None:
-        values = [v for ln in lines if not ln.right for v in ln.values]
-        low = axes.y_min if axes.y_min is not None else min(values, default=0.0)
-        high = axes.y_max if axes.y_max is not None else max(values, default=1.0)
-        yaxis["range"] = [low, high]
+    yaxis: dict[str, Any] = {
+        "zeroline": False,
+        "title": {"text": axes.y_title, "font": TITLE_FONT, "standoff": 4},
+        **TICK_FORMATS.get(axes.unit or "", {}),
+    }
+    # the range Plotly would pick (the lines and the threshold lines drawn), with a little
+    # room: its autorange puts a line at the extreme on the plot's edge, half cut off
+    drawn = [v for ln in lines if not ln.right for v in ln.values]
+    if thresholds_style != "off":
+        drawn += [v for v, _ in thresholds if v is not None]
+    if drawn or axes.y_min is not None or axes.y_max is not None:
+        low = axes.y_min if axes.y_min is not None else min(drawn, default=0.0)
+        high = axes.y_max if axes.y_max is not None else max(drawn, default=1.0)
+        pad = (high - low) * RANGE_PAD if high > low else max(abs(high) * RANGE_PAD, 1e-9)
+        yaxis["range"] = [low - pad, high + pad]
     if left == "y2":
         # its own round ticks, not ones synced to the counts' axis
         yaxis.update({"overlaying": "y", "side": "left", "tickmode": "auto"})
     layout: dict[str, Any] = {
-        "height": 200,
-        "margin": {"l": 50, "r": 50 if any(ln.right for ln in lines) else 10, "t": 6, "b": 28},
+        "height": 220,
+        "margin": {"l": 64, "r": 64 if any(ln.right for ln in lines) else 10, "t": 6, "b": 42},
         "hovermode": "x unified",
         "xaxis": {
             "type": "date",
             "range": [_iso(axes.start), _iso(axes.end)],
             "hoverformat": "%Y-%m-%d %H:%M:%S UTC",
+            "title": {"text": X_TITLE, "font": TITLE_FONT, "standoff": 2},
         },
         "yaxis2" if left == "y2" else "yaxis": yaxis,
         "plot_bgcolor": "#ffffff",
         "showlegend": False,
         "barmode": "overlay",
+        "bargap": 0,  # counts per step read as one area, not a hatching of thin bars
     }
     if left == "y2":
         layout["yaxis"] = {
             "side": "right",
             "showgrid": False,
             "zeroline": False,
+            "title": {"text": axes.right_title, "font": TITLE_FONT, "standoff": 4},
             **TICK_FORMATS.get(axes.right_unit or "", {}),
         }
     figure.update_layout(**layout)

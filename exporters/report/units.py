@@ -83,3 +83,17 @@ def format_value(value: float, unit: str | None, decimals: int | None = None) ->
     if unit.startswith("suffix:"):
         return _short(value, decimals) + unit[len("suffix:") :]
     return _short(value, decimals) + " " + unit
+
+
+_LABELS = {"percentunit": "%", "percent": "%", "bytes": "bytes", "decbytes": "bytes"}
+
+
+def unit_label(unit: str | None) -> str:
+    """The unit as an axis title says it ("%", "ms", "req/s"); "" for a plain number."""
+    if unit in (None, "", "short", "none"):
+        return ""
+    if unit == "currencyUSD":
+        return "USD"
+    if unit.startswith("suffix:"):
+        return unit[len("suffix:") :].strip()
+    return _LABELS.get(unit) or _RATES.get(unit) or unit

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from exporters.report.dashboards import Dashboard
+    from exporters.report.empty import Reasons
+    from exporters.report.live import ReportSummary
+    from exporters.report.promapi import PromClient
 
 EXIT_USAGE = 2
 
@@ -60,6 +63,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="leave out the worst-traces table under each quality panel (by default they "
         "are read from the configured database when it is reachable)",
+    )
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="also list every empty panel with why it is empty (by default one line counts "
+        "them by reason)",
     )
     parser.set_defaults(func=run)
 
@@ -131,8 +141,16 @@ def run(args: argparse.Namespace) -> int:
 
             drill = store_drill(load_settings(args.config), engine)
         now = time.time()
+        reasons = _reasons(client, args.config, engine, now, since)
         html, summary = render_report(
-            client, dashboards, now=now, since=since, chosen=chosen, drill=drill
+            client,
+            dashboards,
+            now=now,
+            since=since,
+            chosen=chosen,
+            drill=drill,
+            reasons=reasons,
+            levels=threshold_levels,
         )
         scraped = client.has_series("ragpulse_.+", now - (since or 86400.0), now)
     except PrometheusUnreachable as exc:
@@ -144,21 +162,58 @@ def run(args: argparse.Namespace) -> int:
         args.output.write_text(html, encoding="utf-8")
     except OSError as exc:
         return _fail(f"cannot write {args.output}: {exc.strerror or exc}")
-    print(
-        f"wrote {args.output}: {summary.panels} panels from {len(dashboards)} dashboards, "
-        f"{summary.with_data} with data"
-    )
+    print(summary_line(summary, args.verbose))
+    if args.verbose:
+        for where, why in summary.empty:
+            print(f"  empty: {where}: {why.text}")
+    print(f"wrote {args.output} ({summary.panels} panels from {len(dashboards)} dashboards)")
     if summary.panels and not scraped:
         print(
             f"  no panel has data: does {prometheus} scrape ragpulse's /metrics "
             "(and have the evaluation jobs run yet)?",
             file=sys.stderr,
         )
-    for where in summary.empty:
-        print(f"  no data: {where}", file=sys.stderr)
     for where in summary.errors:
         print(f"  query failed: {where}", file=sys.stderr)
     return 0
+
+
+def summary_line(summary: ReportSummary, verbose: bool = False) -> str:
+    """The one line of what the page holds, e.g. `41 panels with data; 12 empty: 7 waiting
+    for the first run, 5 no judge configured`."""
+    from exporters.report.empty import counted
+
+    line = f"{summary.with_data} panels with data"
+    if summary.empty:
+        line += f"; {len(summary.empty)} empty: {counted(why.short for _, why in summary.empty)}"
+        if not verbose:
+            line += " (--verbose lists them)"
+    if summary.errors:
+        line += f"; {len(summary.errors)} failed queries (below)"
+    return line
+
+
+def threshold_levels(metric: str) -> dict[float, str]:
+    """The names of a metric's bands by the value each starts at (its panels' threshold
+    lines), e.g. 0.9 -> "excellent"."""
+    from dashboards.metrics_view import BANDS
+
+    _text, bands = BANDS.get(metric, ("", []))
+    return {b.start: b.label for b in bands if b.start is not None}
+
+
+def _reasons(
+    client: PromClient, config: str | None, engine: Any, now: float, since: float | None
+) -> Reasons:
+    """Why an empty panel is empty, from Prometheus (job runs, versions), the settings
+    (judge, schedule) and the store (ground truth) when it is read."""
+    from collector.settings import load_settings
+    from ragpulse.report_reasons import EmptyReasons, gather, ground_truth_traces
+
+    lookback = since or 86400.0
+    settings = load_settings(config)
+    truth = ground_truth_traces(engine, now, lookback) if engine is not None else None
+    return EmptyReasons(gather(client, settings, now, lookback, truth))
 
 
 def _store(config: str | None) -> Any:

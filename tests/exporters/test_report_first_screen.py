@@ -46,6 +46,7 @@ ragpulse_metric_ci_lower{metric="mrr",window="1h"} 0.4
 ragpulse_metric_ci_upper{metric="mrr",window="1h"} 0.5
 ragpulse_metric_value{metric="silhouette",window="1h"} 0.6
 ragpulse_metric_value{metric="silhouette",window="7d"} 0.61
+ragpulse_job_runs_total{job="judge_pipeline",status="ok"} 3
 """
 
 
@@ -150,7 +151,7 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     # a tier without data says why, with the setting that changes it
     judge_tier = by_tier["Production judge (judge pipeline)"]
     assert judge_tier["level"] == "no data"
-    assert "needs traces with judge and judge_label" in judge_tier["changed"]
+    assert "no trace in its windows has both judge and judge_label" in judge_tier["changed"]
     # a panel that needs more history says how much there is
     waiting = page.evaluate(
         "Array.from(document.querySelectorAll('.panel .status')).map(s => s.textContent)"

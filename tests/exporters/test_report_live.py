@@ -223,14 +223,14 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     ]
     assert {p.title for p in by_design} == {"Firing alerts", "Where the change is (top slice)"}
     shown = len(panels) - len(by_design)
-    summary = f"{len(panels)} panels from {len(boards)} dashboards, {shown} with data"
-    assert summary in out, err
-    assert sorted(err.splitlines()) == sorted(
-        f"  no data: {b.title}: {p.title} ({p.no_value})"
-        for b in boards
-        for p in b.panels
-        if p in by_design
-    )  # no other panel without data, no failed query
+    # One line counts the empty panels by reason (no other panel without data), one says
+    # where the page is; nothing on stderr (no failed query).
+    assert out.splitlines() == [
+        f"{shown} panels with data; 2 empty: 1 nothing firing, 1 nothing worse to explain "
+        "(--verbose lists them)",
+        f"wrote {output} ({len(panels)} panels from {len(boards)} dashboards)",
+    ], err
+    assert err == ""
     html = output.read_text()
     assert all(escape(p.no_value or "") in html for p in by_design)
     # Under each panel of a metric with per-trace scores: its worst traces from the store.

@@ -189,3 +189,20 @@ def test_the_site_renders_in_chromium(served: str, chromium: Any) -> None:
     settings = chromium.open(served + "reference/settings/")
     rows = settings.evaluate("document.querySelectorAll('article table tbody tr').length")
     assert rows > 100
+
+
+def test_reference_tables_do_not_break_names(served: str, chromium: Any) -> None:
+    """The theme let code break anywhere: `retrieval_empty_rate` showed as
+    `retrieval_e|mpty_rate` in the metrics table. A name (letters, digits, `_.@`) is drawn
+    on one line wherever it is; the name column's code is, whatever it holds."""
+    broken = (
+        "Array.from(document.querySelectorAll('article table code'))"
+        ".filter(c => c.getClientRects().length > 1"
+        " && (/^[\\w.@]+$/.test(c.textContent)"
+        " || c.closest('td') === c.closest('tr').cells[0]))"
+        ".map(c => c.textContent)"
+    )
+    for path in ("metrics", "settings", "series", "alerts", "cli"):
+        page = chromium.open(f"{served}reference/{path}/")
+        assert page.evaluate("document.querySelectorAll('article table code').length") > 10
+        assert page.evaluate(broken) == [], path
