@@ -10,6 +10,10 @@ with the detectors' path the product's job would pick, or forced.
      per-trace detectors (`drift.drift_points`) over the rows when the job's traces in the
      longest window (7 d) are at most `DRIFT_ROWS_MAX`, else the detectors from the
      per-minute sums (`drift_buckets.drift_points_from_frame`), decided at every run;
+   - `backfill`: what `ragpulse jobs backfill --since 7d` does
+     (`DriftSource` with a `BucketHistory`): one path for every step, by the traces of the
+     whole span the steps read (the first step's window to the last: 14 days), so it
+     takes the sums from ~744 traces/h where a live job does from ~1,488/h;
    - `rows` / `buckets`: one path forced (rows: only up to `--rows-volume-max`, its memory
      is the traces of the week).
    An `auto` week whose every run took one path is that path's week (same traffic, same
@@ -115,9 +119,11 @@ class Week:
 
 
 def paths(per_hour: float, seed: int, mode: str, steps: np.ndarray, rows_max: int) -> list[str]:
-    """The path of every run: forced, or the job's choice by the traces in its 7-day window
-    (counted by whole minutes, as `bucket_drift.traces_between` sums the buckets)."""
-    if mode != "auto":
+    """The path of every run: forced; a live job's choice by the traces in each run's 7-day
+    window (`auto`); or a back-fill's, once for all steps by the traces from the first
+    step's window to the last (`backfill`). Traces counted by whole minutes, as
+    `bucket_drift.traces_between` sums the buckets."""
+    if mode in ("rows", "buckets"):
         return [mode] * steps.size
     counts = Frame(())
     for h in range(math.ceil(steps.max() / H) + 1):
@@ -126,6 +132,11 @@ def paths(per_hour: float, seed: int, mode: str, steps: np.ndarray, rows_max: in
     running = np.concatenate([[0], np.cumsum(traces)])
     lo = np.searchsorted(minute, np.floor((steps - WEEK) / 60.0), side="left")
     hi = np.searchsorted(minute, np.floor(steps / 60.0), side="right")
+    if mode == "backfill":  # decided once, by the traces of the whole span the steps read
+        lo, hi = lo[:1], hi[-1:]
+        return [
+            "rows" if int(running[hi[0]] - running[lo[0]]) <= rows_max else "buckets"
+        ] * steps.size
     return ["rows" if n <= rows_max else "buckets" for n in (running[hi] - running[lo]).tolist()]
 
 
@@ -278,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--volumes", type=float, nargs="+",
                         default=[120, 1200, 4000, 12000, 120000])  # fmt: skip
-    parser.add_argument("--modes", nargs="+", choices=["auto", "rows", "buckets"],
+    parser.add_argument("--modes", nargs="+", choices=["auto", "backfill", "rows", "buckets"],
                         default=["auto", "buckets", "rows"])  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1, help="the first seed")

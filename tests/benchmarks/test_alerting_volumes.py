@@ -14,6 +14,7 @@ import pytest
 from benchmarks.alerting_traffic import METRICS, Drop
 from benchmarks.alerting_volume_traffic import WEEK, Frame, H, feed, hit_frame, hour, mean_share
 from benchmarks.alerting_volumes import false_pages, main, paths
+from collector.jobs.bucket_drift import DRIFT_ROWS_MAX
 from collector.jobs.bucket_frame import BucketFrame, frame_from_columns
 from collector.jobs.drift import DriftConfig
 from collector.jobs.outcomes import OutcomeColumns
@@ -69,6 +70,15 @@ def test_auto_takes_the_rows_below_the_jobs_bound_and_the_sums_above() -> None:
     assert paths(30, 1, "buckets", steps, 10**9) == ["buckets"] * 4
     week = sum(hour(30, 1, h).ts.size for h in range(169))
     assert paths(30, 1, "auto", steps, week - 60) == ["buckets"] * 4  # 7 days hold ~5,040
+
+
+def test_a_backfill_takes_the_sums_at_a_volume_where_the_live_job_takes_the_rows() -> None:
+    """At 1,200/h a 7-day window holds ~201,600 traces (rows: <= `DRIFT_ROWS_MAX`), but a
+    back-fill of a week decides once over the 14 days its steps read (~403,000: sums)."""
+    steps = np.arange(WEEK, 2 * WEEK + 1, 24 * H)
+    assert set(paths(1200, 1, "auto", steps, DRIFT_ROWS_MAX)) == {"rows"}
+    assert paths(1200, 1, "backfill", steps, DRIFT_ROWS_MAX) == ["buckets"] * steps.size
+    assert paths(30, 1, "backfill", steps, DRIFT_ROWS_MAX) == ["rows"] * steps.size
 
 
 def test_a_drop_shows_in_the_hit_frame() -> None:
