@@ -99,15 +99,15 @@ class Week:
     def pages(self) -> int:
         return len(family_episodes([e for e in self.episodes if e.severity == "critical"]))
 
-    def paged(self) -> list[str]:
-        """The series that paged, `metric/group`, with their episode counts."""
+    def paged(self) -> dict[str, int]:
+        """The series that paged, `metric/group`, and their episodes."""
         counted: dict[str, int] = {}
         for e in self.episodes:
             if e.severity == "critical":
                 labels = dict(e.labels)
                 name = f"{labels.get('metric')}/{labels.get('tenant') or 'overall'}"
                 counted[name] = counted.get(name, 0) + 1
-        return [f"{k}" + (f" x{v}" if v > 1 else "") for k, v in sorted(counted.items())]
+        return counted
 
     def top(self, count: int = 3) -> list[tuple[float, str]]:
         pages = [
@@ -247,7 +247,11 @@ def delay_rows(per_hour: float, args: argparse.Namespace, config: DriftConfig) -
 
 def week_row(per_hour: float, mode: str, weeks: list[Week]) -> str:
     pages = [w.pages() for w in weeks]
-    paged = sorted({s for w in weeks for s in w.paged()})
+    counted: dict[str, int] = {}
+    for w in weeks:
+        for name, episodes in w.paged().items():
+            counted[name] = counted.get(name, 0) + episodes
+    paged = [k + (f" x{v}" if v > 1 else "") for k, v in sorted(counted.items())]
     tops = sorted(((v, s, w.seed) for w in weeks for v, s in w.top()), reverse=True)[:3]
     top = ", ".join(f"{v:.2f} {s} (seed {seed})" for v, s, seed in tops)
     path = "/".join(sorted({w.path for w in weeks}))
