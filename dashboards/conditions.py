@@ -212,9 +212,11 @@ def annotate(panel: model.Panel) -> None:
     if panel.field_config is None:
         panel.field_config = model.FieldConfigSource(defaults=model.FieldConfig())
     panel.field_config.defaults.no_value = found.text
-    line = f"Empty when: {found.text}."
+    # the short reason: the whole text is the panel's no-data text already, and the
+    # overview's Kubernetes ConfigMap must stay under kubectl's 256 KiB annotation
+    line = f"Empty when: {found.short or found.text}."
     job = job_of(exprs)
     if job is not None:
-        line += f" Computed by the job {job} (Operations row: job runs)."
+        line += f" Computed by the job {job}."
     if line not in (panel.description or ""):
         panel.description = f"{panel.description} {line}".strip() if panel.description else line
