@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -54,6 +55,20 @@ ALPHA = 1e-3
 """The chance that a window within budget still shows the minimum count of bad events with
 an error ratio above a condition's threshold (`method="min-count"`)."""
 Method = Literal["min-count", "wilson"]
+Reset = Literal["point", "bound"]
+
+
+@dataclass(frozen=True)
+class Hold:
+    """How a firing burn alert holds and resets: `reset` "point" stops it once the short
+    window's error ratio is at most the threshold, "bound" once its Wilson upper bound is
+    (evidence that the burn stopped); `keep` is each severity's `keep_firing_for`."""
+
+    reset: Reset = "point"
+    keep: tuple[tuple[str, str], ...] = ()
+
+
+HOLD = Hold()
 
 EVENTS = "ragpulse_slo_events_total"
 BY = "sum by (slo, tenant)"
@@ -130,13 +145,13 @@ def recording_rules(spec: SloSpec, z: float = Z, bound: bool = False) -> list[di
     return out
 
 
-def wilson_lower(p: str, n: str, z: float = Z) -> str:
+def wilson_lower(p: str, n: str, z: float = Z, sign: str = "-") -> str:
     """PromQL of the Wilson score interval's lower bound of a proportion `p` of `n` events:
-    (p + z²/2n - z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    (p + z²/2n - z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n); with `sign` "+", the upper."""
     z2 = _num(z * z)
     return (
-        f"({p} + {_num(z * z / 2)} / {n} - {_num(z)} * sqrt(clamp_min({p} * (1 - {p}) / {n} "
-        f"+ {_num(z * z / 4)} / ({n} * {n}), 0))) / (1 + {z2} / {n})"
+        f"({p} + {_num(z * z / 2)} / {n} {sign} {_num(z)} * sqrt(clamp_min({p} * (1 - {p}) "
+        f"/ {n} + {_num(z * z / 4)} / ({n} * {n}), 0))) / (1 + {z2} / {n})"
     )
 
 
@@ -157,7 +172,7 @@ def min_bad_events(factor: float, budget: float, alpha: float = ALPHA) -> int:
 
 
 def alert_rules(
-    spec: SloSpec, docs_url: str = DOCS_URL, method: Method = "min-count"
+    spec: SloSpec, docs_url: str = DOCS_URL, method: Method = "min-count", hold: Hold = HOLD
 ) -> list[dict[str, Any]]:
     """One alert per severity the SLO declares, the `or` of its conditions."""
     slo = f'{{slo="{spec.name}"}}'
@@ -169,10 +184,11 @@ def alert_rules(
         parts = []
         for a in conditions:
             threshold = _num(a.factor * spec.budget)
-            short = (
-                f"(ragpulse_slo:error_ratio:rate{a.short_window}{slo} > {threshold} "
-                f"or on (slo, tenant) ragpulse_slo:events:increase{a.short_window}{slo} == 0)"
-            )
+            ratio = f"ragpulse_slo:error_ratio:rate{a.short_window}{slo}"
+            count = f"ragpulse_slo:events:increase{a.short_window}{slo}"
+            if hold.reset == "bound":
+                ratio = wilson_lower(ratio, count, Z, "+")
+            short = f"({ratio} > {threshold} or on (slo, tenant) {count} == 0)"
             if method == "wilson":
                 long = f"ragpulse_slo:error_ratio_lower:rate{a.long_window}{slo} > {threshold}"
             else:
@@ -185,10 +201,12 @@ def alert_rules(
             parts.append(f"({long} and on (slo, tenant) {short})")
         listed = " or ".join(f"{_num(a.factor)}x over {a.long_window}" for a in conditions)
         since = conditions[0].long_window
+        keep = dict(hold.keep).get(severity)
         out.append(
             {
                 "alert": name,
                 "expr": " or ".join(parts),
+                **({"keep_firing_for": keep} if keep else {}),
                 "labels": {"severity": severity, "slo": spec.name},
                 "annotations": {
                     "summary": (f"SLO {spec.name} burns its error budget {listed}" + TENANT),
@@ -211,7 +229,7 @@ def alert_rules(
 
 def rules(
     specs: Sequence[SloSpec], z: float = Z, docs_url: str = DOCS_URL,
-    method: Method = "min-count",
+    method: Method = "min-count", hold: Hold = HOLD,
 ) -> dict[str, Any]:  # fmt: skip
     """One rule group per SLO: its recording rules (labelled with the SLO, which the series
     carry anyway, so promtool sees no duplicates), then its alerts. One group, because a
@@ -222,7 +240,7 @@ def rules(
     for spec in specs:
         made = recording_rules(spec, z, bound=method == "wilson")
         recorded = [{**r, "labels": {"slo": spec.name}} for r in made]
-        alerts = alert_rules(spec, docs_url, method)
+        alerts = alert_rules(spec, docs_url, method, hold)
         groups.append({"name": f"ragpulse-slo-{spec.name}", "rules": [*recorded, *alerts]})
     return {"groups": groups}
 
@@ -234,11 +252,11 @@ def file_name(spec: SloSpec) -> str:
 
 def render(
     specs: Sequence[SloSpec], z: float = Z, docs_url: str = DOCS_URL,
-    method: Method = "min-count",
+    method: Method = "min-count", hold: Hold = HOLD,
 ) -> str:  # fmt: skip
     """The rules file; with `method="wilson"`, `z` = 0 makes the bound the point estimate
     (the workbook's rule); each alert's `runbook_url` under the site at `docs_url`."""
     body = yaml.safe_dump(
-        rules(specs, z, docs_url, method), sort_keys=False, allow_unicode=True, width=10_000
+        rules(specs, z, docs_url, method, hold), sort_keys=False, allow_unicode=True, width=10_000
     )
     return HEADER + body

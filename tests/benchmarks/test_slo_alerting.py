@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.slo_alerting import METHODS, Timeline, evaluate, report, summary
+from benchmarks.slo_alerting import METHODS, Timeline, after_burn, evaluate, report, summary
 from benchmarks.slo_traffic import DAY, H
 from collector.settings import BurnAlert, SloSpec
 from collector.settings.slo_spec import validate
@@ -31,11 +31,12 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
 ) -> None:
     when = Timeline(length=DAY, warmup=6 * H, burn_from=8 * H, hours=4)
     found = evaluate([SPEC], 1200, 1, 4.0, 1, tmp_path, when)
-    shipped = summary(found[("min-count (shipped)", "faithfulness")], 6.0)
+    shipped = summary(found[("min-count (shipped)", "faithfulness")], 6.0, after_burn(SPEC))
     # 14.4x of a 95% SLO is an error ratio of 0.72: 60 judged events an hour make it plain
-    detect, reset = shipped["factors"][14.4][0]
-    assert detect is not None and detect < 3.0
-    assert reset is not None and reset < 1.0
+    burn = shipped["factors"][14.4][0]
+    assert burn.detect is not None and burn.detect < 3.0
+    assert burn.reset is not None and burn.reset < 1.0
+    assert burn.episodes >= 1 and burn.held is not None and 0.0 < burn.held <= 1.0
     assert 36.0 not in shipped["factors"]  # an error ratio of 1.8: no such burn
     assert shipped["false"]["page"] == 0.0
     assert set(found) == {(m, "faithfulness") for m in METHODS}
