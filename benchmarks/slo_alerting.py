@@ -79,22 +79,13 @@ def _rules(
     )
 
 
-def _hold(reset: slo_rules.Reset, page: str = "", ticket: str = "") -> slo_rules.Hold:
-    keep = tuple((k, v) for k, v in (("page", page), ("ticket", ticket)) if v)
-    return slo_rules.Hold(reset, keep)
-
-
 METHODS = {
-    "workbook (point estimate)": _rules("wilson", 0.0),
-    "Wilson 99% (before the fix)": _rules("wilson", 2.326),
-    "Wilson 90%": _rules("wilson", 1.282),
-    "min-count (shipped)": _rules("min-count", 0.0),
-    "min-count, keep 15m": _rules("min-count", 0.0, _hold("point", "15m", "1h")),
-    "min-count, keep 30m": _rules("min-count", 0.0, _hold("point", "30m", "2h")),
-    "min-count, keep 1h": _rules("min-count", 0.0, _hold("point", "1h", "6h")),
-    "min-count, short bound": _rules("min-count", 0.0, _hold("bound")),
-    "min-count, short bound, keep 15m": _rules("min-count", 0.0, _hold("bound", "15m", "1h")),
-    "min-count, short bound, keep 30m": _rules("min-count", 0.0, _hold("bound", "30m", "2h")),
+    "workbook (point estimate)": _rules("wilson", 0.0, slo_rules.Hold("")),
+    "Wilson 99% (before issue 32)": _rules("wilson", 2.326, slo_rules.Hold("")),
+    "Wilson 90%": _rules("wilson", 1.282, slo_rules.Hold("")),
+    "min-count (before issue 39)": _rules("min-count", 0.0, slo_rules.Hold("")),
+    "min-count, keep 30m": _rules("min-count", 0.0, slo_rules.Hold("30m")),
+    "min-count, keep 1h (shipped)": _rules("min-count", 0.0),
 }
 RAW = "ragpulse_slo_events_total"
 NAME = re.compile(r'(ragpulse_slo:[a-z_]+:[a-z]+\w*)\{slo="[^"]*"\}')
@@ -111,6 +102,7 @@ class Burn:
     reset: float | None
     episodes: int
     held: float | None
+    spans: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass
@@ -224,12 +216,14 @@ def burn_of(run: Run, spans: list[tuple[float, float]], after: float) -> Burn:
     its own."""
     alerts = [(a, b) for a, b in spans if run.start <= a < run.end + after]
     first = next((a for a, _ in alerts if a < run.end), None)
+    hours = tuple(((a - run.start) / H, (b - run.start) / H) for a, b in alerts)
     if first is None:
-        return Burn(None, None, len(alerts), None)
+        return Burn(None, None, len(alerts), None, hours)
     last = max(b for _, b in alerts)
     fired = sum(min(b, run.end) - max(a, first) for a, b in alerts if a < run.end)
     held = fired / (run.end - first) if run.end > first else 1.0
-    return Burn((first - run.start) / H, max(last - run.end, 0.0) / H, len(alerts), held)
+    reset = max(last - run.end, 0.0) / H
+    return Burn((first - run.start) / H, reset, len(alerts), held, hours)
 
 
 def summary(outcome: Outcome, page_factor: float, after: dict[str, float]) -> dict[str, Any]:
@@ -326,6 +320,11 @@ def report(
                         + ", ".join(f"{t:.2f}" for t in times)
                         + "; hours from the end to the reset "
                         + ", ".join("-" if b.reset is None else f"{b.reset:.2f}" for b in runs)
+                        + "; episodes, hours from the burn's start: "
+                        + ", ".join(
+                            "[" + " ".join(f"{a:.2f}-{b:.2f}" for a, b in x.spans) + "]"
+                            for x in runs
+                        )
                     )
                 row = f"| {spec.name} {spec.target:.3g} | {per_hour:g}/h | {method} | "
                 print(row + f"{s['false']['page']:.2f} | {s['false']['ticket']:.2f} | "

@@ -31,14 +31,20 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
 ) -> None:
     when = Timeline(length=DAY, warmup=6 * H, burn_from=8 * H, hours=4)
     found = evaluate([SPEC], 1200, 1, 4.0, 1, tmp_path, when)
-    shipped = summary(found[("min-count (shipped)", "faithfulness")], 6.0, after_burn(SPEC))
+    shipped = summary(
+        found[("min-count, keep 1h (shipped)", "faithfulness")], 6.0, after_burn(SPEC)
+    )
     # 14.4x of a 95% SLO is an error ratio of 0.72: 60 judged events an hour make it plain
     burn = shipped["factors"][14.4][0]
     assert burn.detect is not None and burn.detect < 3.0
-    assert burn.reset is not None and burn.reset < 1.0
-    assert burn.episodes >= 1 and burn.held is not None and 0.0 < burn.held <= 1.0
+    # one page for the whole burn, resolved within keep_firing_for (1h) and a bit after it
+    assert burn.episodes == 1 and burn.held == 1.0
+    assert burn.reset is not None and 1.0 <= burn.reset < 1.5
     assert 36.0 not in shipped["factors"]  # an error ratio of 1.8: no such burn
     assert shipped["false"]["page"] == 0.0
     assert set(found) == {(m, "faithfulness") for m in METHODS}
     report({1200: found}, [SPEC])
-    assert "| faithfulness 0.95 | 1200/h | min-count (shipped) | 0.00 |" in capsys.readouterr().out
+    assert (
+        "| faithfulness 0.95 | 1200/h | min-count, keep 1h (shipped) | 0.00 |"
+        in capsys.readouterr().out
+    )
