@@ -22,10 +22,14 @@ confidence), SLO and volume: false pages (and tickets) a week (episodes that sta
 traffic: the steady runs and each burn run before its burn), precision (pages that start
 during a burn of at least the smallest page factor, tickets during any burn, over all),
 and per burn factor: recall (burns paged before they ended), the median detection time
-(burn start to first page) and the median reset time (burn end to the alert's end).
+(burn start to first page) and the median reset time (burn end to the alert's end), and
+per burn its alert episodes (a burn should be one page: issue 39) and the share of it,
+from the first alert on, that the alert fired. `keep_firing_for` is applied as the rule
+manager does; `--step 60` evaluates every minute as it does (the default 5 minutes is
+cheaper and hides returns shorter than a step).
 
-Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--seeds 3]`
-(Prometheus and promtool from the Debian package `prometheus`).
+Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--seeds 3]
+[--step 60] [--methods ...]` (Prometheus and promtool from the Debian package `prometheus`).
 """
 
 from __future__ import annotations
