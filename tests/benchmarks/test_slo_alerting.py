@@ -40,6 +40,9 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
     # one page for the whole burn, resolved within keep_firing_for (1h) and a bit after it
     assert burn.episodes == 1 and burn.held == 1.0
     assert burn.reset is not None and 1.0 <= burn.reset < 1.5
+    # the rules before issue 39 (no keep_firing_for) paged this burn three times
+    before = summary(found[("min-count (before issue 39)", "faithfulness")], 6.0, after_burn(SPEC))
+    assert before["factors"][14.4][0].episodes > 1
     assert 36.0 not in shipped["factors"]  # an error ratio of 1.8: no such burn
     assert shipped["false"]["page"] == 0.0
     assert set(found) == {(m, "faithfulness") for m in METHODS}
