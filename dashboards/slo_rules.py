@@ -37,9 +37,10 @@ minutes must not hide a burn the long window established).
 A burn is one page: `RagpulseSloFastBurn` keeps firing for `KEEP` (1h) after its condition
 last held. With sampled scores the 5-minute window holds ~5 events at 1,200 traces/h and a
 burn at the workbook's 14.4x keeps the 1-hour ratio on its threshold, so the condition
-comes and goes during a burn (4-9 pages per burn measured); 1h bridges a dip of the
-1-hour window, which lasts up to about the window. Cost: the page resolves about an hour
-after the burn ends. Detection is unchanged. Measured against 30m (half an hour's quicker
+comes and goes during a burn (4-9 pages per burn measured at 1,200/h); 1h bridges most
+dips of the 1-hour ratio under its threshold until the 6-hour condition holds (20 of 26
+burns one page). Cost: the page resolves about an hour after the burn ends. Detection
+is unchanged. Measured against 30m (half an hour's quicker
 reset, more burns paged twice) and a short window that resets only on evidence (its
 upper confidence bound under the threshold: a 99% SLO's 30-minute window never holds
 the events to show a ratio under 6x its budget, so pages stayed up for hours): see
