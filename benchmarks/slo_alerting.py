@@ -83,13 +83,20 @@ def _rules(
     )
 
 
+def _keep(page: str, ticket: str = "") -> slo_rules.Hold:
+    names = ("RagpulseSloFastBurn", page), ("RagpulseSloSlowBurn", ticket)
+    return slo_rules.Hold(tuple((name, keep) for name, keep in names if keep))
+
+
 METHODS = {
-    "workbook (point estimate)": _rules("wilson", 0.0, slo_rules.Hold("")),
-    "Wilson 99% (before issue 32)": _rules("wilson", 2.326, slo_rules.Hold("")),
-    "Wilson 90%": _rules("wilson", 1.282, slo_rules.Hold("")),
-    "min-count (before issue 39)": _rules("min-count", 0.0, slo_rules.Hold("")),
-    "min-count, keep 30m": _rules("min-count", 0.0, slo_rules.Hold("30m")),
-    "min-count, keep 1h (shipped)": _rules("min-count", 0.0),
+    "workbook (point estimate)": _rules("wilson", 0.0, _keep("")),
+    "Wilson 99% (before issue 32)": _rules("wilson", 2.326, _keep("")),
+    "Wilson 90%": _rules("wilson", 1.282, _keep("")),
+    "min-count (before issue 39)": _rules("min-count", 0.0, _keep("")),
+    "min-count, keep 30m": _rules("min-count", 0.0, _keep("30m")),
+    "min-count, keep 1h": _rules("min-count", 0.0, _keep("1h")),
+    "min-count, keep 1h, ticket 2h (shipped)": _rules("min-count", 0.0),
+    "min-count, keep 1h, ticket 6h": _rules("min-count", 0.0, _keep("1h", "6h")),
 }
 RAW = "ragpulse_slo_events_total"
 NAME = re.compile(r'(ragpulse_slo:[a-z_]+:[a-z]+\w*)\{slo="[^"]*"\}')

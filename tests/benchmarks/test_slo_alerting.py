@@ -32,7 +32,7 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
     when = Timeline(length=DAY, warmup=6 * H, burn_from=8 * H, hours=4)
     found = evaluate([SPEC], 1200, 1, 4.0, 1, tmp_path, when)
     shipped = summary(
-        found[("min-count, keep 1h (shipped)", "faithfulness")], 6.0, after_burn(SPEC)
+        found[("min-count, keep 1h, ticket 2h (shipped)", "faithfulness")], 6.0, after_burn(SPEC)
     )
     # 14.4x of a 95% SLO is an error ratio of 0.72: 60 judged events an hour make it plain
     burn = shipped["factors"][14.4][0]
@@ -48,6 +48,6 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
     assert set(found) == {(m, "faithfulness") for m in METHODS}
     report({1200: found}, [SPEC])
     assert (
-        "| faithfulness 0.95 | 1200/h | min-count, keep 1h (shipped) | 0.00 |"
+        "| faithfulness 0.95 | 1200/h | min-count, keep 1h, ticket 2h (shipped) | 0.00 |"
         in capsys.readouterr().out
     )
