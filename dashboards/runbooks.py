@@ -372,7 +372,7 @@ _SLO_RUNBOOKS = (
         "RagpulseSloSlowBurn",
         "A quality SLO burns its error budget slowly (3x over 1d and 2h, or 1x over 3d and "
         "6h): the budget runs out before the window ends unless something changes; a ticket, "
-        "not a page.",
+        "not a page. It keeps firing for two hours after the burn stops.",
         _SLO_CONFIRM,
         (
             "A gradual change in the traffic or the corpus.",
