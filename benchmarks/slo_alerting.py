@@ -22,10 +22,14 @@ confidence), SLO and volume: false pages (and tickets) a week (episodes that sta
 traffic: the steady runs and each burn run before its burn), precision (pages that start
 during a burn of at least the smallest page factor, tickets during any burn, over all),
 and per burn factor: recall (burns paged before they ended), the median detection time
-(burn start to first page) and the median reset time (burn end to the alert's end).
+(burn start to first page) and the median reset time (burn end to the alert's end), and
+per burn its alert episodes (a burn should be one page: issue 39) and the share of it,
+from the first alert on, that the alert fired. `keep_firing_for` is applied as the rule
+manager does; `--step 60` evaluates every minute as it does (the default 5 minutes is
+cheaper and hides returns shorter than a step).
 
-Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--seeds 3]`
-(Prometheus and promtool from the Debian package `prometheus`).
+Run: `.venv/bin/python -m benchmarks.slo_alerting [--volumes 120 1200 12000] [--seeds 3]
+[--step 60] [--methods ...]` (Prometheus and promtool from the Debian package `prometheus`).
 """
 
 from __future__ import annotations
@@ -72,18 +76,45 @@ STEP = 300.0
 cost five times the time for detection times 4 minutes finer."""
 
 
-def _rules(method: slo_rules.Method, z: float) -> Callable[[SloSpec], list[dict[str, Any]]]:
-    return lambda spec: list(slo_rules.rules([spec], z, method=method)["groups"][0]["rules"])
+def _rules(
+    method: slo_rules.Method, z: float, hold: slo_rules.Hold = slo_rules.HOLD
+) -> Callable[[SloSpec], list[dict[str, Any]]]:
+    return lambda spec: list(
+        slo_rules.rules([spec], z, method=method, hold=hold)["groups"][0]["rules"]
+    )
+
+
+def _keep(page: str, ticket: str = "") -> slo_rules.Hold:
+    names = ("RagpulseSloFastBurn", page), ("RagpulseSloSlowBurn", ticket)
+    return slo_rules.Hold(tuple((name, keep) for name, keep in names if keep))
 
 
 METHODS = {
-    "workbook (point estimate)": _rules("wilson", 0.0),
-    "Wilson 99% (before the fix)": _rules("wilson", 2.326),
-    "Wilson 90%": _rules("wilson", 1.282),
-    "min-count (shipped)": _rules("min-count", 0.0),
+    "workbook (point estimate)": _rules("wilson", 0.0, _keep("")),
+    "Wilson 99% (before issue 32)": _rules("wilson", 2.326, _keep("")),
+    "Wilson 90%": _rules("wilson", 1.282, _keep("")),
+    "min-count (before issue 39)": _rules("min-count", 0.0, _keep("")),
+    "min-count, keep 30m": _rules("min-count", 0.0, _keep("30m")),
+    "min-count, keep 1h": _rules("min-count", 0.0, _keep("1h")),
+    "min-count, keep 1h, ticket 2h (shipped)": _rules("min-count", 0.0),
+    "min-count, keep 1h, ticket 6h": _rules("min-count", 0.0, _keep("1h", "6h")),
 }
 RAW = "ragpulse_slo_events_total"
 NAME = re.compile(r'(ragpulse_slo:[a-z_]+:[a-z]+\w*)\{slo="[^"]*"\}')
+
+
+@dataclass(frozen=True)
+class Burn:
+    """One burn's alert of the severity its factor calls for: hours from its start to the
+    first alert (None: none during the burn), from its end to the alert's end, the
+    separate firing episodes it caused, and the share of the burn from the first alert
+    to its end the alert fired."""
+
+    detect: float | None
+    reset: float | None
+    episodes: int
+    held: float | None
+    spans: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass
@@ -124,8 +155,10 @@ def inline(expr: str, derived: dict[str, str]) -> str:
 def evaluate(
     specs: Sequence[SloSpec], per_hour: float, seeds: int, burn_hours: float, seed: int,
     workdir: Path, when: Timeline = DEFAULT, factors: Sequence[float] = FACTORS,
+    step: float = STEP, methods: Sequence[str] | None = None,
 ) -> dict[tuple[str, str], Outcome]:  # fmt: skip
-    """Every method's page and ticket episodes per (method, SLO)."""
+    """Every method's page and ticket episodes per (method, SLO), rules evaluated every
+    `step` seconds."""
     rng = np.random.default_rng(seed)
     runs = {s.name: plan(s, seeds, burn_hours, rng, when, factors) for s in specs}
     base = (time.time() // DAY) * DAY - when.length - DAY
@@ -140,15 +173,16 @@ def evaluate(
         for spec in specs:
             for rule in slo_rules.recording_rules(spec):
                 if RAW in rule["expr"] and not rule["record"].endswith("period"):
-                    result = prom.query_range(rule["expr"], start, end, STEP)
+                    result = prom.query_range(rule["expr"], start, end, step)
                     recorded.setdefault(rule["record"], []).extend(result)
     stored = workdir / f"recorded-{per_hour:g}.om"
     samples = write_recorded(stored, recorded.items())
     print(f"  {per_hour:>6.0f}/h: recorded {samples} samples in "
           f"{time.monotonic() - clock:.0f} s", flush=True)  # fmt: skip
     out: dict[tuple[str, str], Outcome] = {}
-    with RulesProm(stored, workdir / f"rec-{per_hour:g}", lookback_s=STEP + MINUTE) as prom:
-        for method, make in METHODS.items():
+    with RulesProm(stored, workdir / f"rec-{per_hour:g}", lookback_s=step + MINUTE) as prom:
+        for method in methods or list(METHODS):
+            make = METHODS[method]
             for spec in specs:
                 rules = make(spec)
                 derived = {r["record"]: r["expr"] for r in rules if "record" in r}
@@ -156,7 +190,8 @@ def evaluate(
                 found: dict[str, dict[str, list[tuple[float, float]]]] = {}
                 for rule in (r for r in rules if "alert" in r):
                     severity = rule["labels"]["severity"]
-                    episodes = _episodes(prom, rule, inline(rule["expr"], derived), start, end)
+                    expr = inline(rule["expr"], derived)
+                    episodes = _episodes(prom, rule, expr, start, end, step)
                     by_tenant = found.setdefault(severity, {})
                     for e in episodes:
                         tenant = dict(e.labels).get("tenant", "")
@@ -169,15 +204,16 @@ def evaluate(
 
 
 def _episodes(
-    prom: RulesProm, rule: dict[str, Any], expr: str, start: float, end: float
+    prom: RulesProm, rule: dict[str, Any], expr: str, start: float, end: float, step: float
 ) -> list[Episode]:
     hold = parse_duration(rule["for"]) if rule.get("for") else 0.0
+    keep = parse_duration(rule["keep_firing_for"]) if rule.get("keep_firing_for") else 0.0
     severity = rule["labels"]["severity"]
     out = []
-    for series in prom.query_range(expr, start, end, STEP):
+    for series in prom.query_range(expr, start, end, step):
         labels = tuple(sorted(series["metric"].items()))
         times = [float(t) for t, _ in series["values"]]
-        out += episodes_of(rule["alert"], severity, labels, times, start, end, hold, 0.0, STEP)
+        out += episodes_of(rule["alert"], severity, labels, times, start, end, hold, keep, step)
     return out
 
 
@@ -186,12 +222,30 @@ def _merged(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return family_episodes(episodes)
 
 
-def summary(outcome: Outcome, page_factor: float) -> dict[str, Any]:
-    """False alarms a week, precision, and per factor recall, detection and reset."""
+def burn_of(run: Run, spans: list[tuple[float, float]], after: float) -> Burn:
+    """A burn's alert episodes (merged `spans` of its tenant): those that start during the
+    burn or within `after` seconds of its end (while the long windows still hold it) are
+    its own."""
+    alerts = [(a, b) for a, b in spans if run.start <= a < run.end + after]
+    first = next((a for a, _ in alerts if a < run.end), None)
+    hours = tuple(((a - run.start) / H, (b - run.start) / H) for a, b in alerts)
+    if first is None:
+        return Burn(None, None, len(alerts), None, hours)
+    last = max(b for _, b in alerts)
+    fired = sum(min(b, run.end) - max(a, first) for a, b in alerts if a < run.end)
+    held = fired / (run.end - first) if run.end > first else 1.0
+    reset = max(last - run.end, 0.0) / H
+    return Burn((first - run.start) / H, reset, len(alerts), held, hours)
+
+
+def summary(outcome: Outcome, page_factor: float, after: dict[str, float]) -> dict[str, Any]:
+    """False alarms a week, precision, and per factor each burn's `Burn`; `after` is per
+    severity how long after a burn an alert that starts is still the burn's (its longest
+    long window)."""
     steady_s = 0.0
     false = {"page": 0, "ticket": 0}
     true = {"page": 0, "ticket": 0}
-    per_factor: dict[float, list[tuple[float | None, float | None]]] = {}
+    per_factor: dict[float, list[Burn]] = {}
     for run in outcome.runs:
         steady_s += min(run.start, outcome.when.length) - outcome.when.warmup
         for severity, found in (("page", outcome.pages), ("ticket", outcome.tickets)):
@@ -204,13 +258,10 @@ def summary(outcome: Outcome, page_factor: float) -> dict[str, Any]:
                     false[severity] += 1
         if run.factor:
             # a burn at a page factor should page; a slower one should open a ticket
-            found = outcome.pages if run.factor >= page_factor else outcome.tickets
-            alerts = [e for e in _merged(found.get(run.tenant, [])) if e[0] >= run.start]
-            first = next((a for a, _ in alerts if a < run.end), None)
-            detect = None if first is None else (first - run.start) / H
-            last = max((b for _, b in alerts), default=run.end)
-            reset = None if first is None else max(last - run.end, 0.0) / H
-            per_factor.setdefault(run.factor, []).append((detect, reset))
+            severity = "page" if run.factor >= page_factor else "ticket"
+            found = outcome.pages if severity == "page" else outcome.tickets
+            burn = burn_of(run, _merged(found.get(run.tenant, [])), after.get(severity, 0.0))
+            per_factor.setdefault(run.factor, []).append(burn)
     weeks = steady_s / WEEK
     return {
         "false": {k: v / weeks for k, v in false.items()},
@@ -230,6 +281,15 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+def after_burn(spec: SloSpec) -> dict[str, float]:
+    """Per severity, its longest long window: how long after a burn an alert that starts
+    is still the burn's."""
+    out: dict[str, float] = {}
+    for a in spec.alerts:
+        out[a.severity] = max(out.get(a.severity, 0.0), parse_duration(a.long_window))
+    return out
+
+
 def report(
     results: dict[float, dict[tuple[str, str], Outcome]],
     specs: Sequence[SloSpec],
@@ -244,34 +304,57 @@ def report(
           f"ticket precision | {header} |")  # fmt: skip
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |" + " --- |" * len(factors))
     details = []
+    holds = []
     for spec in specs:
         page_factor = min(a.factor for a in spec.alerts if a.severity == "page")
+        after = after_burn(spec)
         for per_hour, outcomes in results.items():
-            for method in METHODS:
-                s = summary(outcomes[(method, spec.name)], page_factor)
-                cells = []
+            for method in (m for m in METHODS if (m, spec.name) in outcomes):
+                s = summary(outcomes[(method, spec.name)], page_factor, after)
+                cells, held = [], []
                 for factor in factors:
-                    runs = s["factors"].get(factor)
+                    runs: list[Burn] | None = s["factors"].get(factor)
                     if runs is None:
                         cells.append("n/a")
+                        held.append("n/a")
                         continue
-                    paged = sum(d is not None for d, _ in runs)
-                    detect = _median([d for d, _ in runs])
-                    reset = _median([r for _, r in runs])
+                    paged = sum(b.detect is not None for b in runs)
+                    detect = _median([b.detect for b in runs])
+                    reset = _median([b.reset for b in runs])
                     cells.append(f"{paged}/{len(runs)} {detect} / {reset}")
-                    times = sorted(d for d, _ in runs if d is not None)
+                    episodes = " ".join(str(b.episodes) for b in runs)
+                    held.append(f"{episodes} ({_pct(_mean([b.held for b in runs]))})")
+                    times = sorted(b.detect for b in runs if b.detect is not None)
                     within = sum(t <= 1.0 for t in times)
                     details.append(
                         f"{spec.name} {per_hour:g}/h {method} {factor:g}x: alerted within 1 h "
                         f"{within}/{len(runs)}; hours to alert "
                         + ", ".join(f"{t:.2f}" for t in times)
+                        + "; hours from the end to the reset "
+                        + ", ".join("-" if b.reset is None else f"{b.reset:.2f}" for b in runs)
+                        + "; episodes, hours from the burn's start: "
+                        + ", ".join(
+                            "[" + " ".join(f"{a:.2f}-{b:.2f}" for a, b in x.spans) + "]"
+                            for x in runs
+                        )
                     )
-                print(f"| {spec.name} {spec.target:.3g} | {per_hour:g}/h | {method} | "
-                      f"{s['false']['page']:.2f} | {s['false']['ticket']:.2f} | "
+                row = f"| {spec.name} {spec.target:.3g} | {per_hour:g}/h | {method} | "
+                print(row + f"{s['false']['page']:.2f} | {s['false']['ticket']:.2f} | "
                       f"{_pct(s['precision']['page'])} | {_pct(s['precision']['ticket'])} | "
                       + " | ".join(cells) + " |", flush=True)  # fmt: skip
-    print("\nEvery burn's detection time:\n")
+                holds.append(row + " | ".join(held) + " |")
+    print("\nPer burn factor: each burn's alert episodes (target 1; 0: never alerted), and "
+          "(mean) the share of the burn from its first alert on that it fired\n")  # fmt: skip
+    print(f"| SLO | volume | method | {header} |")
+    print("| --- | ---: | --- |" + " --- |" * len(factors))
+    print("\n".join(holds))
+    print("\nEvery burn's detection and reset time:\n")
     print("\n".join(details))
+
+
+def _mean(values: list[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return sum(found) / len(found) if found else None
 
 
 def with_page_factor(spec: SloSpec, factor: float) -> SloSpec:
@@ -296,6 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--factors", type=float, nargs="+", default=list(FACTORS), help="burn factors to run"
     )
+    parser.add_argument("--step", type=float, default=STEP, help="seconds between rule evaluations")
+    parser.add_argument(
+        "--methods", nargs="+", choices=list(METHODS), help="rule variants (default: all)"
+    )
     parser.add_argument(
         "--page-factor",
         type=float,
@@ -310,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for per_hour in args.volumes:
             results[per_hour] = evaluate(
                 specs, per_hour, args.seeds, args.burn_hours, args.seed, Path(tmp),
-                factors=args.factors,
+                factors=args.factors, step=args.step, methods=args.methods,
             )  # fmt: skip
     report(results, specs, args.factors)
     return 0

@@ -355,7 +355,8 @@ _SLO_RUNBOOKS = (
         "A quality SLO burns its error budget fast: at this rate the whole budget of the "
         "SLO's window goes in hours to days (14.4x over 1h and 5m, or 6x over 6h and 30m, "
         "with enough bad events in the long window to tell a burn from chance, so a "
-        "handful of sampled scores cannot page).",
+        "handful of sampled scores cannot page). One burn is one page: it keeps firing "
+        "for an hour after the burn stops.",
         _SLO_CONFIRM,
         (
             "A deploy of the RAG application made the SLO's metric worse for everyone or "
@@ -371,7 +372,7 @@ _SLO_RUNBOOKS = (
         "RagpulseSloSlowBurn",
         "A quality SLO burns its error budget slowly (3x over 1d and 2h, or 1x over 3d and "
         "6h): the budget runs out before the window ends unless something changes; a ticket, "
-        "not a page.",
+        "not a page. It keeps firing for two hours after the burn stops.",
         _SLO_CONFIRM,
         (
             "A gradual change in the traffic or the corpus.",

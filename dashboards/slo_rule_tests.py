@@ -11,7 +11,9 @@ once the long window's share passes the threshold with at least the condition's 
 of bad events (computed here from the same linear model). The steady fixture also checks
 the burn rate and the budget remaining. The sparse fixture is the sampled-score case: two
 events an hour, those of one hour bad — the point estimate is above the fastest page
-threshold, the bad events are fewer than the minimum that tells a burn from chance.
+threshold, the bad events are fewer than the minimum that tells a burn from chance. The
+hold fixture is one burn with a few good minutes in it: one page throughout
+(`keep_firing_for`), resolved once the burn has ended and `keep_firing_for` run out.
 
 Page tests step by 1 minute (`slo-NAME_page_test.yml`), ticket tests, whose windows run to
 days, by 10 minutes (`slo-NAME_ticket_test.yml`): promtool evaluates every rule of the
@@ -20,6 +22,7 @@ test's rules file (`slo-NAME.yml`, that SLO's only) at every step.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -197,6 +200,105 @@ def steady_test(spec: SloSpec, severity: str) -> dict[str, Any]:
     }
 
 
+GAP = 5
+"""Minutes of good events only inside the hold fixture's burn: its short window reads 0."""
+
+
+def _holds(
+    spec: SloSpec, severity: str, ratios: Sequence[float], minute: int, margin: float
+) -> bool:
+    """Whether a condition of `severity` holds at `minute` of counters whose bad ratio
+    minute by minute is `ratios` (`RATE` events a minute), thresholds times `margin`."""
+    for a in spec.alerts:
+        if a.severity != severity:
+            continue
+        threshold = margin * a.factor * spec.budget
+        shares = []
+        for window in (a.long_window, a.short_window):
+            span = ratios[max(minute - int(parse_duration(window) // 60), 0) : minute]
+            shares.append(sum(span) / len(span))
+        long_bad = RATE * parse_duration(a.long_window) / 60 * shares[0]
+        if min(shares) > threshold and long_bad >= min_bad_events(a.factor, spec.budget):
+            return True
+    return False
+
+
+def hold_test(spec: SloSpec, docs_url: str = DOCS_URL) -> dict[str, Any] | None:
+    """The fastest condition's burn is one alert: firing, then `GAP` minutes of good events
+    only (the short window's ratio 0, the long window's still above the threshold), then
+    the burn again: firing throughout (`keep_firing_for`); the burn ends: resolved once
+    the short windows show it and `keep_firing_for` has run out."""
+    alert = max(spec.alerts, key=lambda a: a.factor)
+    severity = alert.severity
+    if STEP[severity] != 60:  # windows of days: a fixture minute by minute is too long
+        return None
+    rule = next(r for r in alert_rules(spec, docs_url) if r["alert"] == ALERTS[severity])
+    kept = rule.get("keep_firing_for")
+    keep = int(parse_duration(kept) // 60) if kept else 0
+    history = (
+        int(max(parse_duration(a.long_window) for a in spec.alerts if a.severity == severity) // 60)
+        + 1
+    )
+    ratio = _burn_ratio(spec, alert)
+    steady = spec.budget / 2
+    first = next(m for m in range(1, 24 * 60) if _fires_at(spec, severity, ratio, m, 1.1))
+    before = first + 10
+    after = 20
+    tail = keep + 60
+    ratios = [steady] * history + [ratio] * before + [0.0] * GAP + [ratio] * after + [steady] * tail
+    gap = history + before
+    end = gap + GAP + after
+    # firing before the gap, and the long window alone above the threshold through it
+    only_long = dataclasses.replace(alert, short_window=alert.long_window)
+    held = dataclasses.replace(spec, alerts=(only_long,))
+    if not all(_holds(held, severity, ratios, m, 1.05) for m in range(gap - 9, end)):
+        return None
+    # the last minute any condition could still hold after the burn (thresholds at 90%)
+    last = max(
+        m for m in range(end, len(ratios)) if _holds(spec, severity, ratios, m, 0.9) or m == end
+    )
+    resolved = last + keep + 3
+    if resolved >= len(ratios):
+        return None
+    name = ALERTS[severity]
+    expected = _expected(spec, severity, docs_url)
+    good, bad = ["0"], ["0"]
+    g_total = b_total = 0.0
+    for r in ratios:
+        g_total += RATE * (1 - r)
+        b_total += RATE * r
+        good.append(_fmt(g_total))
+        bad.append(_fmt(b_total))
+    labels = f'slo="{spec.name}",tenant="{TENANT}"'
+    checks = [
+        (history - 1, []),
+        (gap, expected),
+        (gap + GAP - 1, expected),
+        (gap + GAP, expected),
+        (end - 1, expected),
+        (resolved, []),
+    ]
+    return {
+        "name": f"{name} {spec.name}: one alert through a burn of {_fmt(ratio / spec.budget)}x "
+        f"the budget with {GAP} good minutes in it, resolved {resolved - end}m after the burn "
+        f"(keep_firing_for {kept or 'none'})",
+        "interval": "1m",
+        "input_series": [
+            {
+                "series": f'ragpulse_slo_events_total{{{labels},outcome="good"}}',
+                "values": " ".join(good),
+            },
+            {
+                "series": f'ragpulse_slo_events_total{{{labels},outcome="bad"}}',
+                "values": " ".join(bad),
+            },
+        ],
+        "alert_rule_test": [
+            {"eval_time": f"{m}m", "alertname": name, "exp_alerts": exp} for m, exp in checks
+        ],
+    }
+
+
 def _pages(k: int, alert: BurnAlert, spec: SloSpec) -> bool:
     """Whether k bad events among two an hour, the rest of the long window good, meet the
     alert's long-window condition: share above the threshold, at least its minimum count."""
@@ -274,6 +376,9 @@ def tests(specs: Sequence[SloSpec], severity: str, docs_url: str = DOCS_URL) -> 
         if sparse is not None:
             cases.append(sparse)
         cases += [burning_test(spec, a, docs_url) for a in spec.alerts if a.severity == severity]
+        held = hold_test(spec, docs_url)
+        if held is not None and held["name"].startswith(ALERTS[severity]):
+            cases.append(held)
     return {
         "rule_files": [f"../rules/{file_name_rules(specs[0])}"],
         "evaluation_interval": f"{STEP[severity] // 60}m",

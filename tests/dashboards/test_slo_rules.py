@@ -54,27 +54,20 @@ def test_minimum_bad_events_tell_a_burn_from_chance() -> None:
     assert slo_rules.min_bad_events(1.0, 0.05) == 1
 
 
-def _run_sparse(
-    tmp_path: Path, method: slo_rules.Method, z: float = 0.0
-) -> subprocess.CompletedProcess[str]:
-    """The sparse fixture of the faithfulness SLO against rules of `method`."""
+def _run(
+    tmp_path: Path, case: dict[str, object], method: slo_rules.Method = "min-count",
+    z: float = 0.0, hold: slo_rules.Hold = slo_rules.HOLD,
+) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """One promtool test case against the faithfulness SLO's rules of `method` and `hold`."""
     (tmp_path / "rules").mkdir(parents=True)
     (tmp_path / "tests").mkdir()
-    rules = slo_rules.render([FAITHFULNESS], z, method=method)
+    rules = slo_rules.render([FAITHFULNESS], z, method=method, hold=hold)
     (tmp_path / "rules" / "slo.yml").write_text(rules)
-    sparse = slo_rule_tests.sparse_test(FAITHFULNESS)
-    assert sparse is not None and sparse["name"].endswith(
-        "2 of 2 sampled events bad in an hour (a share above 0.72) is no page"
-    )
-    tests = {
-        "rule_files": ["../rules/slo.yml"],
-        "evaluation_interval": "1m",
-        "tests": [sparse],
-    }
-    (tmp_path / "tests" / "sparse.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
+    tests = {"rule_files": ["../rules/slo.yml"], "evaluation_interval": "1m", "tests": [case]}
+    (tmp_path / "tests" / "case.yml").write_text(yaml.safe_dump(tests, sort_keys=False))
     assert PROMTOOL is not None
     return subprocess.run(
-        [PROMTOOL, "test", "rules", "sparse.yml"],
+        [PROMTOOL, "test", "rules", "case.yml"],
         cwd=tmp_path / "tests",
         capture_output=True,
         text=True,
@@ -84,13 +77,32 @@ def _run_sparse(
 
 @needs_promtool
 def test_two_bad_of_two_sampled_events_page_only_without_the_minimum(tmp_path: Path) -> None:
-    shipped = _run_sparse(tmp_path / "shipped", "min-count")
+    sparse = slo_rule_tests.sparse_test(FAITHFULNESS)
+    assert sparse is not None and sparse["name"].endswith(
+        "2 of 2 sampled events bad in an hour (a share above 0.72) is no page"
+    )
+    shipped = _run(tmp_path / "shipped", sparse)
     assert shipped.returncode == 0, shipped.stdout + shipped.stderr
     # the workbook's condition on the point estimate (a bound with z = 0) pages on them
-    point = _run_sparse(tmp_path / "point", "wilson", 0.0)
+    point = _run(tmp_path / "point", sparse, "wilson", 0.0)
     assert point.returncode != 0
     output = point.stdout + point.stderr
     assert "alertname: RagpulseSloFastBurn" in output and "got:" in output
+
+
+@needs_promtool
+def test_a_burn_with_a_quiet_gap_is_one_page_that_resets_after_it(tmp_path: Path) -> None:
+    alerts = {r["alert"]: r for r in slo_rules.alert_rules(FAITHFULNESS)}
+    assert alerts["RagpulseSloFastBurn"]["keep_firing_for"] == "1h"
+    assert alerts["RagpulseSloSlowBurn"]["keep_firing_for"] == "2h"
+    held = slo_rule_tests.hold_test(FAITHFULNESS)
+    assert held is not None and "one alert through a burn" in str(held["name"])
+    shipped = _run(tmp_path / "shipped", held)
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
+    # without keep_firing_for the good minutes end the page (and the burn pages again)
+    before = _run(tmp_path / "before", held, hold=slo_rules.Hold(()))
+    assert before.returncode != 0
+    assert "got:[]" in before.stdout + before.stderr
 
 
 def test_every_slo_alert_has_burning_fixtures() -> None:
