@@ -23,9 +23,9 @@ from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from collector.store.worst import worst_traces
 from exporters.prometheus import OperationsMetrics
-from ragpulse.commands.traces import _outcome as shown
 from ragpulse.job_setup import job_environment
 from ragpulse.judge import make_judge
+from ragpulse.trace_show import outcome_text as shown
 from tests.fixtures.llm_server import Reply, ScriptedLLM, auto_reply, prompt_text
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 
