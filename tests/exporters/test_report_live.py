@@ -36,6 +36,24 @@ from tests.jobs.helpers import add_trace
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
 
+HEAT = (
+    "(() => { const panel = Array.from(document.querySelectorAll('.panel')).find("
+    "   p => p.querySelector('h4').textContent === 'faithfulness: per-trace distribution');"
+    " const div = panel.querySelector('.js-plotly-plot'); div.scrollIntoView();"
+    " const z = div.data[0].z; let best = [0, 0, -1];"
+    " z.forEach((row, i) => row.forEach((c, j) => { if (c !== null && c > best[2]) {"
+    "   best = [i, j, c]; } }));"
+    " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;"
+    " const box = div.querySelector('.main-svg').getBoundingClientRect();"
+    " return {id: div.id, count: best[2], rows: div.data[0].y.length,"
+    "  x: box.left + xa._offset + xa.c2p(xa.d2c(div.data[0].x[best[1]])),"
+    "  y: box.top + ya._offset + ya.c2p(ya.d2c(div.data[0].y[best[0]])),"
+    "  cells: z.flatMap((row, i) => row.filter(c => c !== null).map("
+    "    c => [div.data[0].y[i], c])),"
+    "  traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
+)
+"""The heatmap panel's fullest cell: its page position, count and rows; the exemplars' ids."""
+
 # A dashboard the report has no code for: a gauge with its own thresholds and a table.
 EXTRA = {
     "uid": "extra",
@@ -329,22 +347,7 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     assert page.console_errors == []
     # A heatmap: buckets x time; hovering a cell (a real mouse move) reads out its count,
     # and the exemplars carry the trace ids of the histogram.
-    heat = page.evaluate(
-        "(() => { const panel = Array.from(document.querySelectorAll('.panel')).find("
-        "   p => p.querySelector('h4').textContent === 'faithfulness: per-trace distribution');"
-        " const div = panel.querySelector('.js-plotly-plot'); div.scrollIntoView();"
-        " const z = div.data[0].z; let best = [0, 0, -1];"
-        " z.forEach((row, i) => row.forEach((c, j) => { if (c !== null && c > best[2]) {"
-        "   best = [i, j, c]; } }));"
-        " const xa = div._fullLayout.xaxis, ya = div._fullLayout.yaxis;"
-        " const box = div.querySelector('.main-svg').getBoundingClientRect();"
-        " return {id: div.id, count: best[2], rows: div.data[0].y.length,"
-        "  x: box.left + xa._offset + xa.c2p(xa.d2c(div.data[0].x[best[1]])),"
-        "  y: box.top + ya._offset + ya.c2p(ya.d2c(div.data[0].y[best[0]])),"
-        "  cells: z.flatMap((row, i) => row.filter(c => c !== null).map("
-        "    c => [div.data[0].y[i], c])),"
-        "  traces: div.data.length > 1 ? div.data[1].customdata.map(c => c[0]) : []}; })()"
-    )
+    heat = page.evaluate(HEAT)
     assert heat["count"] > 0, heat  # the judged traffic of the ticks: cells with traces
     assert heat["rows"] >= 2, heat
     assert heat["traces"] and all(isinstance(t, str) and t for t in heat["traces"]), heat
@@ -353,15 +356,23 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         page.browser.call(
             "Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, page.session
         )
-        time.sleep(0.3)
-        return str(
-            page.evaluate(
-                f"document.getElementById('{heat['id']}').querySelector('.hoverlayer').textContent"
+        text = ""
+        for _ in range(30):  # a loaded machine draws the hover label late
+            time.sleep(0.1)
+            text = str(
+                page.evaluate(
+                    f"document.getElementById('{heat['id']}')"
+                    ".querySelector('.hoverlayer').textContent"
+                )
             )
-        )
+            if text or (x, y) == (5, 5):
+                break
+        return text
 
-    # the cell, with the exemplar markers hidden (the closest point wins the hover)
+    # the cell, with the exemplar markers hidden (the closest point wins the hover); its
+    # position is read after the restyle, which may move the plot area
     page.evaluate(f"Plotly.restyle('{heat['id']}', {{visible: false}}, [1])")
+    heat.update({k: v for k, v in page.evaluate(HEAT).items() if k in ("x", "y")})
     hover = hover_at(heat["x"], heat["y"])
     read = re.search(r" UTCscore (.+): ([\d.]+) traces$", hover)
     assert read, (hover, heat)
