@@ -279,6 +279,22 @@ def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
         alert("RagpulseSloSlowBurn", "ticket", "retrieval-hit", "acme"),  # held back
         alert("RagpulseSloSlowBurn", "ticket", "faithfulness", "globex"),  # another tenant
     ]
+    sent = _notifications(tmp_path, alerts, expected=2)
+    # the burn and the drop of hit_rate@1 are one retrieval incident of acme: ONE page
+    assert sorted(sent) == [
+        ("/pager", ["RagpulseQualityDropPage", "RagpulseSloFastBurn"],
+         {"severity": "critical", "tenant": "acme", "tier": "retrieval"}),
+        ("/tickets", ["RagpulseSloSlowBurn"],
+         {"severity": "warning", "tenant": "globex", "tier": "generation"}),
+    ]  # fmt: skip
+
+
+def _notifications(
+    tmp_path: Path, alerts: list[dict[str, Any]], expected: int
+) -> list[tuple[str, list[str], dict[str, str]]]:
+    """Post `alerts` to a real Alertmanager with the config written in `tmp_path`; what it
+    sent (receiver path, alert names, group labels) once `expected` notifications came and
+    a few seconds more passed for any other."""
     am_port = free_port()
     assert BINARY is not None
     log = (tmp_path / "alertmanager.log").open("wb")
@@ -299,20 +315,28 @@ def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
                     raise
                 time.sleep(0.3)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(_Recorder.received) < 2:
+        while time.monotonic() < deadline and len(_Recorder.received) < expected:
             time.sleep(0.3)
         time.sleep(6)  # anything else (the held-back slow burn) would come by now
     finally:
         am.terminate()
         am.wait(timeout=10)
-    sent = [
+    return [
         (path, sorted(a["labels"]["alertname"] for a in body["alerts"]), body["groupLabels"])
         for path, body in _Recorder.received
     ]
-    # the burn and the drop of hit_rate@1 are one retrieval incident of acme: ONE page
-    assert sorted(sent) == [
-        ("/pager", ["RagpulseQualityDropPage", "RagpulseSloFastBurn"],
-         {"severity": "critical", "tenant": "acme", "tier": "retrieval"}),
-        ("/tickets", ["RagpulseSloSlowBurn"],
-         {"severity": "warning", "tenant": "globex", "tier": "generation"}),
-    ]  # fmt: skip
+
+
+def test_no_traces_holds_back_the_slo_burns_of_stale_numbers(
+    tmp_path: Path, http_server: Any
+) -> None:
+    _Recorder.received = []
+    port = http_server(lambda: b"")
+    _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
+    spec = next(s for s in load_openslo(SLO_EXAMPLE) if s.name == "retrieval-hit")
+    burn = {**slo_rules.labels(spec, "page"), "alertname": "RagpulseSloFastBurn", "tenant": "acme"}
+    stopped = {"alertname": "RagpulseNoTraces", "severity": "warning"}
+    alerts = [{"labels": labels, "annotations": {"summary": "x"}} for labels in (burn, stopped)]
+    assert _notifications(tmp_path, alerts, expected=1) == [
+        ("/tickets", ["RagpulseNoTraces"], {"severity": "warning"})
+    ]
