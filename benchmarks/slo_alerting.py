@@ -96,7 +96,9 @@ METHODS = {
     "min-count (before issue 39)": _rules("min-count", 0.0, _keep("")),
     "min-count, keep 30m": _rules("min-count", 0.0, _keep("30m")),
     "min-count, keep 1h": _rules("min-count", 0.0, _keep("1h")),
-    "min-count, keep 1h, ticket 2h (shipped)": _rules("min-count", 0.0),
+    "min-count, keep 1h, ticket 2h": _rules("min-count", 0.0, _keep("1h", "2h")),
+    "min-count, keep 90m, ticket 2h (shipped)": _rules("min-count", 0.0),
+    "min-count, keep 2h, ticket 2h": _rules("min-count", 0.0, _keep("2h", "2h")),
     "min-count, keep 1h, ticket 6h": _rules("min-count", 0.0, _keep("1h", "6h")),
 }
 RAW = "ragpulse_slo_events_total"

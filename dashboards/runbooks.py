@@ -356,7 +356,7 @@ _SLO_RUNBOOKS = (
         "SLO's window goes in hours to days (14.4x over 1h and 5m, or 6x over 6h and 30m, "
         "with enough bad events in the long window to tell a burn from chance, so a "
         "handful of sampled scores cannot page). One burn is one page: it keeps firing "
-        "for an hour after the burn stops.",
+        "for 90 minutes after the burn stops.",
         _SLO_CONFIRM,
         (
             "A deploy of the RAG application made the SLO's metric worse for everyone or "

@@ -38,14 +38,15 @@ The short window keeps its workbook role, resetting the alert once the burn stop
 point estimate above the threshold, or no event in it at all (a sampled SLI's quiet 5
 minutes must not hide a burn the long window established).
 
-A burn is one page: `RagpulseSloFastBurn` keeps firing for 1h after its condition last
+A burn is one page: `RagpulseSloFastBurn` keeps firing for 90m after its condition last
 held, `RagpulseSloSlowBurn` for 2h (`KEEP`). With sampled scores the 5-minute window
 holds ~5 events at 1,200 traces/h and a burn at the workbook's 14.4x keeps the 1-hour
 ratio on its threshold, so the condition comes and goes during a burn (4-9 pages per
-burn measured at 1,200/h); 1h bridges most dips of the 1-hour ratio under its threshold
-until the 6-hour condition holds (20 of 26 burns one page). Cost: the page resolves about
-an hour after the burn ends. Detection is unchanged. Measured against 30m (half an
-hour's quicker reset, more burns paged twice) and a short window that resets only on
+burn measured at 1,200/h); 90m bridges the dips of the 1-hour ratio under its threshold
+until the 6-hour condition holds (every burn one page at 1,200 and 12,000/h; 1h left 3 of
+20 paged twice). Cost: the page resolves about 1.8 h after the burn ends. Detection is
+unchanged. Measured against 30m and 1h (quicker resets, more burns paged twice), 2h
+(nothing more merged) and a short window that resets only on
 evidence (its upper confidence bound under the threshold: a 99% SLO's 30-minute window
 never holds the events to show a ratio under 6x its budget, so pages stayed up for
 hours): see `benchmarks/RESULTS.md`. The ticket's 6-hour window dips at night (a quarter
@@ -91,7 +92,7 @@ EVENTS = "ragpulse_slo_events_total"
 BY = "sum by (slo, tenant)"
 ALERTS = {"page": "RagpulseSloFastBurn", "ticket": "RagpulseSloSlowBurn"}
 """The alert of each of an SLO's severity words (`SloSpec`'s; the label is `rule_severity`)."""
-KEEP = (("RagpulseSloFastBurn", "1h"), ("RagpulseSloSlowBurn", "2h"))
+KEEP = (("RagpulseSloFastBurn", "90m"), ("RagpulseSloSlowBurn", "2h"))
 """The burn alerts' `keep_firing_for`: a burn is one page (see the module's doc)."""
 TENANT = "{{ if $labels.tenant }} for tenant {{ $labels.tenant }}{{ end }}"
 

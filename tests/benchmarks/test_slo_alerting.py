@@ -32,14 +32,14 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
     when = Timeline(length=DAY, warmup=6 * H, burn_from=8 * H, hours=4)
     found = evaluate([SPEC], 1200, 1, 4.0, 1, tmp_path, when)
     shipped = summary(
-        found[("min-count, keep 1h, ticket 2h (shipped)", "faithfulness")], 6.0, after_burn(SPEC)
+        found[("min-count, keep 90m, ticket 2h (shipped)", "faithfulness")], 6.0, after_burn(SPEC)
     )
     # 14.4x of a 95% SLO is an error ratio of 0.72: 60 judged events an hour make it plain
     burn = shipped["factors"][14.4][0]
     assert burn.detect is not None and burn.detect < 3.0
-    # one page for the whole burn, resolved within keep_firing_for (1h) and a bit after it
+    # one page for the whole burn, resolved within keep_firing_for (90m) and a bit after it
     assert burn.episodes == 1 and burn.held == 1.0
-    assert burn.reset is not None and 1.0 <= burn.reset < 1.5
+    assert burn.reset is not None and 1.5 <= burn.reset < 2.0
     # the rules before issue 39 (no keep_firing_for) paged this burn three times
     before = summary(found[("min-count (before issue 39)", "faithfulness")], 6.0, after_burn(SPEC))
     assert before["factors"][14.4][0].episodes > 1
@@ -48,6 +48,6 @@ def test_a_day_of_burns_is_paged_by_the_shipped_rules(
     assert set(found) == {(m, "faithfulness") for m in METHODS}
     report({1200: found}, [SPEC])
     assert (
-        "| faithfulness 0.95 | 1200/h | min-count, keep 1h, ticket 2h (shipped) | 0.00 |"
+        "| faithfulness 0.95 | 1200/h | min-count, keep 90m, ticket 2h (shipped) | 0.00 |"
         in capsys.readouterr().out
     )

@@ -93,7 +93,7 @@ def test_two_bad_of_two_sampled_events_page_only_without_the_minimum(tmp_path: P
 @needs_promtool
 def test_a_burn_with_a_quiet_gap_is_one_page_that_resets_after_it(tmp_path: Path) -> None:
     alerts = {r["alert"]: r for r in slo_rules.alert_rules(FAITHFULNESS)}
-    assert alerts["RagpulseSloFastBurn"]["keep_firing_for"] == "1h"
+    assert alerts["RagpulseSloFastBurn"]["keep_firing_for"] == "90m"
     assert alerts["RagpulseSloSlowBurn"]["keep_firing_for"] == "2h"
     held = slo_rule_tests.hold_test(FAITHFULNESS)
     assert held is not None and "one alert through a burn" in str(held["name"])
