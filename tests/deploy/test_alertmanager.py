@@ -140,15 +140,7 @@ def test_one_page_per_incident_with_its_runbook_and_tickets_inhibited(
     collector = QualityCollector(cache, ["tenant"])
     port = http_server(collector.render)
     _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
-    am_port = free_port()
-    assert BINARY is not None
-    log = (tmp_path / "alertmanager.log").open("wb")
-    am = subprocess.Popen(
-        [BINARY, f"--config.file={tmp_path / 'alertmanager.yml'}",
-         f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
-         "--cluster.listen-address="],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    am, am_port = _alertmanager(tmp_path)
     try:
         prometheus_server([f"127.0.0.1:{port}"], [RULES], alertmanagers=[f"127.0.0.1:{am_port}"])
         deadline = time.monotonic() + 45
@@ -295,15 +287,7 @@ def _notifications(
     """Post `alerts` to a real Alertmanager with the config written in `tmp_path`; what it
     sent (receiver path, alert names, group labels) once `expected` notifications came and
     a few seconds more passed for any other."""
-    am_port = free_port()
-    assert BINARY is not None
-    log = (tmp_path / "alertmanager.log").open("wb")
-    am = subprocess.Popen(
-        [BINARY, f"--config.file={tmp_path / 'alertmanager.yml'}",
-         f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
-         "--cluster.listen-address="],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    am, am_port = _alertmanager(tmp_path)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -340,3 +324,17 @@ def test_no_traces_holds_back_the_slo_burns_of_stale_numbers(
     assert _notifications(tmp_path, alerts, expected=1) == [
         ("/tickets", ["RagpulseNoTraces"], {"severity": "warning"})
     ]
+
+
+def _alertmanager(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """The real Alertmanager on a free port with the config written in `tmp_path`."""
+    am_port = free_port()
+    assert BINARY is not None
+    log = (tmp_path / "alertmanager.log").open("wb")
+    am = subprocess.Popen(
+        [BINARY, f"--config.file={tmp_path / 'alertmanager.yml'}",
+         f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{am_port}",
+         "--cluster.listen-address="],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    return am, am_port
