@@ -8,12 +8,10 @@ The rules carry the labels the generated SLO rules give their alerts
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 import yaml
@@ -28,38 +26,28 @@ from exporters.report.promapi import PromClient
 from exporters.report.verdict import judge_all
 from exporters.report.verdict_data import fetch_all, tiers
 from exporters.report.verdict_html import headline, verdict_html
+from tests.fixtures.scrape_target import scrape_target
 
 OVERVIEW = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
 
 
-class _Switches(BaseHTTPRequestHandler):
-    on: ClassVar[dict[str, int]] = {}
-
-    def do_GET(self) -> None:
-        body = "".join(
-            f'ragpulse_test_burn{{which="{k}",tenant="{k.split("-")[1]}"}} {v}\n'
-            for k, v in type(self).on.items()
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+SWITCHES: dict[str, int] = {}
+"""Each burn series' value (1: its rule's condition holds), read at every scrape."""
 
 
 @pytest.fixture
 def switches() -> Iterator[str]:
-    _Switches.on = {"fast-acme": 1, "slow-acme": 1, "slow-globex": 1}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Switches)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    SWITCHES.clear()
+    SWITCHES.update({"fast-acme": 1, "slow-acme": 1, "slow-globex": 1})
+
+    def render() -> str:
+        return "".join(
+            f'ragpulse_test_burn{{which="{k}",tenant="{k.split("-")[1]}"}} {v}\n'
+            for k, v in SWITCHES.items()
+        )
+
+    with scrape_target(render) as target:
+        yield target
 
 
 def _rules(path: Path) -> Path:
@@ -99,7 +87,7 @@ def test_the_report_counts_what_fires_at_its_time_and_lists_the_resolved_apart(
     prom = prometheus_server([switches], [_rules(tmp_path / "rules.yml")])
     assert len(prom.wait_for(f"count({FIRING}) == 3", timeout=60)) == 1, prom.log.read_text()
     time.sleep(5)  # long enough for a range read's steps to see it
-    _Switches.on["slow-globex"] = 0  # its slow burn ends
+    SWITCHES["slow-globex"] = 0  # its slow burn ends
     gone = 'ALERTS{alertstate="firing",tenant="globex"}'
     deadline = time.monotonic() + 30
     while prom.query(gone) and time.monotonic() < deadline:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from exporters.report.dashboards import load_dashboard
 from exporters.report.promapi import PromClient
 from exporters.report.verdict_data import tiers
 from ragpulse.cli import main
+from tests.fixtures.scrape_target import scrape_target
 
 SHIPPED = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
 RULES = SHIPPED.parents[1] / "prometheus" / "rules"
@@ -50,29 +49,10 @@ ragpulse_job_runs_total{job="judge_pipeline",status="ok"} 3
 """
 
 
-class _Metrics(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        body = METRICS.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def metrics_target() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with scrape_target(lambda: METRICS) as target:
+        yield target
 
 
 FIRST_SCREEN = """(() => {
