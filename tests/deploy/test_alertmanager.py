@@ -254,9 +254,6 @@ def _post_alerts(port: int, alerts: list[dict[str, Any]]) -> None:
 def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
     tmp_path: Path, http_server: Any
 ) -> None:
-    _Recorder.received = []
-    port = http_server(lambda: b"")
-    _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
     specs = {s.name: s for s in load_openslo(SLO_EXAMPLE)}
 
     def alert(name: str, severity: str, slo: str, tenant: str) -> dict[str, Any]:
@@ -271,7 +268,7 @@ def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
         alert("RagpulseSloSlowBurn", "ticket", "retrieval-hit", "acme"),  # held back
         alert("RagpulseSloSlowBurn", "ticket", "faithfulness", "globex"),  # another tenant
     ]
-    sent = _notifications(tmp_path, alerts, expected=2)
+    sent = _notifications(tmp_path, http_server, alerts, expected=2)
     # the burn and the drop of hit_rate@1 are one retrieval incident of acme: ONE page
     assert sorted(sent) == [
         ("/pager", ["RagpulseQualityDropPage", "RagpulseSloFastBurn"],
@@ -282,11 +279,14 @@ def test_an_slo_fast_burn_pages_with_its_tier_and_holds_back_its_slow_burn(
 
 
 def _notifications(
-    tmp_path: Path, alerts: list[dict[str, Any]], expected: int
+    tmp_path: Path, http_server: Any, alerts: list[dict[str, Any]], expected: int
 ) -> list[tuple[str, list[str], dict[str, str]]]:
-    """Post `alerts` to a real Alertmanager with the config written in `tmp_path`; what it
-    sent (receiver path, alert names, group labels) once `expected` notifications came and
-    a few seconds more passed for any other."""
+    """Post `alerts` to a real Alertmanager with the shipped config (its receivers pointed
+    at a recorder); what it sent (receiver path, alert names, group labels) once `expected`
+    notifications came and a few seconds more passed for any other."""
+    _Recorder.received = []
+    port = http_server(lambda: b"")
+    _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
     am, am_port = _alertmanager(tmp_path)
     try:
         deadline = time.monotonic() + 30
@@ -314,14 +314,11 @@ def _notifications(
 def test_no_traces_holds_back_the_slo_burns_of_stale_numbers(
     tmp_path: Path, http_server: Any
 ) -> None:
-    _Recorder.received = []
-    port = http_server(lambda: b"")
-    _config(tmp_path / "alertmanager.yml", f"http://127.0.0.1:{port}")
     spec = next(s for s in load_openslo(SLO_EXAMPLE) if s.name == "retrieval-hit")
     burn = {**slo_rules.labels(spec, "page"), "alertname": "RagpulseSloFastBurn", "tenant": "acme"}
     stopped = {"alertname": "RagpulseNoTraces", "severity": "warning"}
     alerts = [{"labels": labels, "annotations": {"summary": "x"}} for labels in (burn, stopped)]
-    assert _notifications(tmp_path, alerts, expected=1) == [
+    assert _notifications(tmp_path, http_server, alerts, expected=1) == [
         ("/tickets", ["RagpulseNoTraces"], {"severity": "warning"})
     ]
 
