@@ -52,6 +52,58 @@ def log_arl0(h: float, k: float) -> float:
     return a + math.log1p(-(a + 1.0) * math.exp(-a)) - math.log(2.0 * k * k)
 
 
+def log_run_length(h: float, drift: float) -> float:
+    """log of Siegmund's run length of steps N(-drift, 1) against threshold h, for a drift
+    of either sign (drift <= 0: the walk climbs, the run length is about b / |drift|)."""
+    b = h + SIEGMUND_CORRECTION
+    a = 2.0 * drift * b
+    if abs(a) < 1e-4:  # expm1(a) - a = a^2 / 2 (1 + a / 3 + ...): the series, no cancellation
+        return 2.0 * math.log(b) + math.log1p(a / 3.0 + a * a / 12.0)
+    if a > 30.0:
+        return log_arl0(h, drift)
+    return math.log(math.expm1(a) - a) - math.log(2.0 * drift * drift)
+
+
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def alarm_rate(h: float, k: float, bias_sd: float) -> float:
+    """False alarms per step of a CUSUM with reference value k whose steps are standardised
+    by an estimated baseline: the steps' true mean is N(0, bias_sd^2), not 0, so the rate is
+    the average over that bias of 1 / ARL (Gauss-Hermite, 48 nodes)."""
+    drifts = k - bias_sd * _NODES
+    logs = np.array([log_run_length(h, float(d)) for d in drifts])
+    return float(np.sum(_WEIGHTS * np.exp(-logs)))
+
+
+def estimated_threshold(target_arl0: float, k: float, bias_sd: float) -> float:
+    """The h whose false-alarm rate, averaged over the baseline's estimation error, is one in
+    `target_arl0` steps. `bias_sd` is the standard error of the baseline mean in step units,
+    sqrt(traces per step / baseline traces): with 0 this is `threshold`. A baseline of a few
+    dozen values makes a CUSUM alarm several times more often than Siegmund's run length says
+    when its mean happens to sit on the good side (Jones, Champ & Rigdon 2001), so the
+    threshold is raised until the average rate is the target's (Gandy & Kvaloy 2013 take a
+    quantile of the rate instead; the average is what a family-wise weekly budget counts)."""
+    if bias_sd <= 0:
+        return threshold(target_arl0, k)
+    if target_arl0 <= 1:
+        raise ValueError("the target run length must exceed one sample")
+    goal = -math.log(target_arl0)
+
+    def excess(h: float) -> float:
+        return math.log(alarm_rate(h, k, bias_sd)) - goal
+
+    if excess(0.0) <= 0:
+        return 0.0
+    high = max(threshold(target_arl0, k), 1.0)
+    while excess(high) > 0:
+        high *= 2.0
+        if high > 1e6:
+            return math.inf
+    return float(brentq(excess, 0.0, high, xtol=1e-6))
+
+
 def arl0(h: float, k: float) -> float:
     """In-control average run length (samples) of the CUSUM (Siegmund's approximation)."""
     log = log_arl0(h, k)

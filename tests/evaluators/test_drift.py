@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluators.drift import arl0, cusum, detectable_shift, detection_delay, threshold
+from evaluators.drift import (
+    arl0,
+    cusum,
+    detectable_shift,
+    detection_delay,
+    estimated_threshold,
+    log_run_length,
+    threshold,
+)
 
 
 def _loop(z: np.ndarray, k: float) -> np.ndarray:
@@ -75,3 +83,41 @@ def test_detection_delay_matches_monte_carlo() -> None:
         s = cusum(stats.norm.rvs(0.5, 1.0, size=4000, random_state=rng), k)
         delays.append(np.flatnonzero(s >= h)[0] + 1)
     assert np.mean(delays) == pytest.approx(detection_delay(0.5, k, h), rel=0.15)
+
+
+def test_with_no_estimation_error_the_threshold_is_siegmunds() -> None:
+    assert estimated_threshold(5000.0, 0.3, 0.0) == threshold(5000.0, 0.3)
+    assert estimated_threshold(5000.0, 0.3, 1e-9) == pytest.approx(threshold(5000.0, 0.3))
+
+
+def test_the_run_length_of_either_drift_sign_is_continuous_through_zero() -> None:
+    near = [math.exp(log_run_length(3.0, d)) for d in (-1e-6, 0.0, 1e-6)]
+    assert near == pytest.approx([(3.0 + 1.166) ** 2] * 3, rel=1e-4)
+    assert math.exp(log_run_length(3.0, 0.5)) == pytest.approx(arl0(3.0, 0.5))
+    assert math.exp(log_run_length(3.0, -0.5)) < (3.0 + 1.166) ** 2 < arl0(3.0, 0.5)
+
+
+def test_estimated_baselines_alarm_at_the_budgeted_average_rate() -> None:
+    """Monte Carlo: 4,000 series, each with its baseline mean estimated from 40 values (so
+    every series' steps are off by its own N(0, 1/40) bias), run 3,000 steps of a CUSUM
+    with k = 0.25 restarted after each alarm. Siegmund's threshold for a 500-step run
+    length alarms far more often than once in 500 steps; `estimated_threshold`'s holds the
+    average rate to it within the simulation's and the approximation's error."""
+    rng = np.random.default_rng(7)
+    series, length, k, target, n_base = 4000, 3000, 0.25, 500.0, 40
+    bias = rng.normal(0.0, 1.0 / math.sqrt(n_base), series)
+
+    def rate(h: float) -> float:
+        s = np.zeros(series)
+        alarms = 0
+        for _ in range(length):
+            s = np.maximum(0.0, s + rng.normal(bias, 1.0) - k)
+            fired = s >= h
+            alarms += int(fired.sum())
+            s[fired] = 0.0
+        return alarms / (series * length)
+
+    naive = rate(threshold(target, k))
+    calibrated = rate(estimated_threshold(target, k, 1.0 / math.sqrt(n_base)))
+    assert naive > 1.8 / target
+    assert 0.75 / target < calibrated < 1.3 / target
