@@ -48,8 +48,8 @@ from typing import Any
 from benchmarks.alerting_rules import Episode, RulesProm, family_episodes
 from benchmarks.alerting_traffic import METRICS, Drop, H, simulate
 from collector.jobs.bucket_frame import frame_from_columns
-from collector.jobs.drift import DriftConfig, MetricFacts, drift_points
-from collector.jobs.drift_buckets import drift_points_from_frame
+from collector.jobs.drift import DriftConfig, MetricFacts
+from collector.jobs.drift_buckets import drift_points, drift_points_from_frame
 from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.windows import parse_windows

@@ -1,38 +1,26 @@
 """Alerting at every volume (issue 40): false pages of a steady week and detection delays,
-with the detectors' path the product's job would pick, or forced.
+through the product's detectors and a real Prometheus with the shipped rules.
 
 1. False pages. Two weeks of production-like traffic (`benchmarks.alerting_volume_traffic`:
    five tenants 50/30/15/4/1%, a daily cycle, weekends with another mix, 5% judged),
    streamed an hour at a time, at each `--volumes` rate and `--seeds` seed. Over the second
-   week, every `--step` seconds, the product's detectors (the shipped `alerting` settings)
-   make the points a job publishes, by `--modes`:
-   - `auto`: what a scheduled job does (`collector.jobs.bucket_drift.DriftSource`): the
-     per-trace detectors (`drift.drift_points`) over the rows when the job's traces in the
-     longest window (7 d) are at most `DRIFT_ROWS_MAX`, else the detectors from the
-     per-minute sums (`drift_buckets.drift_points_from_frame`), decided at every run;
-   - `backfill`: what `ragpulse jobs backfill --since 7d` does
-     (`DriftSource` with a `BucketHistory`): one path for every step, by the traces of the
-     whole span the steps read (the first step's window to the last: 14 days), so it
-     takes the sums from ~744 traces/h where a live job does from ~1,488/h;
-   - `rows` / `buckets`: one path forced (rows: only up to `--rows-volume-max`, its memory
-     is the traces of the week).
-   An `auto` week whose every run took one path is that path's week (same traffic, same
-   detectors: computed once). The exporter's families (`exporters.openmetrics`) go through
-   `promtool tsdb create-blocks-from openmetrics` into a real Prometheus, which evaluates
-   the shipped `quality.yml` rules every minute over the week (`benchmarks.alerting_rules`:
-   `for:` and `keep_firing_for:` as the rule manager applies them). Reported: pages
-   (severity critical) a week family-wise (overlapping episodes of any series merged), the
-   series that paged, and the highest page scores (S/h) with their series.
+   week, every `--step` seconds, the product's detectors (the shipped `alerting` settings;
+   one engine at every volume, `drift_buckets.drift_points_from_frame` over the per-minute
+   sums a job stores) make the points a job publishes. The exporter's families
+   (`exporters.openmetrics`) go through `promtool tsdb create-blocks-from openmetrics` into
+   a real Prometheus, which evaluates the shipped `quality.yml` rules every minute over the
+   week (`benchmarks.alerting_rules`: `for:` and `keep_firing_for:` as the rule manager
+   applies them). Reported: pages (severity critical) a week family-wise (overlapping
+   episodes of any series merged), the series that paged, and the highest page scores
+   (S/h) with their series.
 2. Detection delay of hit_rate@1 drops (`--drops`) for every tenant and overall: hours from
    the drop (a weekday, its hour varying with the seed) to the first page score >= 1 of
    that series, evaluated every 5 minutes, median over seeds ("-": none within 24 h), beside
    the Lorden bound ln(ARL0) / KL at the scope's mean ground-truth rate and the ratio.
-   hit_rate@1 is binary, where both paths compute the same statistic exactly
-   (`tests/jobs/test_drift_buckets.py`), so the delays are the product's at any path; they
-   are computed from per-minute (count, hits) draws (`hit_frame`), cheap at any volume.
+   They are computed from per-minute (count, hits) draws (`hit_frame`), cheap at any volume.
 
 Run: `nice -n 15 .venv/bin/python -m benchmarks.alerting_volumes [--volumes 120 1200 4000
-12000 120000] [--modes auto buckets rows] [--seeds 3] [--skip-delays | --skip-false]`.
+12000 120000] [--seeds 3] [--skip-delays | --skip-false]`.
 """
 
 from __future__ import annotations
@@ -61,18 +49,13 @@ from benchmarks.alerting_volume_traffic import (
     WEEK,
     Frame,
     H,
-    feed,
     hit_frame,
     hour,
-    hour_times,
     mean_share,
 )
-from collector.jobs.bucket_drift import DRIFT_ROWS_MAX
-from collector.jobs.drift import DriftConfig, drift_points
+from collector.jobs.drift import DriftConfig
 from collector.jobs.drift_buckets import drift_points_from_frame
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
 from collector.jobs.publish import quality_points
-from collector.jobs.windows import Window
 from collector.settings import load_settings
 from exporters.openmetrics import OpenMetricsWriter
 from ragpulse.job_setup import drift_config
@@ -84,11 +67,10 @@ Key = tuple[str, str, str]
 
 @dataclass
 class Week:
-    """One steady week of one volume, seed and path."""
+    """One steady week of one volume and seed."""
 
     per_hour: float
     seed: int
-    path: str
     traces: int = 0
     episodes: list[Episode] = field(default_factory=list)
     worst: dict[Key, float] = field(default_factory=dict)
@@ -118,60 +100,24 @@ class Week:
         return sorted(pages, reverse=True)[:count]
 
 
-def paths(per_hour: float, seed: int, mode: str, steps: np.ndarray, rows_max: int) -> list[str]:
-    """The path of every run: forced; a live job's choice by the traces in each run's 7-day
-    window (`auto`); or a back-fill's, once for all steps by the traces from the first
-    step's window to the last (`backfill`). Traces counted by whole minutes, as
-    `bucket_drift.traces_between` sums the buckets."""
-    if mode in ("rows", "buckets"):
-        return [mode] * steps.size
-    counts = Frame(())
-    for h in range(math.ceil(steps.max() / H) + 1):
-        counts.count(hour_times(per_hour, seed, h))
-    minute, traces = counts.trace_minutes()
-    running = np.concatenate([[0], np.cumsum(traces)])
-    lo = np.searchsorted(minute, np.floor((steps - WEEK) / 60.0), side="left")
-    hi = np.searchsorted(minute, np.floor(steps / 60.0), side="right")
-    if mode == "backfill":  # decided once, by the traces of the whole span the steps read
-        lo, hi = lo[:1], hi[-1:]
-        return [
-            "rows" if int(running[hi[0]] - running[lo[0]]) <= rows_max else "buckets"
-        ] * steps.size
-    return ["rows" if n <= rows_max else "buckets" for n in (running[hi] - running[lo]).tolist()]
-
-
 def steady_week(
-    per_hour: float, seed: int, path_of: Sequence[str], steps: np.ndarray, config: DriftConfig,
-    workdir: Path, rules: Path = RULES,
+    per_hour: float, seed: int, steps: np.ndarray, config: DriftConfig, workdir: Path,
+    rules: Path = RULES,
 ) -> Week:  # fmt: skip
-    """The detectors' points of the second week at `steps`, each run by its path, and the
-    pages a real Prometheus makes of them."""
+    """The detectors' points of the second week at `steps` and the pages a real Prometheus
+    makes of them."""
     began = time.perf_counter()
-    week = Week(per_hour, seed, "+".join(sorted(set(path_of))))
-    frame = None
-    if "buckets" in path_of:
-        sums = Frame(METRICS)
-        for h in range(math.ceil(steps.max() / H) + 1):
-            sums.add(hour(per_hour, seed, h))
-        frame = sums.frame()
-        del sums
-    columns = OutcomeColumns(METRICS, ["tenant"]) if "rows" in path_of else None
-    fed = 0
+    week = Week(per_hour, seed)
+    sums = Frame(METRICS)
+    for h in range(math.ceil(steps.max() / H) + 1):
+        sums.add(hour(per_hour, seed, h))
+    frame = sums.frame()
+    del sums
     base = (time.time() // DAY) * DAY - 15 * DAY  # the simulated fortnight ends a day ago
-    data = workdir / f"{int(per_hour)}-{seed}-{week.path}"
+    data = workdir / f"{int(per_hour)}-{seed}"
     writer = OpenMetricsWriter(data.with_suffix(".om"), ["tenant"])
-    for at, path in zip(steps.tolist(), path_of, strict=True):
-        made: list[tuple[Window, WindowAggregate]]
-        if path == "rows" and columns is not None:
-            while fed * H <= at:  # every hour with a trace at or before `at`
-                made_hour = hour(per_hour, seed, fed)
-                week.traces += made_hour.ts.size
-                feed(columns, made_hour, fed)
-                fed += 1
-            columns.prune(at - WEEK - H)
-            made = drift_points(columns, FACTS, at, WEEK, None, config)
-        elif frame is not None:
-            made = drift_points_from_frame(frame, FACTS, at, WEEK, config)
+    for at in steps.tolist():
+        made = drift_points_from_frame(frame, FACTS, at, WEEK, config)
         for window, item in made:
             value = item.aggregate.value
             if window.name.startswith("drift:") and value is not None:
@@ -180,9 +126,8 @@ def steady_week(
         writer.add(datetime.fromtimestamp(base + at, UTC), quality_points("benchmark", made, at))
     writer.close()
     made_s = time.perf_counter() - began
-    if frame is not None:
-        week.traces = int(frame.n[(frame.metric == METRICS.index("judge_latency_ms"))
-                                  & (frame.group == 0)].sum())  # fmt: skip
+    week.traces = int(frame.n[(frame.metric == METRICS.index("judge_latency_ms"))
+                              & (frame.group == 0)].sum())  # fmt: skip
     step = float(steps[1] - steps[0]) if steps.size > 1 else 600.0
     with RulesProm(data.with_suffix(".om"), data, lookback_s=step + 60) as prom:
         week.episodes = prom.evaluate([rules], base + float(steps[0]), base + float(steps[-1]))
@@ -245,7 +190,7 @@ def delay_rows(per_hour: float, args: argparse.Namespace, config: DriftConfig) -
     return rows
 
 
-def week_row(per_hour: float, mode: str, weeks: list[Week]) -> str:
+def week_row(per_hour: float, weeks: list[Week]) -> str:
     pages = [w.pages() for w in weeks]
     counted: dict[str, int] = {}
     for w in weeks:
@@ -254,38 +199,30 @@ def week_row(per_hour: float, mode: str, weeks: list[Week]) -> str:
     paged = [k + (f" x{v}" if v > 1 else "") for k, v in sorted(counted.items())]
     tops = sorted(((v, s, w.seed) for w in weeks for v, s in w.top()), reverse=True)[:3]
     top = ", ".join(f"{v:.2f} {s} (seed {seed})" for v, s, seed in tops)
-    path = "/".join(sorted({w.path for w in weeks}))
     return (
-        f"| {per_hour:,.0f}/h | {mode} ({path}) | {', '.join(map(str, pages))} | "
+        f"| {per_hour:,.0f}/h | {', '.join(map(str, pages))} | "
         f"{statistics.mean(pages):.2f} | {'; '.join(paged) or '-'} | {top} |"
     )
 
 
 def false_pages(
     args: argparse.Namespace, config: DriftConfig, workdir: Path
-) -> dict[tuple[float, str], list[Week]]:
-    """Every volume's steady weeks by mode, smallest volume first, printed as they end."""
+) -> dict[float, list[Week]]:
+    """Every volume's steady weeks, smallest volume first, printed as they end."""
     steps = np.arange(WEEK, 2 * WEEK + 1, args.step)
-    print("| volume | mode (path) | pages per seed | pages / week | paged series | "
-          "highest page scores |\n| ---: | --- | --- | ---: | --- | --- |", flush=True)  # fmt: skip
-    out: dict[tuple[float, str], list[Week]] = {}
+    print("| volume | pages per seed | pages / week | paged series | "
+          "highest page scores |\n| ---: | --- | ---: | --- | --- |", flush=True)  # fmt: skip
+    out: dict[float, list[Week]] = {}
     for per_hour in args.volumes:
-        done: dict[tuple[int, str], Week] = {}
-        for mode in args.modes:
-            if mode == "rows" and per_hour > args.rows_volume_max:
-                continue
-            weeks = []
-            for seed in range(args.seed, args.seed + args.seeds):
-                path_of = paths(per_hour, seed, mode, steps, args.rows_max)
-                key = (seed, "+".join(sorted(set(path_of))))
-                if key not in done:
-                    w = done[key] = steady_week(per_hour, seed, path_of, steps, config, workdir)
-                    print(f"<!-- {per_hour:.0f}/h seed {seed} {w.path}: {w.traces:,} traces, "
-                          f"{w.pages()} pages, {w.seconds:.0f} s ({w.made_s:.0f} s making "
-                          f"points); top {w.top()} -->", flush=True)  # fmt: skip
-                weeks.append(done[key])
-            out[(per_hour, mode)] = weeks
-            print(week_row(per_hour, mode, weeks), flush=True)
+        weeks = []
+        for seed in range(args.seed, args.seed + args.seeds):
+            w = steady_week(per_hour, seed, steps, config, workdir)
+            print(f"<!-- {per_hour:.0f}/h seed {seed}: {w.traces:,} traces, "
+                  f"{w.pages()} pages, {w.seconds:.0f} s ({w.made_s:.0f} s making "
+                  f"points); top {w.top()} -->", flush=True)  # fmt: skip
+            weeks.append(w)
+        out[per_hour] = weeks
+        print(week_row(per_hour, weeks), flush=True)
     return out
 
 
@@ -293,23 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--volumes", type=float, nargs="+",
                         default=[120, 1200, 4000, 12000, 120000])  # fmt: skip
-    parser.add_argument("--modes", nargs="+", choices=["auto", "backfill", "rows", "buckets"],
-                        default=["auto", "buckets", "rows"])  # fmt: skip
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1, help="the first seed")
     parser.add_argument("--step", type=float, default=600.0, help="seconds between runs")
-    parser.add_argument(
-        "--rows-max",
-        type=int,
-        default=DRIFT_ROWS_MAX,
-        help="traces in the 7-day window up to which `auto` runs the rows",
-    )
-    parser.add_argument(
-        "--rows-volume-max",
-        type=float,
-        default=4000.0,
-        help="forced rows only up to this volume (their memory: the week's traces)",
-    )
     parser.add_argument("--drops", type=float, nargs="+", default=[0.10, 0.20, 0.40])
     parser.add_argument("--skip-false", action="store_true", help="only the delays")
     parser.add_argument("--skip-delays", action="store_true", help="only the false pages")

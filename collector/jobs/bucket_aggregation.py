@@ -7,10 +7,9 @@ edges), and for a job with metrics read by quantile one more sums their bins
 (`bucket_bins`: p50/p95/p99 within 1%). The memory of a run depends on windows x metrics
 x groups (x bins), not on traces.
 
-A window of at most `SMALL_WINDOW_TRACES` traces is aggregated from its stored rows
-instead (read into a short-lived `OutcomeColumns`): the row-based aggregation with its
-seeded bootstrap for small samples, exactly as before, and exact quantiles, at a bounded
-cost.
+Every window, small or large, takes this path: a series' interval depends on its own
+values only (`bucket_windows`: Wilson for proportions, Student's t for means at every n),
+never on how many traces the rest of the job has.
 """
 
 from __future__ import annotations
@@ -18,15 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_bins
-from collector.jobs.bucket_stats import SCORED, TRACES
 from collector.jobs.bucket_store import WindowSums
-from collector.jobs.bucket_windows import SMALL_WINDOW_TRACES, aggregates_from_sums, trace_counts
+from collector.jobs.bucket_windows import aggregates_from_sums, trace_counts
 from collector.jobs.labels import Folding, LabelLimits, choose_kept
-from collector.jobs.outcome_rows import label_folds, load_columns
-from collector.jobs.outcomes import OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.window_source import WindowSource
 from collector.jobs.windows import Window
 from evaluators.signature import Signature
@@ -51,30 +47,10 @@ def foldings(
     return out
 
 
-def _from_rows(
-    columns: OutcomeColumns,
-    start: float,
-    end: float,
-    proportions: Mapping[str, bool],
-    signatures: Mapping[str, Signature],
-    kept: Mapping[str, Folding],
-    quantiles: Sequence[str],
-) -> list[WindowAggregate]:
-    folds = label_folds(columns, kept)
-    items = columns.aggregate(start, end, proportions, signatures, folds=folds)
-    if quantiles:
-        items += bucket_bins.from_rows(columns, start, end, quantiles, signatures, folds)
-    return items
-
-
 def window_points(
-    session: Session,
-    job: str,
     source: WindowSource,
     windows: Sequence[Window],
     metrics: Sequence[str],
-    group_labels: Sequence[str],
-    max_length: int,
     proportions: Mapping[str, bool],
     signatures: Mapping[str, Signature],
     kept: Mapping[str, Folding],
@@ -87,19 +63,10 @@ def window_points(
     for window in windows:
         start = at - window.seconds
         sums = source.sums(start, at)
-        overall = sums.get((TRACES, "", SCORED))
-        if overall is None or overall.n <= SMALL_WINDOW_TRACES:
-            columns = (
-                load_columns(session, job, metrics, group_labels, max_length, start, at)
-                if source.rows is None
-                else source.rows(start, at)
-            )
-            items = _from_rows(columns, start, at, proportions, signatures, kept, quantiles)
-        else:
-            items = aggregates_from_sums(sums, metrics, proportions, signatures, kept)
-            if quantiles:
-                groups = list({item.group.key: item.group for item in items}.values())
-                bins = source.bins(start, at, quantiles)
-                items += bucket_bins.from_bins(bins, groups, quantiles, signatures, kept)
+        items = aggregates_from_sums(sums, metrics, proportions, signatures, kept)
+        if quantiles:
+            groups = list({item.group.key: item.group for item in items}.values())
+            bins = source.bins(start, at, quantiles)
+            items += bucket_bins.from_bins(bins, groups, quantiles, signatures, kept)
         points.extend((window, item) for item in items)
     return points

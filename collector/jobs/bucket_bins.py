@@ -1,17 +1,14 @@
-"""A window's quantiles of the metrics read by quantile, from its bins or from its rows.
+"""A window's quantiles of the metrics read by quantile, from its bins.
 
 Per window and group, the p50, p95 and p99 (`evaluators.quantiles.QUANTILES`) of each
 quantile metric's scored values (`quantiles=True` in the registry: `latency_ms`), stored
 and exported as the metrics `<metric>_p50`, `<metric>_p95`, `<metric>_p99` with n the
 scored values and no interval.
 
-- From the bucket bins: the window's bins (`bucket_store.window_bins`, exact at its edges)
-  folded into the final groups as the sums are (`bucket_windows.final_group`: a folded
-  value's bins go to `label=other`), then `quantiles_from_bins`: within α = 1% of the
-  exact quantiles of the same values.
-- From the rows (a window of at most `SMALL_WINDOW_TRACES` traces, aggregated from its
-  rows): exactly, `exact_quantiles` over each group's scored values, the same rank
-  convention (rank q·(n − 1), the value at its floor).
+From the bucket bins: the window's bins (`bucket_store.window_bins`, exact at its edges)
+folded into the final groups as the sums are (`bucket_windows.final_group`: a folded
+value's bins go to `label=other`), then `quantiles_from_bins`: within alpha = 1% of the
+exact quantiles of the same values, at every window size.
 """
 
 from __future__ import annotations
@@ -23,10 +20,10 @@ import numpy as np
 from collector.jobs.bucket_store import WindowBins
 from collector.jobs.bucket_windows import final_group
 from collector.jobs.labels import Folding
-from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import Group
 from evaluators.aggregate import Aggregate
-from evaluators.quantiles import exact_quantiles, quantile_names, quantiles_from_bins
+from evaluators.quantiles import quantile_names, quantiles_from_bins
 from evaluators.signature import Signature
 
 
@@ -61,28 +58,4 @@ def from_bins(
             values = quantiles_from_bins(indices, counts)
             signature = signatures.get(metric, Signature())
             out += _points(group, metric, values, int(counts.sum()), signature)
-    return out
-
-
-def from_rows(
-    columns: OutcomeColumns,
-    start: float,
-    end: float,
-    metrics: Sequence[str],
-    signatures: Mapping[str, Signature],
-    folds: Mapping[str, LabelFold],
-) -> list[WindowAggregate]:
-    """The exact quantiles of `metrics` per group of the rows with start <= ts <= end (the
-    groups `OutcomeColumns.aggregate` gives, in its order)."""
-    ts, alive = columns.timestamps()
-    selected = alive & (ts >= start) & (ts <= end)
-    scores = {metric: columns.scores(metric) for metric in metrics}
-    out: list[WindowAggregate] = []
-    for group, mask in columns.groups_in(selected, folds):
-        for metric in metrics:
-            values, scored = scores[metric]
-            chosen = values[mask & scored]
-            n = int(np.count_nonzero(~np.isnan(chosen)))
-            signature = signatures.get(metric, Signature())
-            out += _points(group, metric, exact_quantiles(chosen), n, signature)
     return out

@@ -2,13 +2,11 @@
 
 The value of a metric in a window is the mean of its scored values, sum / n, and its
 skips and errors are counts: all exact from the sums (to the last bits of the summation
-order). Intervals from the sums: Wilson for proportions (what the row-based aggregation
-computes too); for means the normal approximation above `BOOTSTRAP_MAX_N` values (as
-before), and below it Student's t with n - 1 degrees of freedom: the row-based
-aggregation's seeded bootstrap needs the values, so it stays where the window's rows
-are few (`SMALL_WINDOW_TRACES`: the window is then aggregated from its rows, exactly as
-before, `collector.jobs.windows_from_rows`), and a small group inside a large window gets
-the t interval, which the bootstrap approximates anyway.
+order). Intervals: Wilson for proportions; for means Student's t with n - 1 degrees of
+freedom at every n, which becomes the normal interval smoothly as n grows, so a series'
+interval never jumps when its volume or its job's crosses a bound. (A seeded bootstrap of
+the values, which small windows used to take from their rows, approximates the t interval
+for the means of bounded scores, and undercovers it below a few dozen values.)
 
 Groups: overall, then `label=value` for each value with traces in the window whose value
 is kept (`folds`), and `label=other` summing every folded value's buckets.
@@ -18,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from types import MappingProxyType
 
 from scipy import stats
@@ -25,13 +24,10 @@ from scipy import stats
 from collector.jobs.bucket_stats import SCORED, TRACES, Sums
 from collector.jobs.bucket_store import SUM_COLUMNS, WindowSums
 from collector.jobs.labels import OTHER, Folding
-from collector.jobs.outcomes import BOOTSTRAP_MAX_N, WindowAggregate
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Group, group_for
-from evaluators.aggregate import Z_95, Aggregate, wilson_interval
+from evaluators.aggregate import Aggregate, wilson_interval
 from evaluators.signature import Signature
-
-SMALL_WINDOW_TRACES = 20_000
-"""A window with at most this many traces is aggregated from its stored rows."""
 
 
 def _split(grp: str) -> tuple[str, str] | None:
@@ -68,6 +64,11 @@ def folded_sums(
     return out
 
 
+@lru_cache(maxsize=8192)
+def _t95(df: int) -> float:
+    return float(stats.t.ppf(0.975, df))
+
+
 def _interval(sums: Sums, proportion: bool) -> tuple[float | None, float | None]:
     n = sums.n
     mean = sums.total / n
@@ -75,8 +76,11 @@ def _interval(sums: Sums, proportion: bool) -> tuple[float | None, float | None]
         return wilson_interval(min(max(sums.total, 0.0), float(n)), n)
     if n < 2:
         return mean, mean
-    variance = max(sums.squares - n * mean * mean, 0.0) / (n - 1)
-    z = Z_95 if n > BOOTSTRAP_MAX_N else float(stats.t.ppf(0.975, n - 1))
+    spread = sums.squares - n * mean * mean
+    # below the rounding of the sums (equal values): no spread, in whatever order the sums
+    # were added (sharded workers add theirs in their own)
+    variance = spread / (n - 1) if spread > 1e-12 * sums.squares else 0.0
+    z = _t95(n - 1)
     half = z * math.sqrt(variance) / math.sqrt(n)
     return mean - half, mean + half
 

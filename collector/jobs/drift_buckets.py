@@ -1,51 +1,55 @@
-"""The drift detectors (`collector.jobs.drift`) computed from per-minute bucket sums.
+"""The drift detectors' statistic, from per-minute bucket sums: one engine for every series.
 
-Same points as `drift.drift_points` (window `drift:<detector>`: S/h, n = scores in the
-span; `mde`: the relative change caught within the target delay, n = baseline scores),
-same groups, same family-wise thresholds; but a series is read from the rows of a
-`BucketFrame` (count, sum, sum of squares, positives, log sums per minute), so the cost
-and the memory depend on minutes, not on traces. Time is resolved to the minute: the
-window is the minutes from floor((now - longest) / 60) to floor(now / 60), the span
-those from floor((now - span) / 60) (exact when both edges are whole minutes).
+Every series (metric x group) is read from the rows of a `BucketFrame` (count, sum, sum of
+squares, positives, log sums per minute), so the cost and the memory depend on minutes,
+not on traces, and the statistic depends on the series' own scores only, never on how busy
+the rest of the job is (stored rows are turned into the same sums by `drift_points`, for
+tests and benchmarks: there is no second statistic). Time is resolved to the minute: the
+window is the minutes from floor((now - longest) / 60) to floor(now / 60), the span those
+from floor((now - span) / 60).
 
 Steps, one per time bucket of `drift_scores.bucket_minutes(rate, traces)` minutes (about
 `BUCKET_TRACES` scores for binary metrics, `CONTINUOUS_TRACES` for the others; the bucket
-still filling waits for a later run):
+still filling waits for a later run), each the per-trace increments summed over the bucket
+(`drift_scores.trace_steps`), so the walk per trace is the same at night and at noon:
 
 - binary metrics (values 0 or h: the sums show it, squares x positives = total^2, equal
-  only when every positive value is the same): the bucket's (count, positives) is the
-  binomial count today's path makes of the same traces, on the same grid, through the
-  same `drift_scores.binomial_steps`: the statistic is today's, exactly.
-- other metrics: a per-trace rank normal score needs the values, which sums do not keep.
-  It existed because a per-trace CUSUM fed single skewed values (a judge score of 0.2
-  among 0.9s) pages several times over its budget. A step here standardises the bucket's
-  mean instead, x_b = (mean_b - mu) / (sigma / sqrt(m_b)), signed so that positive is
-  worse: by the central limit theorem a mean of several values is closer to normal than
-  one value, and x_b - k sqrt(m_b) is the per-trace CUSUM's step summed over the bucket, with
-  the same reference value k and the same threshold rule as the binary path. mu and sigma
-  are the baseline's mean and standard deviation from its sums (latencies, unit `ms`, on
-  the log scale from the log sums); k is half the standardised shift of the detector's
-  relative change: relative x |mu| / sigma, or log1p(relative) / sigma on the log scale.
-  The CLT alone is not enough for the page budget: a mean of 20 judge scores (Beta,
-  mean 0.85, skewness -1.2) still has a skewness of -0.27, its tail towards "worse" is
-  heavier than the normal one, and a CUSUM held to one false page in months lives in
-  that tail (on the alerting benchmark's steady week at 1,200/h, plain x_b took the
-  largest tenant's faithfulness to 1.16 times the page threshold). So x_b
-  is first normalised for the skewness a mean of m_b values has, g / sqrt(m_b), with the
+  only when every positive value is the same): the bucket's (count, positives) is a
+  binomial count, scored by its mid-p (`drift_scores.binomial_scores`);
+- other metrics: the bucket's mean standardised, x_b = (mean_b - mu) / (sigma / sqrt(m_b)),
+  signed so that positive is worse. mu and sigma are the baseline's mean and standard
+  deviation from its sums (latencies, unit `ms`, on the log scale from the log sums); k is
+  half the standardised shift of the detector's relative change: relative x |mu| / sigma,
+  or log1p(relative) / sigma on the log scale. A mean of a few judge scores (Beta, mean
+  0.85, skewness -1.2) is still skewed, its tail towards "worse" heavier than the normal
+  one, and a CUSUM held to one false page in months lives in that tail; so x_b is first
+  normalised for the skewness a mean of m_b values has, g / sqrt(m_b), with the
   Wilson-Hilferty cube-root transform (`normalised`); g, the skewness of one value, comes
   from the baseline's minute sums as well: a minute's centred sum has third moment
   n_b kappa_3, so sum_b (total_b - n_b mu)^3 / n estimates kappa_3 without a new column.
+
+The overall series mixes the groups, and the mix moves with the day and the week (a
+weekend's tenants are not a weekday's): scored against one baseline mean, a mix move reads
+as a change, and on the alerting benchmark's steady week at 120,000 traces/h it paged. So
+the overall series is scored as a risk-adjusted CUSUM: each bucket against the mean its
+own mix expects, from the baseline means of the groups of one label (`partition`: the label
+whose groups differ the most), with the variance within them.
+
+The threshold holds the family-wise budget on average over the baseline's own estimation
+error (`evaluators.drift.estimated_threshold`): a series with a baseline of a few dozen
+scores gets a higher threshold than one with thousands, instead of paging several times
+its share whenever its baseline happens to sit on the good side.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from collector.jobs.bucket_frame import BUCKET_S, BucketFrame
+from collector.jobs.bucket_frame import BUCKET_S, BucketFrame, frame_from_columns
 from collector.jobs.drift import (
     DETECTABLE,
     DRIFT_PREFIX,
@@ -54,12 +58,12 @@ from collector.jobs.drift import (
     DriftConfig,
     MetricFacts,
     _detectable,
+    _estimated_threshold,
     _round,
-    _threshold,
     in_control_run_length,
 )
-from collector.jobs.drift_scores import BUCKET_TRACES, binomial_scores, bucket_minutes
-from collector.jobs.outcomes import WindowAggregate
+from collector.jobs.drift_scores import BUCKET_TRACES, binomial_scores, bucket_minutes, trace_steps
+from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
 from collector.jobs.windows import OVERALL, Group, Window
 from evaluators.aggregate import Aggregate
 from evaluators.drift import cusum
@@ -151,31 +155,86 @@ def shift(base: Baseline, relative: float) -> float:
     return relative * abs(base.mu) / base.sigma
 
 
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    """One part of a partition of the overall series (a label's groups): its baseline mean
+    and variance per score (on the metric's scale) and its recent minute rows."""
+
+    mu: float
+    var: float
+    rows: Sums
+
+
 def step_scores(
-    base: Baseline, rows: Sums, now_ts: float, rate_s: float, sign: float
+    base: Baseline,
+    rows: Sums,
+    now_ts: float,
+    rate_s: float,
+    sign: float,
+    strata: Sequence[Stratum] = (),
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """The span's minute rows as CUSUM steps before the reference value k: (scores,
     sqrt(scores per step), scores per step); a detector's steps are scores - k x sqrt,
-    so a series' detectors share them."""
+    so a series' detectors share them. With `strata` (the overall series), a bucket is
+    scored against what its own mix of strata expects: the sum of each stratum's traces in
+    it times that stratum's baseline mean, traces without the label at the overall mean (a
+    risk-adjusted CUSUM),
+    so a weekend whose tenants' shares differ is not read as a change."""
     traces = BUCKET_TRACES if base.binary else CONTINUOUS_TRACES
     minutes = bucket_minutes(rate_s, traces)
     width = 60.0 * minutes
     bucket = rows.bucket // minutes
-    done = bucket < math.floor(now_ts / width)
+    limit = math.floor(now_ts / width)
+    done = bucket < limit
     if not done.any():
         return np.zeros(0), np.zeros(0), traces
-    bucket = bucket[done] - bucket[done].min()
+    first = int(bucket[done].min())
+    bucket = bucket[done] - first
     trials = np.bincount(bucket, weights=rows.n[done]).astype(np.int64)
+    mean, var = _expected(base, trials, strata, minutes, first, limit)
     if base.binary:
         wins = np.bincount(bucket, weights=rows.positives[done].astype(np.float64))
-        return binomial_scores(trials, wins, base.mu, sign)
+        return binomial_scores(trials, wins, mean, sign)
     sums = np.bincount(bucket, weights=(rows.log_total if base.log else rows.total)[done])
     filled = trials > 0
     m, s = trials[filled].astype(np.float64), sums[filled]
     root = np.sqrt(m)
-    x = sign * (s - m * base.mu) / (base.sigma * root)
+    if isinstance(mean, np.ndarray):
+        x = sign * (s - m * mean[filled]) / np.sqrt(m * var[filled])
+    else:
+        x = sign * (s - m * base.mu) / (base.sigma * root)
     z = normalised(x, sign * base.skew / root)
     return z, root, float(m.mean())
+
+
+def _expected(
+    base: Baseline,
+    trials: np.ndarray,
+    strata: Sequence[Stratum],
+    minutes: int,
+    first: int,
+    limit: int,
+) -> tuple[float | np.ndarray, np.ndarray]:
+    """Per bucket, the mean and the variance of one score its mix of strata expects (the
+    series' own baseline without strata)."""
+    if not strata:
+        return base.mu, np.zeros(0)
+    size = trials.size
+    total = np.zeros(size)
+    spread = np.zeros(size)
+    covered = np.zeros(size)
+    for stratum in strata:
+        b = stratum.rows.bucket // minutes
+        keep = (b >= first) & (b < limit)
+        n = np.bincount(b[keep] - first, weights=stratum.rows.n[keep], minlength=size)[:size]
+        total += n * stratum.mu
+        spread += n * stratum.var
+        covered += n
+    rest = np.maximum(trials - covered, 0.0)
+    total += rest * base.mu
+    spread += rest * base.sigma**2
+    filled = np.maximum(trials, 1)
+    return total / filled, spread / filled
 
 
 def normalised(x: np.ndarray, skew: np.ndarray) -> np.ndarray:
@@ -188,6 +247,19 @@ def normalised(x: np.ndarray, skew: np.ndarray) -> np.ndarray:
     u = np.maximum(1.0 + g * x / 2.0, 0.1)
     z = (6.0 / g) * (np.cbrt(u) - 1.0) + g / 6.0
     return np.asarray(np.where(np.abs(skew) < 1e-6, x, z), dtype=np.float64)
+
+
+def drift_points(
+    columns: OutcomeColumns,
+    metrics: Sequence[MetricFacts],
+    now_ts: float,
+    longest_s: float,
+    folds: Mapping[str, LabelFold] | None,
+    config: DriftConfig,
+) -> list[tuple[Window, WindowAggregate]]:
+    """The detectors' points of rows in hand: their per-minute sums, then the same engine."""
+    frame = frame_from_columns(columns, now_ts - longest_s, now_ts, folds)
+    return drift_points_from_frame(frame, metrics, now_ts, longest_s, config)
 
 
 def drift_points_from_frame(
@@ -227,6 +299,7 @@ def drift_points_from_frame(
         code = frame.metrics.index(facts.name) if facts.name in frame.metrics else -1
         sign = -1.0 if facts.direction == "higher" else 1.0
         log = facts.unit == "ms"
+        made: list[tuple[Group, Baseline | None, Sums]] = []
         for group_code, group in groups:
             key = code * n_groups + group_code if min(code, group_code) >= 0 else -1
             i = position.get(key)
@@ -235,28 +308,52 @@ def drift_points_from_frame(
             if i is not None:
                 a, b, c = int(lo[i]), int(mid[i]), int(hi[i])
                 n, total, squares, positives, log_total, log_squares = (t[i] for t in totals)
+                scaled = (log_total, log_squares) if log else (total, squares)
                 base = baseline_of(
-                    (
-                        round(n),
-                        total,
-                        squares,
-                        round(positives),
-                        log_total if log else total,
-                        log_squares if log else squares,
-                    ),
+                    (round(n), total, squares, round(positives), *scaled),
                     log,
                     lambda mu, a=a, b=b, log=log: index.third(a, b, mu, log),  # type: ignore[misc]
                 )
                 recent = slice(b, c)
+            rows = Sums(*(columns[name][recent] for name in Sums.__slots__))
+            made.append((group, base, rows))
+        for group, base, rows in made:
+            strata = partition(made) if group == OVERALL else ()
             series = _Series(
-                facts, group, base, Sums(*(columns[name][recent] for name in Sums.__slots__)),
-                now_ts, sign, len(groups), base_span, config.min_baseline,
+                facts, group, base, rows, now_ts, sign, len(groups), base_span,
+                config.min_baseline, strata,
             )  # fmt: skip
             for det in config.detectors:
                 if det.watches(facts.name):
                     out.append(series.drift(det, config.span_s))
             out.append(series.detectable(config.detectors[0]))
     return out
+
+
+def partition(
+    made: Sequence[tuple[Group, Baseline | None, Sums]],
+) -> tuple[Stratum, ...]:
+    """The strata the overall series is scored by: the groups of the one label whose
+    baseline means differ the most (between-groups sum of squares; `other` included), each
+    with a baseline; none when no label's groups differ."""
+    by_label: dict[str, list[tuple[Baseline, Sums]]] = {}
+    for group, base, rows in made:
+        if base is None or len(group.labels) != 1:
+            continue
+        (label,) = group.labels
+        by_label.setdefault(label, []).append((base, rows))
+    best: tuple[float, str] | None = None
+    for label, parts in by_label.items():
+        if len(parts) < 2:
+            continue
+        n = sum(b.n for b, _ in parts)
+        mu = sum(b.n * b.mu for b, _ in parts) / n
+        between = sum(b.n * (b.mu - mu) ** 2 for b, _ in parts)
+        if between > 0 and (best is None or between > best[0]):
+            best = (between, label)
+    if best is None:
+        return ()
+    return tuple(Stratum(b.mu, b.sigma**2, rows) for b, rows in by_label[best[1]])
 
 
 _TOTALS = ("n", "total", "squares", "positives", "log_total", "log_squares")
@@ -273,6 +370,7 @@ class _Series:
     n_groups: int
     base_span: float
     min_baseline: int
+    strata: tuple[Stratum, ...] = ()
 
     memo: dict[str, tuple[np.ndarray, np.ndarray, float]] = field(default_factory=dict)
 
@@ -280,7 +378,9 @@ class _Series:
         """`step_scores` of the series, computed once for all its detectors."""
         if "scores" not in self.memo:
             rate = self.per_week / WEEK_S
-            self.memo["scores"] = step_scores(base, self.recent, self.now_ts, rate, self.sign)
+            self.memo["scores"] = step_scores(
+                base, self.recent, self.now_ts, rate, self.sign, self.strata
+            )
         return self.memo["scores"]
 
     def usable(self) -> Baseline | None:
@@ -301,9 +401,13 @@ class _Series:
         if base is None or not k > 0:
             return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
         scores, root, per_step = self.scores(base)
-        z = scores - k * root
-        h = _threshold(max(self.arl(det) / per_step, 2.0), _round(k * math.sqrt(per_step)))
-        score = float(cusum(z, 0.0)[-1]) / h if z.size and h > 0 else 0.0
+        z = trace_steps(scores, root, per_step, k)
+        h = _estimated_threshold(
+            _round(max(self.arl(det) / per_step, 2.0)),
+            _round(k * math.sqrt(per_step)),
+            _round(math.sqrt(per_step / base.n)),
+        )
+        score = float(cusum(z, 0.0)[-1]) / h if z.size and 0 < h < math.inf else 0.0
         n = int(self.recent.n.sum())
         return window, WindowAggregate(self.group, Aggregate(self.facts.name, score, n))
 

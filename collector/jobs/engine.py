@@ -27,16 +27,14 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
 from collector.jobs.aggregation import signature
 from collector.jobs.bucket_aggregation import foldings, window_points
-from collector.jobs.bucket_drift import DriftSource
+from collector.jobs.bucket_drift import drift_points_at
 from collector.jobs.bucket_history import BucketHistory
-from collector.jobs.bucket_stats import SCORED, TRACES
 from collector.jobs.bucket_store import WindowSums
 from collector.jobs.dataset import DatasetMetrics
 from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
@@ -51,7 +49,6 @@ from collector.jobs.gc_pause import paused_gc
 from collector.jobs.job_state import load_state
 from collector.jobs.labels import Folding, warn_folding
 from collector.jobs.observers import Evaluated, notify
-from collector.jobs.outcome_rows import RollingRows
 from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.result_store import write_results
@@ -126,7 +123,6 @@ class IncrementalJob:
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
         self._drift_cache: tuple[float, list[tuple[Window, WindowAggregate]]] | None = None
-        self._drift_source = DriftSource(self.name, env.group_labels, env.label_limits.max_length)
         self._facts = [
             MetricFacts(m.name, m.spec.direction or "none", m.spec.unit) for m in self.per_sample
         ]
@@ -147,13 +143,6 @@ class IncrementalJob:
         self._scoring = PerSampleScoring(definition, env, self.per_sample, self._memo)
         self._dataset = DatasetMetrics(definition, env, self.dataset, self._memo, self._longest)
         self._evaluated: list[Evaluated] = []
-        self._rows = RollingRows(
-            self.name,
-            [m.name for m in self.per_sample],
-            env.group_labels,
-            env.label_limits.max_length,
-        )
-        """A back-fill's small windows' rows, held from step to step (`points_at`)."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -306,10 +295,7 @@ class IncrementalJob:
         recomputed from traces."""
         at_s = epoch(at)
         env = self.env
-        if history is None:
-            source = from_db(session, self.name)
-        else:
-            source = replace(history.source(session), rows=partial(self._rows.columns, session))
+        source = from_db(session, self.name) if history is None else history.source(session)
         read = source.sums
         seen: dict[tuple[float, float | None], WindowSums] = {}
 
@@ -323,13 +309,9 @@ class IncrementalJob:
         kept = foldings(sums_of, longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
         points = window_points(
-            session,
-            self.name,
             source,
             env.windows,
             [m.name for m in self.per_sample],
-            env.group_labels,
-            env.label_limits.max_length,
             {m.name: m.spec.proportion for m in self.per_sample},
             {m.name: signature(m, env) for m in self.per_sample},
             kept,
@@ -337,8 +319,7 @@ class IncrementalJob:
             [m.name for m in self.per_sample if m.spec.quantiles],
         )
         if env.drift is not None:
-            traces = sums_of(longest, None).get((TRACES, OVERALL.key, SCORED))
-            points += self._drift_at(session, at_s, kept, history, traces.n if traces else 0)
+            points += self._drift_at(session, at_s, kept, history)
         return points
 
     def forget_detectors(self) -> None:
@@ -352,7 +333,6 @@ class IncrementalJob:
         at: float,
         kept: Mapping[str, Folding],
         history: BucketHistory | None = None,
-        traces: int | None = None,
     ) -> list[tuple[Window, WindowAggregate]]:
         """The detectors' points, recomputed at most every `DriftConfig.every_s` (steps of a
         few minutes do not change what pages): the previous ones are given again in
@@ -363,17 +343,9 @@ class IncrementalJob:
         cached = self._drift_cache
         if cached is not None and 0 <= at - cached[0] < config.every_s:
             return cached[1]
-        source = self._drift_source
-        if history is not None:
-            if source.history is not history:
-                source = self._drift_source = DriftSource(
-                    self.name, self.env.group_labels, self.env.label_limits.max_length, history
-                )
-        elif source.history is not None:
-            source = self._drift_source = DriftSource(
-                self.name, self.env.group_labels, self.env.label_limits.max_length
-            )
-        made = source.points(session, self._facts, at, self._longest, kept, config, traces)
+        made = drift_points_at(
+            session, self.name, self._facts, at, self._longest, kept, config, history
+        )
         self._drift_cache = (at, made)
         return made
 

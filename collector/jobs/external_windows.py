@@ -117,13 +117,9 @@ def external_points(
     kept = sorted(names.kept)
     signatures = {name: Signature() for name in kept}
     points = window_points(
-        session,
-        job,
         WindowSource(sums_of, source.bins),
         windows,
         kept,
-        group_labels,
-        limits.max_length,
         {},
         signatures,
         kept_labels,

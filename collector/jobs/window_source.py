@@ -24,7 +24,6 @@ from collector.jobs.bucket_store import (
     window_bins,
     window_sums,
 )
-from collector.jobs.outcomes import OutcomeColumns
 
 
 class Edges:
@@ -70,13 +69,10 @@ _KEPT = 64
 @dataclass(frozen=True)
 class WindowSource:
     """Where a run's windows come from: the bucket sums of (start, end), and the bins of
-    (start, end, metrics); a query per window, or a back-fill's rows in hand. `rows`:
-    the stored rows of a small window (start, end), when held (`RollingRows`); None:
-    read for the window."""
+    (start, end, metrics); a query per window, or a back-fill's rows in hand."""
 
     sums: Callable[[float, float | None], WindowSums]
     bins: Callable[[float, float, Sequence[str]], WindowBins]
-    rows: Callable[[float, float], OutcomeColumns] | None = None
 
 
 def from_db(session: Session, job: str) -> WindowSource:

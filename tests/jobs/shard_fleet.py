@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine, func, select
 
 from collector.jobs.scheduler import build_runner
@@ -146,3 +147,20 @@ def fill(urls: tuple[str, ...], add: Callable[[Any], object]) -> None:
             add(session)
             session.commit()
         engine.dispose()
+
+
+def assert_same_results(
+    got: dict[tuple[str, str, str], tuple[Any, ...]],
+    want: dict[tuple[str, str, str], tuple[Any, ...]],
+) -> None:
+    """Every series of `want` in `got`: counts, reasons and signatures exactly; values and
+    intervals to the last bits of the sums, which workers add in their own order."""
+    assert got.keys() == want.keys()
+    for key, theirs in want.items():
+        mine = got[key]
+        assert mine[1] == theirs[1] and mine[4:] == theirs[4:], key
+        for a, b in zip(mine[:4], theirs[:4], strict=True):
+            if b is None or isinstance(b, int):
+                assert a == b, key
+            else:
+                assert a == pytest.approx(b, rel=1e-9, abs=1e-12), key

@@ -13,13 +13,12 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
-from collector.jobs import backfill_workers, bucket_aggregation, bucket_drift, bucket_store
+from collector.jobs import backfill_workers, bucket_store
 from collector.jobs.backfill import backfill
 from collector.jobs.backfill_workers import blocks, recomputed
 from collector.jobs.bucket_frame import BucketFrame
 from collector.jobs.drift_buckets import Sums, baseline
 from collector.jobs.drift_series import SeriesIndex
-from collector.jobs.outcome_rows import RollingRows, load_columns
 from collector.jobs.result_store import write_steps
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import OVERALL, Window, group_for
@@ -100,21 +99,17 @@ def _results(url: str) -> dict[tuple[Any, ...], tuple[Any, ...]]:
     return out
 
 
-@pytest.mark.parametrize(("every_s", "from_sums"), [(0.0, False), (1500.0, True)])
+@pytest.mark.parametrize("every_s", [0.0, 1500.0])
 def test_steps_on_worker_processes_equal_one_process(
-    two_databases: tuple[str, str], every_s: float, from_sums: bool, monkeypatch: pytest.MonkeyPatch
+    two_databases: tuple[str, str], every_s: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same traces in two PostgreSQL databases, back-filled by one process and by
     three workers (scoring a shard each, then the steps in blocks): the same rows and
     counts, the same values (to the last bits of the sums, which the workers add to in
-    either order), the same points emitted in time order. Per-trace detectors and windows
-    from rows; then the detectors and the larger windows from the sums, the detectors
-    recomputed every 25 minutes at 10-minute steps (the workers' blocks start where one
-    process recomputes)."""
+    either order), the same points emitted in time order; the detectors recomputed at
+    every step, then every 25 minutes at 10-minute steps (the workers' blocks start where
+    one process recomputes)."""
     monkeypatch.setattr(backfill_workers, "PARALLEL_SCORING", 0)  # split even 1,500 traces
-    if from_sums:
-        monkeypatch.setattr(bucket_drift, "DRIFT_ROWS_MAX", 0)
-        monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 100)
     times = _times(48, 600)
     emitted: dict[int, list[tuple[datetime, list[Any]]]] = {}
     for workers, url in zip((1, 3), two_databases, strict=True):
@@ -237,35 +232,6 @@ def _scored(url: str, count: int, hours: float, seed: int) -> tuple[Engine, Any]
     env = job_environment(settings, engine, embedder=None, judge=None)
     assert backfill(definitions(settings)[JOB], env, [NOW], workers=1).status == "ok"
     return engine, factory
-
-
-def test_rolled_rows_equal_the_rows_read_afresh(postgres_url: str) -> None:
-    engine, factory = _scored(postgres_url, 600, 30, seed=11)
-    metrics = ["hit_rate@1", "mrr", "ndcg@5"]
-    rolling = RollingRows(JOB, metrics, ["tenant"], 64)
-    with factory() as session:
-        for step in range(0, 30 * 60, 7 * 60 + 13):  # off the minute, forward in time
-            end = (NOW - timedelta(hours=24) + timedelta(minutes=step)).timestamp()
-            start = end - 3600
-            held = rolling.columns(session, start, end)
-            fresh = load_columns(session, JOB, metrics, ["tenant"], 64, start, end)
-            got = held.aggregate(start, end, {"hit_rate@1": True}, {})
-            want = fresh.aggregate(start, end, {"hit_rate@1": True}, {})
-            key = {(a.group.key, a.aggregate.metric): a.aggregate for a in want}
-            assert len(got) == len(want) > 0
-            for item in got:
-                mine = item.aggregate
-                theirs = key[(item.group.key, mine.metric)]
-                assert (mine.n, mine.ci_lower, mine.ci_upper) == (
-                    theirs.n,
-                    theirs.ci_lower,
-                    theirs.ci_upper,
-                )
-                if theirs.value is None:
-                    assert mine.value is None
-                else:
-                    assert mine.value == pytest.approx(theirs.value, rel=1e-15)
-    engine.dispose()
 
 
 def test_end_minutes_read_by_batch_equal_one_query_each(postgres_url: str) -> None:

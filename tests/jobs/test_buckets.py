@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import orjson
 import pytest
+from scipy import stats
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
-from collector.jobs import bucket_aggregation, bucket_store
+from collector.jobs import bucket_store, bucket_windows
 from collector.jobs.bucket_stats import Delta, Sums
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcomes import BOOTSTRAP_MAX_N, OutcomeColumns
@@ -95,9 +97,16 @@ def _compare(job: IncrementalJob, session: Session, at: datetime) -> int:
                 assert got.value is None
                 continue
             assert got.value == pytest.approx(want.value, rel=1e-12, abs=1e-15)
-            if proportions[want.metric] or want.n > BOOTSTRAP_MAX_N:
+            if proportions[want.metric]:
                 assert got.ci_lower == pytest.approx(want.ci_lower, rel=1e-9, abs=1e-12)
                 assert got.ci_upper == pytest.approx(want.ci_upper, rel=1e-9, abs=1e-12)
+            elif want.n > BOOTSTRAP_MAX_N:  # the rows' normal interval, widened to Student's t
+                assert want.ci_lower is not None and want.ci_upper is not None
+                assert got.ci_lower is not None and got.ci_upper is not None
+                widen = stats.t.ppf(0.975, want.n - 1) / stats.norm.ppf(0.975)
+                half = (want.ci_upper - want.ci_lower) / 2 * widen
+                assert got.ci_lower == pytest.approx(want.value - half, rel=1e-6, abs=1e-12)
+                assert got.ci_upper == pytest.approx(want.value + half, rel=1e-6, abs=1e-12)
             else:  # Student's t from the sums where the rows' bootstrap was
                 assert got.ci_lower is not None and got.ci_upper is not None
                 assert got.ci_lower <= got.value <= got.ci_upper
@@ -106,10 +115,7 @@ def _compare(job: IncrementalJob, session: Session, at: datetime) -> int:
     return compared
 
 
-def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 0)  # always the sums
+def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(db_url: str) -> None:
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     engine = make_engine(db_url)
     factory = make_session_factory(engine)
@@ -152,38 +158,16 @@ def test_windows_from_buckets_equal_the_rows_after_rescoring_and_moves(
         assert _compare(again, session, later - timedelta(seconds=37)) > 100
 
 
-def test_a_small_window_is_aggregated_from_its_rows_exactly(db_url: str) -> None:
-    """Below `SMALL_WINDOW_TRACES` the rows' own aggregation (its seeded bootstrap) is used:
-    every interval equals the row-based one."""
-    settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
-    engine = make_engine(db_url)
-    factory = make_session_factory(engine)
-    with factory() as session:
-        for i in range(120):
-            _add(session, i, (i * 0.9) % 30, hit=i % 3 != 0, tenant="acme" if i % 4 else "beta")
-        session.commit()
-    env = job_environment(settings, engine, embedder=None, judge=None)
-    job = IncrementalJob(definitions(settings)[JOB], env)
-    job.run(NOW)
-    with factory() as session:
-        names = [m.name for m in job.per_sample]
-        reference = _reference(session, names)
-        folds = reference.folds(_epoch(NOW) - 7 * 86400, env.label_limits)
-        proportions = {m.name: m.spec.proportion for m in job.per_sample}
-        got = {
-            (w.name, i.group.key, i.aggregate.metric): i.aggregate
-            for w, i in job.points_at(session, NOW)
-        }
-        for window in env.windows:
-            start = _epoch(NOW) - window.seconds
-            for item in reference.aggregate(start, _epoch(NOW), proportions, {}, folds=folds):
-                mine = got[(window.name, item.group.key, item.aggregate.metric)]
-                assert (mine.value, mine.n, mine.ci_lower, mine.ci_upper) == (
-                    item.aggregate.value,
-                    item.aggregate.n,
-                    item.aggregate.ci_lower,
-                    item.aggregate.ci_upper,
-                )
+@pytest.mark.parametrize("n", [2, 3, 30, 499, 500, 501, 5_000, 500_000])
+def test_a_means_interval_is_students_t_at_every_n(n: int) -> None:
+    """One interval method at every volume: Student's t with n - 1 degrees of freedom
+    (scipy's), which meets the normal interval smoothly, so no series' interval jumps when
+    its volume, or its job's, crosses a bound."""
+    values = np.linspace(0.0, 1.0, n) ** 2
+    sums = Sums(n, float(values.sum()), float((values * values).sum()))
+    lo, hi = bucket_windows._interval(sums, proportion=False)
+    want = stats.t.interval(0.95, n - 1, loc=values.mean(), scale=stats.sem(values))
+    assert (lo, hi) == pytest.approx(want, rel=1e-9)
 
 
 def test_a_delta_moves_a_contribution_out_and_in_exactly() -> None:
@@ -240,14 +224,11 @@ def test_retention_removes_the_sums_of_the_minutes_it_removes(db_url: str) -> No
         assert min(kept) * 60 >= cutoff.timestamp()
 
 
-def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(db_url: str) -> None:
     """`BucketHistory` (read once for a back-fill's span) against a query per window, at
     steps off the minute grid: the same groups, counts and values, the same detectors."""
     from collector.jobs.bucket_history import BucketHistory
 
-    monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 0)
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     engine = make_engine(db_url)
     factory = make_session_factory(engine)
@@ -282,14 +263,10 @@ def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(
                     assert got.value == pytest.approx(want.value, rel=1e-9, abs=1e-12), key
 
 
-def test_the_detectors_run_per_trace_while_a_jobs_window_is_small_and_from_sums_above(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Below `DRIFT_ROWS_MAX` traces the detectors are the per-trace ones over the stored
-    rows (the same points as `drift_points` over columns of every row); above it, the
-    bucket sums' detectors give a point for every series too."""
-    from collector.jobs import bucket_drift
-    from collector.jobs.drift import drift_points
+def test_a_jobs_detectors_are_the_engines_over_every_stored_row(db_url: str) -> None:
+    """One statistic at every volume: a job's detectors (from its stored bucket sums) are
+    `drift_points` over columns of every stored row, value for value."""
+    from collector.jobs.drift_buckets import drift_points
 
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     engine = make_engine(db_url)
@@ -310,8 +287,12 @@ def test_the_detectors_run_per_trace_while_a_jobs_window_is_small_and_from_sums_
         job._drift_cache = None
         got = [p for p in job.points_at(session, NOW) if p[0].name.startswith(("drift:", "mde"))]
         key = lambda p: (p[0].name, p[1].group.key, p[1].aggregate.metric)  # noqa: E731
-        assert sorted(got, key=key) == sorted(want, key=key)
-        monkeypatch.setattr(bucket_drift, "DRIFT_ROWS_MAX", 10)
-        job._drift_cache = None
-        summed = [p for p in job.points_at(session, NOW) if p[0].name.startswith("drift:")]
-        assert {key(p) for p in summed} == {key(p) for p in want if p[0].name.startswith("drift:")}
+        assert len(got) == len(want) > 0
+        mine = {key(p): p[1].aggregate for p in got}
+        for p in want:
+            theirs, found = p[1].aggregate, mine[key(p)]
+            assert found.n == theirs.n, key(p)
+            if theirs.value is None:
+                assert found.value is None, key(p)
+            else:
+                assert found.value == pytest.approx(theirs.value, rel=1e-9, abs=1e-12), key(p)

@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from collector.jobs.drift import (
-    DETECTABLE,
-    Detector,
-    DriftConfig,
-    MetricFacts,
-    drift_points,
-)
+from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts
+from collector.jobs.drift_buckets import drift_points
 from collector.jobs.outcomes import OutcomeColumns
 from evaluators.outcome import Score
 
@@ -163,7 +158,7 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    import collector.jobs.bucket_drift as bucket_drift
+    import collector.jobs.engine as engine
     from collector.jobs.engine import IncrementalJob
     from collector.jobs.scheduler import definitions
     from collector.settings import load_settings
@@ -172,13 +167,13 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
     from ragpulse.job_setup import job_environment
 
     calls = []
-    real = bucket_drift.DriftSource.points
+    real = engine.drift_points_at
 
     def counted(*args: object, **kw: object) -> object:
         calls.append(args[3])
         return real(*args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(bucket_drift.DriftSource, "points", counted)  # type: ignore[attr-defined]
+    monkeypatch.setattr(engine, "drift_points_at", counted)  # type: ignore[attr-defined]
     url = f"sqlite:///{tmp_path}/e.db"
     upgrade(url)
     settings = load_settings(database={"url": url})  # alerting.every: 5m

@@ -366,36 +366,3 @@ def test_a_first_start_reads_the_window_in_chunks_whatever_the_watermark(
     assert max(fetched) <= 2 and sum(fetched) == 5
     day = _latest(engine, "external:quality", "24h")
     assert day is not None and day.n == 5
-
-
-def test_large_windows_from_the_sums_give_the_rows_values(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A window of more than `SMALL_WINDOW_TRACES` traces is aggregated from the sums
-    alone: the kept names' values and counts are those of the rows path."""
-    from collector.jobs import bucket_aggregation
-
-    with make_session_factory(engine)() as session:
-        for i in range(10):
-            add_trace(
-                session,
-                f"t{i}",
-                NOW - timedelta(minutes=9 * i + 1),
-                tags={"tenant": "acme" if i % 2 else "beta"},
-                evaluations={"quality": _result(i / 10), f"x{i % 3}": _result(None, "E")},
-            )
-        session.commit()
-    rows_cache, sums_cache = ResultsCache(), ResultsCache()
-    rows = _job(engine, rows_cache, max_names=2)
-    rows.run(NOW)
-    rows.publish()
-    monkeypatch.setattr(bucket_aggregation, "SMALL_WINDOW_TRACES", 0)
-    sums = _job(engine, sums_cache, max_names=2)
-    sums.run(NOW)
-    sums.publish()
-    by_rows, by_sums = _series(rows_cache), _series(sums_cache)
-    assert by_rows.keys() == by_sums.keys()
-    assert ("external:quality", "1h", "tenant=acme") in by_sums
-    for key, point in by_rows.items():
-        assert by_sums[key].n == point.n, key
-        assert by_sums[key].value == pytest.approx(point.value), key

@@ -26,7 +26,14 @@ from collector.store.models import JobOutcome, JobShard, Trace
 from collector.store.session import make_engine, make_session_factory
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_retrieval_traces, add_trace, assert_buckets_match_outcomes
-from tests.jobs.shard_fleet import fill, finish, latest, single_worker, start
+from tests.jobs.shard_fleet import (
+    assert_same_results,
+    fill,
+    finish,
+    latest,
+    single_worker,
+    start,
+)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -54,7 +61,7 @@ def test_three_workers_split_a_job_and_write_what_one_worker_writes(
     finally:
         engine.dispose()
     assert len(expected) > 100
-    assert got == expected
+    assert_same_results(got, expected)
 
 
 def _judge_env(server: ScriptedLLM) -> dict[str, Any]:
@@ -178,4 +185,4 @@ def test_a_worker_killed_mid_batch_loses_nothing_and_counts_nothing_twice(
     assert "took over shard(s)" in logs
     scored = sum(r["new"] for w in survivors for r in w.reports())
     assert scored == count  # the victim's traces once, nobody's twice
-    assert got == expected
+    assert_same_results(got, expected)

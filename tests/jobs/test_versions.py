@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from collector.jobs.dataset import fold_tags, tag_versions
-from collector.jobs.drift import Detector, DriftConfig, MetricFacts, drift_points
+from collector.jobs.drift import Detector, DriftConfig, MetricFacts
+from collector.jobs.drift_buckets import drift_points
 from collector.jobs.labels import OTHER
 from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.slices import slice_values
