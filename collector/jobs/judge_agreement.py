@@ -70,10 +70,6 @@ SLO_STAT_PREFIX = "slo:"
 """The stats of an SLO's classification against the labels: `slo:<name>:cohen_kappa`, ..."""
 THRESHOLD_WINDOW = "agreement:min"
 """The row carrying `judge.min_agreement` (value) and `judge.min_agreement_pairs` (n)."""
-MAIN_STATS = MappingProxyType(
-    {"binary": "cohen_kappa", "ordinal": "weighted_kappa", "continuous": "spearman"}
-)
-"""The statistic each scale's agreement alert watches."""
 UNKNOWN_MODEL = "unknown"
 DEFAULT_MIN_AGREEMENT = 0.4
 DEFAULT_MIN_PAIRS = 30

@@ -93,7 +93,6 @@ class OutcomeColumns:
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
         self._pos: dict[str, int] = {}
-        self._updated: dict[str, float] = {}
         self._trace_at: list[str] = []
         self._grow(1024)
 
@@ -147,15 +146,6 @@ class OutcomeColumns:
         """A label's values in code order (code i is `label_values(label)[i]`)."""
         return list(self._code_values[label])
 
-    def is_current(self, trace_id: str, updated_at: float) -> bool:
-        """True when the trace's outcomes were computed from this version of it."""
-        return self._updated.get(trace_id) == updated_at
-
-    def ts_of(self, trace_id: str) -> float | None:
-        """The timestamp the trace's current contribution was put with (None: none)."""
-        row = self._pos.get(trace_id)
-        return None if row is None else float(self._ts[row])
-
     def put(
         self,
         trace_id: str,
@@ -165,7 +155,7 @@ class OutcomeColumns:
         outcomes: Mapping[str, Outcome],
     ) -> None:
         """Add (or replace) the contribution of one trace."""
-        row = self._row(trace_id, updated_at, ts, groups)
+        row = self._row(trace_id, ts, groups)
         for metric, outcome in outcomes.items():
             col = self._metric_index.get(metric)
             if col is None:
@@ -191,7 +181,7 @@ class OutcomeColumns:
         """`put` from the stored JSON form (`encode_outcome`), without building outcomes:
         loading a job's state after a restart reads one such row per trace in the window.
         An outcome waiting for a retry (`retry.py`) is left absent, like a metric not run."""
-        row = self._row(trace_id, updated_at, ts, groups)
+        row = self._row(trace_id, ts, groups)
         for metric, value in encoded.items():
             col = self._metric_index.get(metric)
             if col is None:
@@ -209,9 +199,7 @@ class OutcomeColumns:
                 self._status[row, col] = SCORE
                 self._values[row, col] = float(value)
 
-    def _row(
-        self, trace_id: str, updated_at: float, ts: float, groups: Mapping[str, str] | None
-    ) -> int:
+    def _row(self, trace_id: str, ts: float, groups: Mapping[str, str] | None) -> int:
         """A fresh row for the trace (its older row, if any, no longer counts)."""
         old = self._pos.get(trace_id)
         if old is not None:
@@ -225,18 +213,10 @@ class OutcomeColumns:
             value = (groups or {}).get(label)
             self._codes[label][row] = -1 if value is None else self._code(label, str(value))
         self._pos[trace_id] = row
-        self._updated[trace_id] = updated_at
         if len(self._trace_at) <= row:
             self._trace_at.extend([""] * (self._cap - len(self._trace_at)))
         self._trace_at[row] = trace_id
         return row
-
-    def forget(self, trace_id: str) -> None:
-        """Drop a trace's contribution (its outcomes were not stored after all)."""
-        row = self._pos.pop(trace_id, None)
-        self._updated.pop(trace_id, None)
-        if row is not None:
-            self._alive[row] = False
 
     def timestamps(self) -> tuple[np.ndarray, np.ndarray]:
         """(ts, alive) of every row (views: do not write)."""
@@ -256,7 +236,6 @@ class OutcomeColumns:
         for row in expired.tolist():
             trace_id = self._trace_at[row]
             self._pos.pop(trace_id, None)
-            self._updated.pop(trace_id, None)
         self._alive[expired] = False
         if n > 4096 and len(self._pos) < n // 2:
             self._compact()

@@ -63,15 +63,6 @@ does not grow with the backlog."""
 _NO_RETRY = RetryPolicy(0)
 """Jobs without a judge: every failure is final at once (so nothing is ever scheduled)."""
 
-STORED = (
-    JobOutcome.trace_id,
-    JobOutcome.trace_updated_at,
-    JobOutcome.ts,
-    cast(JobOutcome.groups, Text),
-    cast(JobOutcome.outcomes, Text),
-)
-"""A stored outcome row as the columns are loaded from it (JSON as text, for orjson)."""
-
 
 Span = tuple[datetime, datetime | None]
 """Trace timestamps from (inclusive) to (exclusive; None: no end): a worker's share of a
