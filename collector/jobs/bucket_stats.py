@@ -25,7 +25,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collector.jobs import outcome_codec as codec
 from collector.jobs.labels import DEFAULT_MAX_LENGTH, clean_value
+from collector.jobs.outcome_codec import kind_of
 from collector.store.models import BUCKET_S
 from evaluators.errors import UnknownMetricError
 from evaluators.quantiles import bin_of
@@ -75,13 +77,10 @@ def binned(metric: str) -> bool:
 def outcome_key(encoded: Any) -> str | None:
     """The `outcome` a stored outcome counts under; None for one waiting for a retry
     (`retry.py`: not measured yet, like a metric not run)."""
-    if not isinstance(encoded, dict):
-        return SCORED
-    if "skipped" in encoded:
-        return f"skipped:{encoded['skipped']}"
-    if encoded.get("transient") is True:
+    kind = kind_of(encoded)
+    if kind is None:
         return None
-    return f"error:{encoded.get('error', 'unknown')}"
+    return SCORED if kind[0] == codec.SCORED else f"{kind[0]}:{kind[1]}"
 
 
 @dataclass(slots=True)
@@ -131,8 +130,8 @@ class Delta:
         sign: int = 1,
         max_length: int = DEFAULT_MAX_LENGTH,
     ) -> None:
-        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`encode_outcome`'s
-        JSON form) at its timestamp `ts`."""
+        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`outcome_codec`'s
+        form) at its timestamp `ts`."""
         bucket = bucket_of(ts)
         keys = group_keys(groups, max_length)
         parts: list[tuple[str, str, float | None, int | None]] = []

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import Text, and_, bindparam, cast, delete, exists, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from collector.jobs.bucket_stats import BUCKET_S, SCORED, Delta, Sums, bucket_of
+from collector.jobs.outcome_codec import read_groups, read_outcomes
 from collector.store.models import JobBucket, JobBucketBin, JobOutcome
 
 logger = logging.getLogger(__name__)
@@ -170,8 +170,8 @@ def _stored_rows(
     for ts, groups, outcomes in session.connection().execute(query):
         yield (
             _epoch(ts),
-            orjson.loads(groups) if groups else None,
-            orjson.loads(outcomes) if outcomes else {},
+            read_groups(groups),
+            read_outcomes(outcomes),
         )
 
 

@@ -125,8 +125,8 @@ class Contributions:
         outcomes: Mapping[str, Any],
         sign: int = 1,
     ) -> None:
-        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`encode_outcome`'s
-        JSON form) at its timestamp `ts`, as `Delta.add`."""
+        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`outcome_codec`'s
+        form) at its timestamp `ts`, as `Delta.add`."""
         self._buckets.append(math.floor(ts / BUCKET_S))
         self._signs.append(sign)
         self._group_sets.append(self._group_set(groups))

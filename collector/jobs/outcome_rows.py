@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-import orjson
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs.labels import Folding
+from collector.jobs.outcome_codec import read_groups, read_outcomes
 from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.store.models import JobOutcome
 
@@ -71,8 +71,8 @@ def read_into(
             trace_id,
             _epoch(updated),
             _epoch(ts),
-            orjson.loads(groups) if groups else None,
-            orjson.loads(outcomes) if outcomes else {},
+            read_groups(groups),
+            read_outcomes(outcomes),
         )
 
 

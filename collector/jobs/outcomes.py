@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from collector.jobs import outcome_codec as codec
 from collector.jobs.labels import (
     DEFAULT_MAX_LENGTH,
     OTHER,
@@ -26,30 +27,14 @@ from collector.jobs.labels import (
     choose_kept,
     clean_value,
 )
+from collector.jobs.outcome_codec import kind_of
 from collector.jobs.windows import OVERALL, Group, group_for
 from evaluators.aggregate import Aggregate, aggregate_scores
-from evaluators.outcome import Failed, Outcome, Score, Skipped
+from evaluators.outcome import Outcome, Score, Skipped
 from evaluators.signature import Signature
 
 SCORE, SKIPPED, FAILED, ABSENT = 0, 1, 2, 3
 BOOTSTRAP_MAX_N = 500
-
-
-def encode_outcome(outcome: Outcome) -> Any:
-    """JSON form stored in `job_outcomes.outcomes`."""
-    if isinstance(outcome, Score):
-        return float(outcome.value)
-    if isinstance(outcome, Skipped):
-        return {"skipped": outcome.reason}
-    return {"error": outcome.error_type}
-
-
-def decode_outcome(value: Any) -> Outcome:
-    if isinstance(value, dict):
-        if "skipped" in value:
-            return Skipped(str(value["skipped"]))
-        return Failed(str(value.get("error", "unknown")))
-    return Score(float(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +163,7 @@ class OutcomeColumns:
         groups: Mapping[str, str] | None,
         encoded: Mapping[str, Any],
     ) -> None:
-        """`put` from the stored JSON form (`encode_outcome`), without building outcomes:
+        """`put` from the stored form (`outcome_codec`), without building outcomes:
         loading a job's state after a restart reads one such row per trace in the window.
         An outcome waiting for a retry (`retry.py`) is left absent, like a metric not run."""
         row = self._row(trace_id, ts, groups)
@@ -186,18 +171,15 @@ class OutcomeColumns:
             col = self._metric_index.get(metric)
             if col is None:
                 continue
-            if isinstance(value, dict):
-                if "skipped" in value:
-                    self._status[row, col] = SKIPPED
-                    self._reason[row, col] = self._reason_code(str(value["skipped"]))
-                elif value.get("transient") is True:
-                    continue  # waits for a retry (`retry.py`): not measured yet, not an error
-                else:
-                    self._status[row, col] = FAILED
-                    self._reason[row, col] = self._reason_code(str(value.get("error", "unknown")))
-            else:
+            kind = kind_of(value)
+            if kind is None:
+                continue  # waits for a retry (`retry.py`): not measured yet, not an error
+            if kind[0] == codec.SCORED:
                 self._status[row, col] = SCORE
                 self._values[row, col] = float(value)
+            else:
+                self._status[row, col] = SKIPPED if kind[0] == codec.SKIPPED else FAILED
+                self._reason[row, col] = self._reason_code(kind[1])
 
     def _row(self, trace_id: str, ts: float, groups: Mapping[str, str] | None) -> int:
         """A fresh row for the trace (its older row, if any, no longer counts)."""
