@@ -66,7 +66,7 @@ class JobMetrics:
 
 def eval_context(env: JobEnvironment) -> EvalContext:
     """What the metrics may use besides the samples: the job's embedder, judge, options."""
-    return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
+    return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options.metric_options)
 
 
 def signature(metric: ResolvedMetric, env: JobEnvironment) -> Signature:
