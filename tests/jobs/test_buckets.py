@@ -16,7 +16,8 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_aggregation, bucket_store
-from collector.jobs.bucket_stats import Delta, Sums
+from collector.jobs.bucket_stats import Sums
+from collector.jobs.contributions import Contributions
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcomes import BOOTSTRAP_MAX_N, OutcomeColumns
 from collector.jobs.scheduler import definitions
@@ -186,13 +187,13 @@ def test_a_small_window_is_aggregated_from_its_rows_exactly(db_url: str) -> None
                 )
 
 
-def test_a_delta_moves_a_contribution_out_and_in_exactly() -> None:
-    delta = Delta()
-    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}})
-    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}}, -1)
-    assert list(delta.items()) == []
-    delta.add(61.0, None, {"m": 1.0, "w": {"error": "timeout", "transient": True}})
-    sums = dict(delta.items())
+def test_contributions_move_a_contribution_out_and_in_exactly() -> None:
+    gathered = Contributions()
+    gathered.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}})
+    gathered.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}}, -1)
+    assert list(gathered.changes().items()) == []
+    gathered.add(61.0, None, {"m": 1.0, "w": {"error": "timeout", "transient": True}})
+    sums = dict(gathered.changes().items())
     assert sums[("m", "", 1, "")] == Sums(1, 1.0, 1.0, 1, 0.0, 0.0)
     assert ("w", "", 1, "error:timeout") not in sums  # waiting for a retry: not counted
     assert sums[("", "", 1, "")].n == 1
