@@ -43,7 +43,7 @@ from sqlalchemy import insert
 
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.observers import Evaluated
-from collector.jobs.outcomes import encode_outcome
+from collector.jobs.outcome_codec import encode
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
 from collector.store.models import SampleRecord, Trace
@@ -188,7 +188,7 @@ def observer_alone(count: int, tenants: int) -> dict[str, float]:
                     "job": item.job,
                     "trace_id": item.trace_id,
                     "groups": dict(item.groups),
-                    "outcomes": {m: encode_outcome(o) for m, o in item.outcomes.items()},
+                    "outcomes": {m: encode(o) for m, o in item.outcomes.items()},
                 }
             )
 

@@ -11,7 +11,3 @@ class EvaluatorError(Exception):
 
 class UnknownMetricError(EvaluatorError, ValueError):
     """A metric name that is not registered; the message lists the known names."""
-
-
-class MissingFieldsError(EvaluatorError, ValueError):
-    """A metric was asked for on data that lacks the fields it needs."""

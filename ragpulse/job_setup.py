@@ -22,7 +22,7 @@ from collector.jobs.evaluation import JobMetrics
 from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.observers import OutcomeObserver
 from collector.jobs.publish import ResultsSink
-from collector.jobs.scheduler import definitions, ux_options
+from collector.jobs.scheduler import definitions, job_options
 from collector.jobs.storage import StorageMaintenance
 from collector.jobs.versions import VERSION_LABEL
 from collector.jobs.windows import parse_windows
@@ -107,7 +107,7 @@ def job_environment(
             embedder if embedder is not None else make_embedder(settings), settings, factory
         ),
         judge=judge if judge is not None else make_judge(settings.judge, factory),
-        options=ux_options(settings),
+        options=job_options(settings),
         results=results,
         retention=timedelta(seconds=parse_duration(settings.scheduler.results_retention)),
         to_sample=sample_mapper(settings),

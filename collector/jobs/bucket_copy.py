@@ -7,7 +7,7 @@ and adds them in key order, like `bucket_store.apply` (the lock order every writ
 shares). A row is emptied, and deleted, only by a change whose count is not positive
 (stored rows have n >= 1: every writer deletes those it takes to n <= 0), so the DELETE
 runs for those changes only, and not at all for a backlog that only adds traces.
-Elsewhere (SQLite): `bucket_store.apply` of the same changes as a `Delta`.
+Elsewhere (SQLite): `bucket_store.apply` of the same changes, row by row.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def apply_changes(session: Session, job: str, changes: Changes) -> int:
     first. Rows changed."""
     bind = session.get_bind()
     if bind.dialect.name != "postgresql" or bind.dialect.driver != "psycopg":
-        return bucket_store.apply(session, job, changes.to_delta())
+        return bucket_store.apply(session, job, changes)
     raw: Any = session.connection().connection.driver_connection
     with raw.cursor() as cur:
         if len(changes):

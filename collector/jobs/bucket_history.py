@@ -4,7 +4,7 @@ A back-fill computes the windows at every step of a span (1,009 steps of 10 minu
 a week). Each step's windows are differences of running sums: the span's `job_buckets`
 rows are read once, sorted by (metric, group, outcome, bucket) and summed cumulatively,
 so a window is two look-ups per series plus the rows of its two edge minutes
-(`bucket_store.edge_delta`). Memory: one row per minute x metric x group x outcome of the
+(`bucket_store.edge_changes`). Memory: one row per minute x metric x group x outcome of the
 span, never per trace.
 
 The quantile metrics' bins are not held: a span's bin rows are 28-42x its sums' rows at

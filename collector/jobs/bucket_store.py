@@ -1,11 +1,12 @@
 """Reading and writing a job's per-minute bucket sums (`job_buckets`, rev. 0014) and the
 DDSketch bins of its quantile metrics (`job_bucket_bins`, rev. 0015).
 
-`apply` adds a `Delta` in the caller's transaction: one upsert per changed row that adds
-to what is stored (`n = n + excluded.n`, ...), in key order, the sums' table before the
-bins', then deletes the rows it emptied (a bin whose count reaches 0 goes too). Concurrent
-workers (sharded jobs) lock the rows they change in the same order, so they wait for
-each other but never deadlock, and never need each other's rows.
+`apply` adds summed `Changes` (`contributions`) in the caller's transaction: one upsert
+per changed row that adds to what is stored (`n = n + excluded.n`, ...), in key order,
+the sums' table before the bins', then deletes the rows it emptied (a bin whose count
+reaches 0 goes too). Concurrent workers (sharded jobs) lock the rows they change in the
+same order, so they wait for each other but never deadlock, and never need each other's
+rows.
 
 `window_sums` gives the sums of the traces with ts in [start, end] exactly: the buckets
 inside, minus the stored outcomes of the two edge buckets that fall outside (at most two
@@ -22,12 +23,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import Text, and_, bindparam, cast, delete, exists, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from collector.jobs.bucket_stats import BUCKET_S, SCORED, Delta, Sums, bucket_of
+from collector.jobs.bucket_stats import BUCKET_S, SCORED, Key, Sums, bucket_of
+from collector.jobs.contributions import Changes, Contributions
+from collector.jobs.outcome_codec import read_groups, read_outcomes
 from collector.store.models import JobBucket, JobBucketBin, JobOutcome
 
 logger = logging.getLogger(__name__)
@@ -79,9 +81,9 @@ _BINS = _Added(
 )
 
 
-def apply(session: Session, job: str, delta: Delta) -> int:
-    """Add `delta` to the job's stored bucket sums and bins (the caller commits), the sums
-    first (every writer locks in this order). Rows changed."""
+def apply(session: Session, job: str, changes: Changes) -> int:
+    """Add `changes` to the job's stored bucket sums and bins (the caller commits), the
+    sums first (every writer locks in this order). Rows changed."""
     sums = [
         {
             "job": job,
@@ -91,11 +93,11 @@ def apply(session: Session, job: str, delta: Delta) -> int:
             "outcome": outcome,
             **{c: getattr(part, c) for c in SUM_COLUMNS},
         }
-        for (metric, grp, bucket, outcome), part in delta.items()
+        for (metric, grp, bucket, outcome), part in changes.items()
     ]
     bins = [
         {"job": job, "metric": metric, "grp": grp, "bucket": bucket, "bin": index, "n": count}
-        for (metric, grp, bucket, index), count in delta.bin_items()
+        for (metric, grp, bucket, index), count in changes.bin_items()
     ]
     return _add(session, _SUMS, job, sums) + _add(session, _BINS, job, bins)
 
@@ -170,24 +172,29 @@ def _stored_rows(
     for ts, groups, outcomes in session.connection().execute(query):
         yield (
             _epoch(ts),
-            orjson.loads(groups) if groups else None,
-            orjson.loads(outcomes) if outcomes else {},
+            read_groups(groups),
+            read_outcomes(outcomes),
         )
 
 
-def _rows_delta(session: Session, job: str, *where: Any) -> Delta:
+def _rows_changes(session: Session, job: str, *where: Any) -> Changes:
     """The contributions of the job's stored outcomes matching `where` (ts bounds)."""
-    delta = Delta()
+    gathered = Contributions()
     for ts, groups, outcomes in _stored_rows(session, job, *where):
-        delta.add(ts, groups, outcomes)
-    return delta
+        gathered.add(ts, groups, outcomes)
+    return gathered.changes()
+
+
+Edge = tuple[Changes, ...]
+"""The contributions of a window's edge rows outside it: those in its first minute before
+its start, and (when it has an end) those in its last minute after its end."""
 
 
 def window_sums(
-    session: Session, job: str, start: float, end: float | None, edge: Delta | None = None
+    session: Session, job: str, start: float, end: float | None, edge: Edge | None = None
 ) -> WindowSums:
     """The sums of the job's traces with start <= ts <= end (None: no upper bound);
-    `edge`: the window's `edge_delta`, when the caller has it already."""
+    `edge`: the window's `edge_changes`, when the caller has them already."""
     first = bucket_of(start)
     b = JobBucket
     query = (
@@ -207,14 +214,14 @@ def window_sums(
             float(values[4] or 0.0),
             float(values[5] or 0.0),
         )
-    return subtract(out, edge if edge is not None else edge_delta(session, job, start, end))
+    return subtract(out, edge if edge is not None else edge_changes(session, job, start, end))
 
 
 def window_bins(
-    session: Session, job: str, start: float, end: float, metrics: Sequence[str], edge: Delta
+    session: Session, job: str, start: float, end: float, metrics: Sequence[str], edge: Edge
 ) -> WindowBins:
     """The bins of `metrics`' scored values of the job's traces with start <= ts <= end:
-    the minutes' bins summed, less `edge`'s (the window's `edge_delta`)."""
+    the minutes' bins summed, less `edge`'s (the window's `edge_changes`)."""
     b = JobBucketBin
     query = (
         select(b.metric, b.grp, b.bin, func.sum(b.n))
@@ -229,58 +236,68 @@ def window_bins(
     out: WindowBins = {}
     for metric, grp, index, count in session.execute(query):
         out.setdefault((metric, grp), {})[int(index)] = int(count or 0)
-    for (metric, grp, _bucket, index), count in edge.bin_items():
-        bins = out.get((metric, grp))
-        if bins is not None and index in bins:
-            bins[index] -= count
+    for side in edge:
+        for (metric, grp, _bucket, index), count in side.bin_items():
+            bins = out.get((metric, grp))
+            if bins is not None and index in bins:
+                bins[index] -= count
     return {key: {i: c for i, c in bins.items() if c > 0} for key, bins in out.items()}
 
 
-def edge_delta(session: Session, job: str, start: float, end: float | None) -> Delta:
+def edge_changes(session: Session, job: str, start: float, end: float | None) -> Edge:
     """The contributions of the stored outcomes in the window's edge buckets but outside
     the window: ts before `start` in its minute, ts after `end` in its minute."""
-    delta = before_start(session, job, start)
-    if end is not None:
-        delta.merge(after_end(session, job, end))
-    return delta
+    head = before_start(session, job, start)
+    return (head,) if end is None else (head, after_end(session, job, end))
 
 
-def before_start(session: Session, job: str, start: float) -> Delta:
+def before_start(session: Session, job: str, start: float) -> Changes:
     """The stored outcomes in `start`'s minute before it (none, and no query, when the
     window starts on the minute, as a back-fill's steps do)."""
     first = bucket_of(start) * BUCKET_S
     if first >= start:
-        return Delta()
+        return Contributions().changes()
     o = JobOutcome
-    return _rows_delta(session, job, o.ts >= _ts(first), o.ts < _ts(start))
+    return _rows_changes(session, job, o.ts >= _ts(first), o.ts < _ts(start))
 
 
-def after_end(session: Session, job: str, end: float) -> Delta:
+def after_end(session: Session, job: str, end: float) -> Changes:
     """The stored outcomes in `end`'s minute after it."""
     o = JobOutcome
-    return _rows_delta(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
+    return _rows_changes(session, job, o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S))
 
 
-def after_ends(session: Session, job: str, ends: Sequence[float]) -> dict[float, Delta]:
+def after_ends(session: Session, job: str, ends: Sequence[float]) -> dict[float, Changes]:
     """`after_end` of each of `ends` by one query (a back-fill's steps, a batch at a time)."""
-    out = {end: Delta() for end in ends}
-    if not ends:
-        return out
-    o = JobOutcome
-    in_minute: dict[int, list[float]] = {}
-    for end in out:
-        in_minute.setdefault(bucket_of(end), []).append(end)
-    after = [and_(o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S)) for end in out]
-    for ts, groups, outcomes in _stored_rows(session, job, or_(*after)):
-        for end in in_minute.get(bucket_of(ts), ()):
-            if ts > end:
-                out[end].add(ts, groups, outcomes)
-    return out
+    gathered = {end: Contributions() for end in ends}
+    if ends:
+        o = JobOutcome
+        in_minute: dict[int, list[float]] = {}
+        for end in gathered:
+            in_minute.setdefault(bucket_of(end), []).append(end)
+        after = [
+            and_(o.ts > _ts(end), o.ts < _ts((bucket_of(end) + 1) * BUCKET_S)) for end in gathered
+        ]
+        for ts, groups, outcomes in _stored_rows(session, job, or_(*after)):
+            for end in in_minute.get(bucket_of(ts), ()):
+                if ts > end:
+                    gathered[end].add(ts, groups, outcomes)
+    return {end: contributions.changes() for end, contributions in gathered.items()}
 
 
-def subtract(sums: WindowSums, delta: Delta) -> WindowSums:
-    """`sums` less `delta`'s contributions (whatever their bucket), empty series left out."""
-    for (metric, grp, _bucket, outcome), part in delta.items():
+def subtract(sums: WindowSums, edge: Edge) -> WindowSums:
+    """`sums` less the `edge` contributions (whatever their bucket), empty series left out:
+    the sides' sums added per key (a window within one minute has both in it), then taken
+    off in key order."""
+    merged: dict[Key, Sums] = {}
+    for side in edge:
+        for key, part in side.items():
+            into = merged.setdefault(key, Sums())
+            for c in SUM_COLUMNS:
+                setattr(into, c, getattr(into, c) + getattr(part, c))
+    for (metric, grp, _bucket, outcome), part in sorted(merged.items()):
+        if part.empty():
+            continue
         into = sums.setdefault((metric, grp, outcome), Sums())
         for c in SUM_COLUMNS:
             setattr(into, c, getattr(into, c) - getattr(part, c))
@@ -322,12 +339,12 @@ def rebuild(session: Session, job: str, since: datetime, chunk: int = 20_000) ->
     session.execute(delete(JobBucket).where(JobBucket.job == job))
     session.execute(delete(JobBucketBin).where(JobBucketBin.job == job))
     read = 0
-    delta = Delta()
+    gathered = Contributions()
     for ts, groups, outcomes in _stored_rows(session, job, JobOutcome.ts >= since, chunk=chunk):
-        delta.add(ts, groups, outcomes)
+        gathered.add(ts, groups, outcomes)
         read += 1
         if read % chunk == 0:
-            apply(session, job, delta)
-            delta = Delta()
-    apply(session, job, delta)
+            apply(session, job, gathered.changes())
+            gathered = Contributions()
+    apply(session, job, gathered.changes())
     return read

@@ -32,7 +32,6 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -127,19 +126,17 @@ class CanaryJob(IncrementalJob):
     """Not a per-trace job: it reads the per-trace outcomes the other jobs stored."""
 
     def __init__(self, definition: JobDefinition, env: JobEnvironment) -> None:
-        self.definition = definition
-        self.env = env
-        self.name = definition.name
-        self.options: Mapping[str, Any] = env.options.get("canary", {})
-        self.metric_jobs: Mapping[str, Sequence[str]] = env.options.get("metric_jobs", {})
-        self.window = str(self.options.get("window", "24h"))
+        super().__init__(definition, env)
+        self.options = env.options.canary
+        self.metric_jobs = env.options.metric_jobs
+        self.window = self.options.window
         self._seconds = parse_duration(self.window)
-        self._every = parse_duration(str(self.options.get("every", "5m")))
+        self._every = parse_duration(self.options.every)
         self._lookback = max([w.seconds for w in env.windows] + [self._seconds])
 
     @property
     def metrics(self) -> list[str]:
-        wanted = self.options.get("metrics") or []
+        wanted = self.options.metrics
         return [m for m in wanted if self.metric_jobs.get(m)]
 
     def run(self, now: datetime | None = None) -> JobReport:
@@ -152,7 +149,7 @@ class CanaryJob(IncrementalJob):
                 return JobReport(
                     self.name,
                     "ok",
-                    message="recomputed at most every " + str(self.options.get("every", "5m")),
+                    message="recomputed at most every " + self.options.every,
                 )
             points, message, status = self._points(session, now)
             if recent and state.last_status == NO_PAIR and status == NO_PAIR:
@@ -179,7 +176,7 @@ class CanaryJob(IncrementalJob):
     ) -> tuple[list[tuple[Window, WindowAggregate]], str, str]:
         """The run's rows, its message and its `job_state` status (`NO_PAIR` or "ok")."""
         metrics = self.metrics
-        if not self.options.get("enabled", True) or not metrics:
+        if not self.options.enabled or not metrics:
             return [], "disabled or no guarded metric has per-trace scores", "ok"
         jobs = self._jobs()
         since = now - timedelta(seconds=self._seconds)
@@ -190,13 +187,13 @@ class CanaryJob(IncrementalJob):
         pair = choose_versions(
             versions_seen(session, jobs=jobs, since=since, until=now),
             first,
-            min_traces=int(self.options.get("min_traces", 30)),
-            baseline=str(self.options.get("baseline", "")),
-            candidate=str(self.options.get("candidate", "")),
+            min_traces=self.options.min_traces,
+            baseline=self.options.baseline,
+            candidate=self.options.candidate,
         )
         if pair is None:
             message = (
-                f"no two versions with {self.options.get('min_traces', 30)} scored traces "
+                f"no two versions with {self.options.min_traces} scored traces "
                 f"in the last {self.window} ({len(seen)} versions seen)"
             )
             return self._empty(metrics), message, NO_PAIR
@@ -214,11 +211,11 @@ class CanaryJob(IncrementalJob):
             rows[0],
             rows[1],
             metrics,
-            pairing=self.options.get("pairing", "auto"),
-            resamples=int(self.options.get("resamples", 2000)),
-            alpha=float(self.options.get("alpha", 0.05)),
-            correction=str(self.options.get("correction", "holm")),
-            power=float(self.options.get("power", 0.8)),
+            pairing=self.options.pairing,
+            resamples=self.options.resamples,
+            alpha=self.options.alpha,
+            correction=self.options.correction,
+            power=self.options.power,
             seed=0,
         )
         points = self._compared(found, a, b, metrics)

@@ -1,19 +1,20 @@
-"""Many traces' contributions to a job's bucket sums and bins, summed with numpy.
+"""Traces' contributions to a job's bucket sums and bins (`bucket_stats`), summed with numpy.
 
-`bucket_stats.Delta.add` updates a dict of `Sums` per trace, group and metric: a backlog
-chunk of 20,000 traces x 3 groups x 15 metrics is ~1M Python updates, a fifth of the
-scoring's CPU. `Contributions.add` takes the same arguments (a trace's timestamp, stored
-groups and outcomes, sign) but only appends a few interned ids per trace; `changes`
-then sums every key at once with `np.bincount`. The sums are bit for bit `Delta`'s:
-bincount adds a key's values one by one in input order, and the entries are laid out in
-the order `add` was called (the logarithms come from `math.log`, as in `Delta`), so each
-key sees the same floating-point additions in the same order.
+The one structure for changes to the sums: a run's new outcomes (`sync`), a rebuild's
+chunks and a window's edge rows (`bucket_store`) all gather them here. Updating a dict of
+`Sums` per trace, group and metric would be ~1M Python updates for a backlog chunk of
+20,000 traces x 3 groups x 15 metrics, a fifth of the scoring's CPU. `Contributions.add`
+(a trace's timestamp, stored groups and outcomes, sign) only appends a few interned ids
+per trace; `changes` then sums every key at once with `np.bincount`, which adds a key's
+values one by one in input order: the entries are laid out in the order `add` was called
+(the logarithms come from `math.log`), so each key's sum is the plain one-trace-at-a-time
+sum, bit for bit (`tests/jobs/test_contributions.py` holds that reference).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,8 @@ from collector.jobs.bucket_stats import (
     LOG_FLOOR,
     SCORED,
     TRACES,
-    Delta,
+    BinKey,
+    Key,
     Sums,
     binned,
     group_keys,
@@ -45,7 +47,7 @@ _NONE: Ints = np.zeros(0, dtype=np.int64)
 
 @dataclass(frozen=True)
 class Changes:
-    """Summed changes, one entry per non-empty key, in `Delta.items()` order.
+    """Summed changes, one entry per non-empty key, in key order (`items`).
 
     A key's (metric, group key, outcome) is `series[k]`, an index into `names`; bins'
     (metric, group key) is `bin_series[k]`, an index into `bin_names`."""
@@ -68,30 +70,45 @@ class Changes:
     def __len__(self) -> int:
         return len(self.series)
 
-    def to_delta(self) -> Delta:
-        """The same changes as a `Delta` (for `bucket_store.apply`'s generic path)."""
-        delta = Delta()
-        for k, (s, b) in enumerate(zip(self.series.tolist(), self.bucket.tolist(), strict=True)):
-            metric, grp, outcome = self.names[s]
-            delta.sums[(metric, grp, b, outcome)] = Sums(
-                int(self.n[k]),
-                float(self.total[k]),
-                float(self.squares[k]),
-                int(self.positives[k]),
-                float(self.log_total[k]),
-                float(self.log_squares[k]),
-            )
-        bins = zip(
-            self.bin_series.tolist(), self.bin_bucket.tolist(), self.bin_index.tolist(), strict=True
+    def items(self) -> Iterator[tuple[Key, Sums]]:
+        """The non-empty changes by (metric, group key, bucket, outcome), in key order
+        (writers lock bucket rows in this order, so two workers' transactions cannot
+        deadlock on them)."""
+        columns = zip(
+            self.series.tolist(),
+            self.bucket.tolist(),
+            self.n.tolist(),
+            self.total.tolist(),
+            self.squares.tolist(),
+            self.positives.tolist(),
+            self.log_total.tolist(),
+            self.log_squares.tolist(),
+            strict=True,
         )
-        for k, (s, b, index) in enumerate(bins):
+        for s, b, n, total, squares, positives, log_total, log_squares in columns:
+            metric, grp, outcome = self.names[s]
+            yield (
+                (metric, grp, b, outcome),
+                Sums(n, total, squares, positives, log_total, log_squares),
+            )
+
+    def bin_items(self) -> Iterator[tuple[BinKey, int]]:
+        """The non-zero changes to the bins' counts by (metric, group key, bucket, bin), in
+        key order."""
+        bins = zip(
+            self.bin_series.tolist(),
+            self.bin_bucket.tolist(),
+            self.bin_index.tolist(),
+            self.bin_n.tolist(),
+            strict=True,
+        )
+        for s, b, index, count in bins:
             metric, grp = self.bin_names[s]
-            delta.bins[(metric, grp, b, index)] = int(self.bin_n[k])
-        return delta
+            yield (metric, grp, b, index), count
 
 
 class Contributions:
-    """Gathers traces' contributions like `Delta.add`, summed at the end (`changes`)."""
+    """Gathers traces' contributions, summed at the end (`changes`)."""
 
     def __init__(
         self, metrics: frozenset[str] | None = None, max_length: int = DEFAULT_MAX_LENGTH
@@ -125,8 +142,11 @@ class Contributions:
         outcomes: Mapping[str, Any],
         sign: int = 1,
     ) -> None:
-        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`encode_outcome`'s
-        JSON form) at its timestamp `ts`, as `Delta.add`."""
+        """Add (`sign` 1) or take out (-1) one trace's stored outcomes (`outcome_codec`'s
+        form) at its timestamp `ts`: the trace counts once under metric TRACES in each of
+        its groups (`bucket_stats.group_keys`), and so does each counted outcome, a scored
+        one with its value, its square, whether it is positive, the log of it and its
+        square (and in its bin for a quantile metric, `bucket_stats.binned`)."""
         self._buckets.append(math.floor(ts / BUCKET_S))
         self._signs.append(sign)
         self._group_sets.append(self._group_set(groups))
@@ -193,8 +213,8 @@ class Contributions:
 
         Every trace counts once under metric TRACES and once per counted outcome, in each
         of its groups. Entries of the traces come first, then those of the outcomes in
-        the order they were added, so a key's values are summed in `Delta.add`'s order
-        (the counts are integers: their order does not matter)."""
+        the order they were added, so a key's values are summed in the order the traces
+        came (the counts are integers: their order does not matter)."""
         rows = len(self._buckets)
         if not rows:
             return _EMPTY
@@ -271,7 +291,7 @@ class Contributions:
         self, bucket: Ints, sign: Floats, kind: Ints, part: Ints, grp: Ints, ranks: _Ranks
     ) -> tuple[list[tuple[str, str]], Ints, Ints, Ints, Ints]:
         """The bins' changes: per (metric, group key, bucket, bin) the signed count, in
-        `Delta.bin_items` order."""
+        key order."""
         bins = np.asarray(self._part_bin, dtype=np.int64)
         has = part >= 0
         has[has] = bins[part[has]] != _NO_BIN

@@ -28,6 +28,7 @@ from collector.jobs.seams import SampleMapper
 from collector.jobs.slices import DEFAULT_DIMENSIONS
 from collector.jobs.versions import DEFAULT_SOURCES
 from collector.jobs.windows import Window
+from collector.settings import CanarySettings, JudgeSettings
 from evaluators.embedder import TextEncoder
 from evaluators.judge.protocol import Judge
 
@@ -57,6 +58,28 @@ class JobDefinition:
     per-trace `IncrementalJob` (e.g. judge_consistency, over the judgments table)."""
 
 
+SloRule = tuple[str, str, str, float]
+"""(slo, metric, op, threshold) of a threshold SLO."""
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """What the jobs read of the settings, typed (`scheduler.job_options` builds it from
+    them). The defaults are the settings groups' own; nothing else repeats them."""
+
+    metric_options: Mapping[str, Any] = field(default_factory=dict)
+    """The evaluators' options (`EvalContext.options`): the `ux` settings (empty: the
+    evaluators' own defaults)."""
+    canary: CanarySettings = field(default_factory=CanarySettings)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    """The judge jobs' thresholds: `consistency_delta`, `min_agreement`, ..."""
+    metric_jobs: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """Metric -> the jobs storing its per-trace outcomes (the canary reads them)."""
+    slo_rules: tuple[SloRule, ...] = ()
+    """The threshold SLOs, whose classification the judge agreement job compares with
+    the human labels (`evaluators.threshold_agreement`)."""
+
+
 @dataclass
 class JobEnvironment:
     """Everything a job needs, passed in explicitly (the service builds it once)."""
@@ -66,7 +89,7 @@ class JobEnvironment:
     group_labels: Sequence[str]
     embedder: TextEncoder | None = None
     judge: Judge | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JobOptions = field(default_factory=JobOptions)
     results: ResultsSink | None = None
     retention: timedelta = timedelta(days=30)
     label_limits: LabelLimits = field(default_factory=LabelLimits)

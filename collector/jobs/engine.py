@@ -31,7 +31,6 @@ from typing import Any, NamedTuple, cast
 
 from sqlalchemy.orm import Session
 
-from collector.jobs.aggregation import signature
 from collector.jobs.bucket_aggregation import foldings, window_points
 from collector.jobs.bucket_drift import drift_points_at
 from collector.jobs.bucket_history import BucketHistory
@@ -44,6 +43,7 @@ from collector.jobs.evaluation import (
     PerSampleScoring,
     fetch_rows,
     judge_unreachable,
+    signature,
 )
 from collector.jobs.gc_pause import paused_gc
 from collector.jobs.job_state import load_state

@@ -27,7 +27,9 @@ from collector.store.id_filter import joined_ids, unprepared
 from collector.store.models import Trace
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import EvalContext, ResolvedMetric, resolve
+from evaluators.runner import signature_for
 from evaluators.sample import Sample
+from evaluators.signature import Signature
 
 _CHUNK = 1000
 _ARRAY_CHUNK = 20_000
@@ -64,7 +66,15 @@ class JobMetrics:
 
 def eval_context(env: JobEnvironment) -> EvalContext:
     """What the metrics may use besides the samples: the job's embedder, judge, options."""
-    return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options)
+    return EvalContext(embedder=env.embedder, judge=env.judge, options=env.options.metric_options)
+
+
+def signature(metric: ResolvedMetric, env: JobEnvironment) -> Signature:
+    """How `metric`'s values are made with the job's embedder, judge and options: the
+    evaluators' own rule (`evaluators.runner.signature_for`), so a scheduled result and
+    `ragpulse evaluate` stamp the same judge models, prompt hash and embedding model, and
+    values made differently are never compared as if alike."""
+    return signature_for(metric, eval_context(env))
 
 
 def judge_unreachable(outcomes: Mapping[str, Sequence[Outcome]]) -> bool:

@@ -45,7 +45,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport, SloRule
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.job_state import load_state, record_run
 from collector.jobs.outcomes import WindowAggregate
@@ -70,13 +70,7 @@ SLO_STAT_PREFIX = "slo:"
 """The stats of an SLO's classification against the labels: `slo:<name>:cohen_kappa`, ..."""
 THRESHOLD_WINDOW = "agreement:min"
 """The row carrying `judge.min_agreement` (value) and `judge.min_agreement_pairs` (n)."""
-MAIN_STATS = MappingProxyType(
-    {"binary": "cohen_kappa", "ordinal": "weighted_kappa", "continuous": "spearman"}
-)
-"""The statistic each scale's agreement alert watches."""
 UNKNOWN_MODEL = "unknown"
-DEFAULT_MIN_AGREEMENT = 0.4
-DEFAULT_MIN_PAIRS = 30
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -104,11 +98,11 @@ class JudgeAgreementJob(IncrementalJob):
         self.env = env
         self.name = definition.name
         self._longest = max(w.seconds for w in env.windows)
-        self.min_agreement = float(env.options.get("min_agreement", DEFAULT_MIN_AGREEMENT))
-        self.min_pairs = int(env.options.get("min_agreement_pairs", DEFAULT_MIN_PAIRS))
-        self.slo_rules: dict[str, list[tuple[str, str, str, float]]] = defaultdict(list)
-        for rule in env.options.get("slo_rules", ()):
-            self.slo_rules[rule[1]].append(tuple(rule))
+        self.min_agreement = env.options.judge.min_agreement
+        self.min_pairs = env.options.judge.min_agreement_pairs
+        self.slo_rules: dict[str, list[SloRule]] = defaultdict(list)
+        for rule in env.options.slo_rules:
+            self.slo_rules[rule[1]].append(rule)
 
     def run(self, now: datetime | None = None) -> JobReport:
         started = time.perf_counter()

@@ -44,7 +44,6 @@ from evaluators.aggregate import Aggregate
 from evaluators.judge.protocol import Judge
 from evaluators.judge.store import JudgmentRecord, JudgmentStore, Usage
 from evaluators.judge_quality import (
-    DEFAULT_DELTA,
     OK,
     judge_consistency,
     judge_error_rate,
@@ -154,7 +153,7 @@ class JudgeConsistencyJob(IncrementalJob):
         self.name = definition.name
         self._longest = max(w.seconds for w in env.windows)
         self._shortest = min(w.seconds for w in env.windows)
-        self.delta = float(env.options.get("consistency_delta", DEFAULT_DELTA))
+        self.delta = env.options.judge.consistency_delta
 
     def run(self, now: datetime | None = None) -> JobReport:
         started = time.perf_counter()
@@ -214,7 +213,9 @@ class JudgeConsistencyJob(IncrementalJob):
             traces = list(session.scalars(select(Trace).where(Trace.trace_id.in_(list(chosen)))))
             samples = {t.trace_id: self._to_sample(t) for t in traces}
         ctx = EvalContext(
-            embedder=self.env.embedder, judge=uncached(judge), options=self.env.options
+            embedder=self.env.embedder,
+            judge=uncached(judge),
+            options=self.env.options.metric_options,
         )
         from evaluators.runner import evaluate
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-import orjson
 from sqlalchemy import Table, bindparam, delete
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from collector.jobs.outcome_codec import write_json
 from collector.store import copy_text as ct
 from collector.store import partitions
 from collector.store.models import JobOutcome
@@ -86,9 +86,9 @@ def _line(r: dict[str, Any]) -> bytes:
             ct.text(r["trace_id"]),
             stamp,
             stamp if ts == updated else ct.timestamp(ts),  # same instant, same value
-            orjson.dumps(r["groups"]),
-            orjson.dumps(r["outcomes"]),
-            ct.NULL if slices is None else orjson.dumps(slices),
+            write_json(r["groups"]),
+            write_json(r["outcomes"]),
+            ct.NULL if slices is None else write_json(slices),
         )
     )
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from collector.jobs import outcome_codec as codec
 from collector.jobs.labels import (
     DEFAULT_MAX_LENGTH,
     OTHER,
@@ -26,30 +27,14 @@ from collector.jobs.labels import (
     choose_kept,
     clean_value,
 )
+from collector.jobs.outcome_codec import kind_of
 from collector.jobs.windows import OVERALL, Group, group_for
 from evaluators.aggregate import Aggregate, aggregate_scores
-from evaluators.outcome import Failed, Outcome, Score, Skipped
+from evaluators.outcome import Outcome, Score, Skipped
 from evaluators.signature import Signature
 
 SCORE, SKIPPED, FAILED, ABSENT = 0, 1, 2, 3
 BOOTSTRAP_MAX_N = 500
-
-
-def encode_outcome(outcome: Outcome) -> Any:
-    """JSON form stored in `job_outcomes.outcomes`."""
-    if isinstance(outcome, Score):
-        return float(outcome.value)
-    if isinstance(outcome, Skipped):
-        return {"skipped": outcome.reason}
-    return {"error": outcome.error_type}
-
-
-def decode_outcome(value: Any) -> Outcome:
-    if isinstance(value, dict):
-        if "skipped" in value:
-            return Skipped(str(value["skipped"]))
-        return Failed(str(value.get("error", "unknown")))
-    return Score(float(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +78,6 @@ class OutcomeColumns:
         self._reasons: list[str] = []
         self._reason_index: dict[str, int] = {}
         self._pos: dict[str, int] = {}
-        self._updated: dict[str, float] = {}
         self._trace_at: list[str] = []
         self._grow(1024)
 
@@ -147,15 +131,6 @@ class OutcomeColumns:
         """A label's values in code order (code i is `label_values(label)[i]`)."""
         return list(self._code_values[label])
 
-    def is_current(self, trace_id: str, updated_at: float) -> bool:
-        """True when the trace's outcomes were computed from this version of it."""
-        return self._updated.get(trace_id) == updated_at
-
-    def ts_of(self, trace_id: str) -> float | None:
-        """The timestamp the trace's current contribution was put with (None: none)."""
-        row = self._pos.get(trace_id)
-        return None if row is None else float(self._ts[row])
-
     def put(
         self,
         trace_id: str,
@@ -165,7 +140,7 @@ class OutcomeColumns:
         outcomes: Mapping[str, Outcome],
     ) -> None:
         """Add (or replace) the contribution of one trace."""
-        row = self._row(trace_id, updated_at, ts, groups)
+        row = self._row(trace_id, ts, groups)
         for metric, outcome in outcomes.items():
             col = self._metric_index.get(metric)
             if col is None:
@@ -188,30 +163,25 @@ class OutcomeColumns:
         groups: Mapping[str, str] | None,
         encoded: Mapping[str, Any],
     ) -> None:
-        """`put` from the stored JSON form (`encode_outcome`), without building outcomes:
+        """`put` from the stored form (`outcome_codec`), without building outcomes:
         loading a job's state after a restart reads one such row per trace in the window.
         An outcome waiting for a retry (`retry.py`) is left absent, like a metric not run."""
-        row = self._row(trace_id, updated_at, ts, groups)
+        row = self._row(trace_id, ts, groups)
         for metric, value in encoded.items():
             col = self._metric_index.get(metric)
             if col is None:
                 continue
-            if isinstance(value, dict):
-                if "skipped" in value:
-                    self._status[row, col] = SKIPPED
-                    self._reason[row, col] = self._reason_code(str(value["skipped"]))
-                elif value.get("transient") is True:
-                    continue  # waits for a retry (`retry.py`): not measured yet, not an error
-                else:
-                    self._status[row, col] = FAILED
-                    self._reason[row, col] = self._reason_code(str(value.get("error", "unknown")))
-            else:
+            kind = kind_of(value)
+            if kind is None:
+                continue  # waits for a retry (`retry.py`): not measured yet, not an error
+            if kind[0] == codec.SCORED:
                 self._status[row, col] = SCORE
                 self._values[row, col] = float(value)
+            else:
+                self._status[row, col] = SKIPPED if kind[0] == codec.SKIPPED else FAILED
+                self._reason[row, col] = self._reason_code(kind[1])
 
-    def _row(
-        self, trace_id: str, updated_at: float, ts: float, groups: Mapping[str, str] | None
-    ) -> int:
+    def _row(self, trace_id: str, ts: float, groups: Mapping[str, str] | None) -> int:
         """A fresh row for the trace (its older row, if any, no longer counts)."""
         old = self._pos.get(trace_id)
         if old is not None:
@@ -225,18 +195,10 @@ class OutcomeColumns:
             value = (groups or {}).get(label)
             self._codes[label][row] = -1 if value is None else self._code(label, str(value))
         self._pos[trace_id] = row
-        self._updated[trace_id] = updated_at
         if len(self._trace_at) <= row:
             self._trace_at.extend([""] * (self._cap - len(self._trace_at)))
         self._trace_at[row] = trace_id
         return row
-
-    def forget(self, trace_id: str) -> None:
-        """Drop a trace's contribution (its outcomes were not stored after all)."""
-        row = self._pos.pop(trace_id, None)
-        self._updated.pop(trace_id, None)
-        if row is not None:
-            self._alive[row] = False
 
     def timestamps(self) -> tuple[np.ndarray, np.ndarray]:
         """(ts, alive) of every row (views: do not write)."""
@@ -256,7 +218,6 @@ class OutcomeColumns:
         for row in expired.tolist():
             trace_id = self._trace_at[row]
             self._pos.pop(trace_id, None)
-            self._updated.pop(trace_id, None)
         self._alive[expired] = False
         if n > 4096 and len(self._pos) < n // 2:
             self._compact()

@@ -22,21 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from collector.jobs.outcomes import encode_outcome
+from collector.jobs.outcome_codec import (
+    attempts_of,
+    encode,
+    encode_waiting,
+    is_waiting,
+    with_attempts,
+)
 from evaluators.judge.errors import is_transient
 from evaluators.outcome import Failed, Outcome
-
-TRANSIENT = "transient"
-ATTEMPTS = "attempts"
-MARKER_PATTERN = f'%"{TRANSIENT}"%'
-"""SQL LIKE pattern finding marked rows in `job_outcomes.outcomes` read as text (both
-PostgreSQL's jsonb and SQLite's JSON text spell the key this way)."""
-
-
-def waiting(encoded: Any) -> bool:
-    """True when one stored outcome (`encode_outcome` form) is a transient failure that
-    waits for a retry (not yet an error)."""
-    return isinstance(encoded, dict) and encoded.get(TRANSIENT) is True
 
 
 class Waiting(NamedTuple):
@@ -48,11 +42,11 @@ class Waiting(NamedTuple):
 
 
 def waiting_of(version: float, outcomes: Mapping[str, Any]) -> Waiting | None:
-    """What of a stored trace's outcomes (`encode_outcome` form) waits (None: nothing)."""
-    metrics = {m: v for m, v in outcomes.items() if waiting(v)}
+    """What of a stored trace's outcomes (`outcome_codec` form) waits (None: nothing)."""
+    metrics = {m: v for m, v in outcomes.items() if is_waiting(v)}
     if not metrics:
         return None
-    attempts = max(int(v.get(ATTEMPTS, 1)) for v in metrics.values())
+    attempts = max(attempts_of(v) for v in metrics.values())
     return Waiting(version, attempts, frozenset(metrics))
 
 
@@ -80,25 +74,23 @@ class RetryPolicy:
         """Sort one trace's fresh outcomes, `attempts_before` transient failures of this
         trace version having come before."""
         if not any(isinstance(o, Failed) for o in outcomes.values()):  # nothing to retry
-            return TraceOutcomes(
-                {m: encode_outcome(o) for m, o in outcomes.items()}, dict(outcomes)
-            )
+            return TraceOutcomes({m: encode(o) for m, o in outcomes.items()}, dict(outcomes))
         transient = {
             m: o
             for m, o in outcomes.items()
             if isinstance(o, Failed) and is_transient(o.error_type)
         }
         attempts = attempts_before + 1 if transient else 0
-        stored: dict[str, Any] = {m: encode_outcome(o) for m, o in outcomes.items()}
+        stored: dict[str, Any] = {m: encode(o) for m, o in outcomes.items()}
         if transient and attempts <= self.retries:
             for m, failed in transient.items():
-                stored[m] = {"error": failed.error_type, TRANSIENT: True, ATTEMPTS: attempts}
+                stored[m] = encode_waiting(failed.error_type, attempts)
                 self.scheduled[m] = self.scheduled.get(m, 0) + 1
             counted = {m: o for m, o in outcomes.items() if m not in transient}
             return TraceOutcomes(stored, counted, frozenset(transient), attempts)
         if transient and attempts > 1:
             for m in transient:
-                stored[m] = {**stored[m], ATTEMPTS: attempts}
+                stored[m] = with_attempts(stored[m], attempts)
         return TraceOutcomes(stored, dict(outcomes))
 
     def take_scheduled(self) -> dict[str, int]:

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import Engine
@@ -33,7 +34,13 @@ from collector.jobs import (
     text_quality,
     ux,
 )
-from collector.jobs.definition import JobDefinition, JobEnvironment, JobReport
+from collector.jobs.definition import (
+    JobDefinition,
+    JobEnvironment,
+    JobOptions,
+    JobReport,
+    SloRule,
+)
 from collector.jobs.engine import NO_JUDGE, IncrementalJob
 from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
 from collector.jobs.lock import job_lock
@@ -98,25 +105,25 @@ def metric_jobs(settings: Settings) -> dict[str, list[str]]:
     return out
 
 
-def ux_options(settings: Settings) -> dict[str, Any]:
-    return {
-        **settings.ux.model_dump(),
-        "canary": settings.canary.model_dump(),
-        "metric_jobs": metric_jobs(settings),
-        "consistency_delta": settings.judge.consistency_delta,
-        "min_agreement": settings.judge.min_agreement,
-        "min_agreement_pairs": settings.judge.min_agreement_pairs,
-        "response_relevancy_questions": settings.judge.response_relevancy_questions,
-        "slo_rules": slo_rules(settings),
-    }
+def job_options(settings: Settings) -> JobOptions:
+    """What the jobs read of the settings (`JobOptions`)."""
+    return JobOptions(
+        metric_options=MappingProxyType(settings.ux.model_dump()),
+        canary=settings.canary,
+        judge=settings.judge,
+        metric_jobs=MappingProxyType(
+            {metric: tuple(jobs) for metric, jobs in metric_jobs(settings).items()}
+        ),
+        slo_rules=slo_rules(settings),
+    )
 
 
-def slo_rules(settings: Settings) -> list[tuple[str, str, str, float]]:
+def slo_rules(settings: Settings) -> tuple[SloRule, ...]:
     """(slo, metric, op, threshold) of the threshold SLOs: the judge agreement job compares
     their classification with the human labels (`evaluators.threshold_agreement`)."""
-    return [
+    return tuple(
         (s.name, s.metric, s.op, s.threshold) for s in settings.slo.specs() if s.kind == "threshold"
-    ]
+    )
 
 
 class JobRunner:

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.labels import OTHER
 from collector.jobs.observers import Evaluated
-from collector.jobs.outcomes import decode_outcome
+from collector.jobs.outcome_codec import decode
 from collector.settings.slo_spec import SloSpec
 from collector.store.models import JobOutcome, SloEvent, SloEventCount
 from evaluators.outcome import Failed, Outcome, Score
@@ -198,8 +198,8 @@ def _decoded(stored: Mapping[str, Any] | None, metrics: set[str]) -> dict[str, O
     """The final outcomes among the stored ones (one waiting for a retry is not final)."""
     out = {}
     for metric, value in (stored or {}).items():
-        if metric in metrics and not (isinstance(value, dict) and value.get("transient")):
-            out[metric] = decode_outcome(value)
+        if metric in metrics and (outcome := decode(value)) is not None:
+            out[metric] = outcome
     return out
 
 

@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-import orjson
 from sqlalchemy import ColumnElement, Row, Select, Text, and_, cast, exists, func, literal, select
 from sqlalchemy.orm import Session
 
@@ -38,8 +37,9 @@ from collector.jobs.contributions import Contributions
 from collector.jobs.labels import DEFAULT_MAX_LENGTH
 from collector.jobs.lock import job_lock
 from collector.jobs.observers import Evaluated
+from collector.jobs.outcome_codec import MARKER_PATTERN, read_groups, read_outcomes
 from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.retry import MARKER_PATTERN, RetryPolicy, Waiting, waiting_of
+from collector.jobs.retry import RetryPolicy, Waiting, waiting_of
 from collector.jobs.seams import StoredTrace
 from collector.jobs.shard_scope import ShardScope, shard_of
 from collector.jobs.slices import DEFAULT_DIMENSIONS, slice_values
@@ -62,15 +62,6 @@ full topic, a new metric over 7 days) scores it in chunks of this many, so its m
 does not grow with the backlog."""
 _NO_RETRY = RetryPolicy(0)
 """Jobs without a judge: every failure is final at once (so nothing is ever scheduled)."""
-
-STORED = (
-    JobOutcome.trace_id,
-    JobOutcome.trace_updated_at,
-    JobOutcome.ts,
-    cast(JobOutcome.groups, Text),
-    cast(JobOutcome.outcomes, Text),
-)
-"""A stored outcome row as the columns are loaded from it (JSON as text, for orjson)."""
 
 
 Span = tuple[datetime, datetime | None]
@@ -292,7 +283,7 @@ class TraceCursor:
         )
         fresh: dict[str, Waiting] = {}
         for trace_id, updated, outcomes in session.execute(query):
-            found = waiting_of(epoch(updated), orjson.loads(outcomes) if outcomes else {})
+            found = waiting_of(epoch(updated), read_outcomes(outcomes))
             if found is not None:
                 fresh[trace_id] = found
         self.retrying = fresh
@@ -345,8 +336,8 @@ class TraceCursor:
         for trace_id, ts, groups, outcomes in found:
             out[trace_id] = (
                 epoch(ts),
-                orjson.loads(groups) if groups else None,
-                orjson.loads(outcomes) if outcomes else {},
+                read_groups(groups),
+                read_outcomes(outcomes),
             )
 
     def forget(self, trace_ids: Sequence[str]) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from collector.jobs.bucket_stats import Delta
 from collector.jobs.bucket_store import (
+    Edge,
     WindowBins,
     WindowSums,
     after_end,
@@ -24,18 +24,19 @@ from collector.jobs.bucket_store import (
     window_bins,
     window_sums,
 )
+from collector.jobs.contributions import Changes
 
 
 class Edges:
-    """A window's `edge_delta`, from each side's rows read once: a window's sums and bins
+    """A window's `edge_changes`, from each side's rows read once: a window's sums and bins
     subtract the same edge rows, and the windows of one time share their end minute. Kept
     for the session asked with last (the rows it sees)."""
 
     def __init__(self, job: str) -> None:
         self.job = job
         self._session = 0
-        self._starts: dict[float, Delta] = {}
-        self._ends: dict[float, Delta] = {}
+        self._starts: dict[float, Changes] = {}
+        self._ends: dict[float, Changes] = {}
 
     def _for(self, session: Session) -> None:
         if id(session) != self._session or len(self._starts) + len(self._ends) > _KEPT:
@@ -46,20 +47,17 @@ class Edges:
         self._for(session)
         self._ends.update(after_ends(session, self.job, ends))
 
-    def __call__(self, session: Session, start: float, end: float | None) -> Delta:
+    def __call__(self, session: Session, start: float, end: float | None) -> Edge:
         self._for(session)
         head = self._starts.get(start)
         if head is None:
             head = self._starts[start] = before_start(session, self.job, start)
         if end is None:
-            return head
+            return (head,)
         tail = self._ends.get(end)
         if tail is None:
             tail = self._ends[end] = after_end(session, self.job, end)
-        both = Delta()
-        both.merge(head)
-        both.merge(tail)
-        return both
+        return head, tail
 
 
 _KEPT = 64

@@ -52,10 +52,6 @@ class Dataset:
     labels: list[Mapping[str, float]] = field(default_factory=list)
     """Human labels per sample (parallel to `samples`; empty mappings when none)."""
 
-    @property
-    def has_labels(self) -> bool:
-        return any(self.labels)
-
 
 def read_dataset(
     path: Path,

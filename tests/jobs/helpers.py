@@ -106,20 +106,20 @@ def assert_buckets_match_outcomes(session: Session, job: str) -> None:
 
 
 def _recounted(session: Session, job: str) -> Any:
-    """A `Delta` of every stored outcome of the job, added afresh."""
+    """The `Changes` of every stored outcome of the job, added afresh."""
     from datetime import UTC
 
     import orjson
     from sqlalchemy import Text, cast, select
 
-    from collector.jobs.bucket_stats import Delta
+    from collector.jobs.contributions import Contributions
     from collector.store.models import JobOutcome
 
-    delta = Delta()
+    gathered = Contributions()
     query = select(
         JobOutcome.ts, cast(JobOutcome.groups, Text), cast(JobOutcome.outcomes, Text)
     ).where(JobOutcome.job == job)
     for ts, groups, outcomes in session.execute(query):
         at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
-        delta.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
-    return delta
+        gathered.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
+    return gathered.changes()

@@ -18,7 +18,8 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from collector.jobs import bucket_store, bucket_windows
-from collector.jobs.bucket_stats import Delta, Sums
+from collector.jobs.bucket_stats import Sums
+from collector.jobs.contributions import Contributions
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcomes import BOOTSTRAP_MAX_N, OutcomeColumns
 from collector.jobs.scheduler import definitions
@@ -170,13 +171,13 @@ def test_a_means_interval_is_students_t_at_every_n(n: int) -> None:
     assert (lo, hi) == pytest.approx(want, rel=1e-9)
 
 
-def test_a_delta_moves_a_contribution_out_and_in_exactly() -> None:
-    delta = Delta()
-    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}})
-    delta.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}}, -1)
-    assert list(delta.items()) == []
-    delta.add(61.0, None, {"m": 1.0, "w": {"error": "timeout", "transient": True}})
-    sums = dict(delta.items())
+def test_contributions_move_a_contribution_out_and_in_exactly() -> None:
+    gathered = Contributions()
+    gathered.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}})
+    gathered.add(120.0, {"tenant": "acme"}, {"m": 0.25, "k": {"skipped": "no labels"}}, -1)
+    assert list(gathered.changes().items()) == []
+    gathered.add(61.0, None, {"m": 1.0, "w": {"error": "timeout", "transient": True}})
+    sums = dict(gathered.changes().items())
     assert sums[("m", "", 1, "")] == Sums(1, 1.0, 1.0, 1, 0.0, 0.0)
     assert ("w", "", 1, "error:timeout") not in sums  # waiting for a retry: not counted
     assert sums[("", "", 1, "")].n == 1

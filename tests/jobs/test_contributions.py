@@ -1,4 +1,5 @@
-"""`Contributions` sums exactly what `Delta.add` sums, in the same key order.
+"""`Contributions` sums exactly what adding each trace to a dict of `Sums` one at a time
+sums (`_Reference`, the plain definition), in the same key order.
 
 Mixed traces: scored values (repeated, zero, negative, integral), skips, errors, outcomes
 waiting for a retry (left out), metrics the job does not count, the binned latency
@@ -9,13 +10,27 @@ Floating-point sums are compared for equality: same values, same order, same bit
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
-from collector.jobs.bucket_stats import Delta
+from collector.jobs.bucket_stats import (
+    LOG_FLOOR,
+    SCORED,
+    TRACES,
+    BinKey,
+    Key,
+    Sums,
+    binned,
+    bucket_of,
+    group_keys,
+    outcome_key,
+)
 from collector.jobs.contributions import Contributions
+from evaluators.quantiles import bin_of
 
 METRICS = frozenset({"mrr", "hit_rate@1", "latency_ms", "ndcg@5"})
 GROUPS: list[dict[str, Any] | None] = [
@@ -28,6 +43,55 @@ GROUPS: list[dict[str, Any] | None] = [
     {"tenant": True},
     {"tenant": "  spaced\tvalue "},
 ]
+
+
+class _Reference:
+    """The sums by definition: each trace added to a dict of `Sums` in turn."""
+
+    def __init__(self, metrics: frozenset[str] | None = None) -> None:
+        self.metrics = metrics
+        self.sums: dict[Key, Sums] = {}
+        self.bins: dict[BinKey, int] = {}
+
+    def add(
+        self,
+        ts: float,
+        groups: Mapping[str, Any] | None,
+        outcomes: Mapping[str, Any],
+        sign: int = 1,
+    ) -> None:
+        bucket = bucket_of(ts)
+        parts: list[tuple[str, str, float | None, int | None]] = []
+        for metric, encoded in outcomes.items():
+            if self.metrics is not None and metric not in self.metrics:
+                continue
+            outcome = outcome_key(encoded)
+            if outcome is None:
+                continue
+            value = float(encoded) if outcome == SCORED else None
+            index = bin_of(value) if value is not None and binned(metric) else None
+            parts.append((metric, outcome, value, index))
+        for grp in group_keys(groups):
+            self.sums.setdefault((TRACES, grp, bucket, SCORED), Sums()).n += sign
+            for metric, outcome, value, index in parts:
+                sums = self.sums.setdefault((metric, grp, bucket, outcome), Sums())
+                sums.n += sign
+                if index is not None:
+                    key = (metric, grp, bucket, index)
+                    self.bins[key] = self.bins.get(key, 0) + sign
+                if value is not None:
+                    logged = math.log(max(value, LOG_FLOOR))
+                    sums.total += sign * value
+                    sums.squares += sign * value * value
+                    sums.positives += sign * (value > 0)
+                    sums.log_total += sign * logged
+                    sums.log_squares += sign * logged * logged
+
+    def items(self) -> Iterator[tuple[Key, Sums]]:
+        return ((k, self.sums[k]) for k in sorted(self.sums) if not self.sums[k].empty())
+
+    def bin_items(self) -> Iterator[tuple[BinKey, int]]:
+        return ((k, self.bins[k]) for k in sorted(self.bins) if self.bins[k])
 
 
 def _encoded(rng: random.Random, metric: str) -> Any:
@@ -64,24 +128,24 @@ def _traces(
     ("seed", "count", "span_s"),
     [(1, 3000, 3 * 3600), (2, 3000, 3 * 3600), (3, 300, 14 * 86400)],  # dense, sparse keys
 )
-def test_same_sums_and_bins_as_delta(
+def test_same_sums_and_bins_as_the_reference(
     seed: int, count: int, span_s: float, metrics: frozenset[str] | None
 ) -> None:
-    delta = Delta(metrics)
+    delta = _Reference(metrics)
     gathered = Contributions(metrics)
     for ts, groups, outcomes, sign in _traces(seed, count, span_s):
         delta.add(ts, groups, outcomes, sign)
         gathered.add(ts, groups, outcomes, sign)
     changes = gathered.changes()
     assert len(changes) == len(list(delta.items())) > 0
-    assert list(changes.to_delta().items()) == list(delta.items())
-    assert list(changes.to_delta().bin_items()) == list(delta.bin_items())
+    assert list(changes.items()) == list(delta.items())
+    assert list(changes.bin_items()) == list(delta.bin_items())
     assert any(key[0] == "latency_ms" for key, _ in delta.bin_items())
 
 
 def test_moved_out_then_in_again() -> None:
-    """Traces taken out then put back: counts cancel, float residues are Delta's."""
-    delta = Delta(METRICS)
+    """Traces taken out then put back: counts cancel, float residues are the reference's."""
+    delta = _Reference(METRICS)
     gathered = Contributions(METRICS)
     traces = _traces(4, 200)
     for sign in (-1, 1):
@@ -89,7 +153,7 @@ def test_moved_out_then_in_again() -> None:
             delta.add(ts, groups, outcomes, sign)
             gathered.add(ts, groups, outcomes, sign)
     changes = gathered.changes()
-    assert list(changes.to_delta().items()) == list(delta.items())
+    assert list(changes.items()) == list(delta.items())
     assert not changes.n.any() and not changes.positives.any()
     assert len(changes.bin_n) == 0
 
@@ -97,7 +161,7 @@ def test_moved_out_then_in_again() -> None:
 def test_nothing_added() -> None:
     changes = Contributions().changes()
     assert len(changes) == 0
-    assert list(changes.to_delta().items()) == []
+    assert list(changes.items()) == []
 
 
 @pytest.mark.parametrize(
@@ -106,12 +170,12 @@ def test_nothing_added() -> None:
 )
 def test_traces_without_a_counted_outcome_count_as_traces(outcomes: dict[str, Any]) -> None:
     """A job whose traces carry no outcome it counts (no per-sample metric, another job's
-    metric, only outcomes waiting for a retry): only the trace counts, as in Delta."""
-    delta = Delta(METRICS)
+    metric, only outcomes waiting for a retry): only the trace counts, as in the reference."""
+    delta = _Reference(METRICS)
     gathered = Contributions(METRICS)
     for i in range(5):
         delta.add(60.0 * i, {"tenant": "acme"}, outcomes)
         gathered.add(60.0 * i, {"tenant": "acme"}, outcomes)
     changes = gathered.changes()
-    assert list(changes.to_delta().items()) == list(delta.items())
+    assert list(changes.items()) == list(delta.items())
     assert len(changes) == 10  # overall and tenant=acme, five minutes

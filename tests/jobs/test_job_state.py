@@ -11,7 +11,8 @@ from sqlalchemy import Engine
 
 from collector.jobs.definition import JobEnvironment
 from collector.jobs.engine import IncrementalJob
-from collector.jobs.outcomes import OutcomeColumns, encode_outcome
+from collector.jobs.outcome_codec import encode
+from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings
@@ -35,7 +36,7 @@ def test_put_encoded_matches_put() -> None:
     stored = OutcomeColumns(["a", "b", "c"], ["tenant"])
     for i in range(3):
         direct.put(f"t{i}", 1.0, 100.0 + i, {"tenant": "acme"}, outcomes)
-        encoded = {m: encode_outcome(o) for m, o in outcomes.items()}
+        encoded = {m: encode(o) for m, o in outcomes.items()}
         stored.put_encoded(f"t{i}", 1.0, 100.0 + i, {"tenant": "acme"}, encoded)
     assert direct.aggregate(0, 1000, {}, {}) == stored.aggregate(0, 1000, {}, {})
 

@@ -89,7 +89,7 @@ def test_rejudges_a_sample_and_computes_the_judge_metrics(
     first = evaluate(
         [trace_to_sample(r) for r in rows],
         ["e2e_score", "answer_relevance"],
-        EvalContext(judge=env.judge, options=env.options),
+        EvalContext(judge=env.judge, options=env.options.metric_options),
     )
     first_calls = len(llm_server.requests)
     assert first_calls == 4, first.per_sample

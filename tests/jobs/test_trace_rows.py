@@ -14,7 +14,7 @@ from sqlalchemy import Engine, select
 from collector.jobs.definition import JobEnvironment
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.evaluation import sample_fields
-from collector.jobs.scheduler import definitions, ux_options
+from collector.jobs.scheduler import definitions, job_options
 from collector.jobs.trace_rows import ALWAYS, SAMPLE_COLUMNS, columns_for
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings
@@ -120,7 +120,7 @@ def test_the_ux_job_skips_contexts_and_keeps_its_results(engine: Engine) -> None
         windows=parse_windows(settings.scheduler.windows),
         group_labels=settings.scheduler.group_labels,
         embedder=embedder,
-        options=ux_options(settings),
+        options=job_options(settings),
         results=ResultsCache(),
         to_sample=to_sample,
     )
@@ -133,7 +133,7 @@ def test_the_ux_job_skips_contexts_and_keeps_its_results(engine: Engine) -> None
     with make_session_factory(engine)() as session:
         full = [trace_to_sample(t) for t in session.scalars(select(Trace).order_by(Trace.id))]
     assert all(s.contexts for s in full)
-    ctx = EvalContext(embedder=embedder, options=ux_options(settings))
+    ctx = EvalContext(embedder=embedder, options=job_options(settings).metric_options)
     published = {(p.metric, p.group_key): p for p in job._publish if p.window == "1h"}
     want = evaluate(full, UX_METRICS, ctx, group_by="tenant")
     sessions = [s for s in full if s.session_id is not None]

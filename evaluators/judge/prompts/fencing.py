@@ -150,13 +150,6 @@ def has_fence_lookalike(text: str) -> bool:
     return bool(_opener_spans(text))
 
 
-def reader_view(text: str) -> str:
-    """The text as a reader sees it (see the module docstring for the foldings)."""
-    visible = text.translate(_VISIBLE)
-    decoded, _maps = _decode_escapes(visible)
-    return _fold_text(decoded)
-
-
 def _fold_text(text: str) -> str:
     # ASCII has no invisible characters or homoglyphs: case and "\\" are all there is.
     if text.isascii():

@@ -1,5 +1,6 @@
-"""Corrections across the metrics of one comparison: BH equals scipy's
-`false_discovery_control`, Holm reproduces a worked example, both are monotone and capped."""
+"""Corrections across the metrics of one comparison: BH is scipy's `false_discovery_control`
+and reproduces a worked example, Holm reproduces a worked example, both are monotone and
+capped."""
 
 from __future__ import annotations
 
@@ -16,7 +17,18 @@ def test_bh_equals_scipy(seed: int) -> None:
     rng = np.random.default_rng(seed)
     p = np.concatenate([rng.random(15) ** 3, [0.04, 0.04, 1.0]])  # small ones, ties, a 1
     rng.shuffle(p)
-    np.testing.assert_allclose(benjamini_hochberg(p), false_discovery_control(p), rtol=1e-13)
+    np.testing.assert_array_equal(adjust(p, "bh"), false_discovery_control(p, method="bh"))
+
+
+def test_bh_on_a_worked_example() -> None:
+    # p = (0.01, 0.04, 0.03, 0.005), m = 4. Sorted: 0.005, 0.01, 0.03, 0.04 times m / k =
+    # (4, 2, 4/3, 1): 0.02, 0.02, 0.04, 0.04; running minimum from the largest: unchanged.
+    p = np.array([0.01, 0.04, 0.03, 0.005])
+    np.testing.assert_allclose(benjamini_hochberg(p), [0.02, 0.04, 0.04, 0.02], rtol=1e-12)
+    # a larger p lowers nothing, a smaller later one lowers the earlier: (0.5, 0.2) ->
+    # sorted 0.2 x 2 = 0.4, 0.5 x 1 = 0.5
+    np.testing.assert_allclose(benjamini_hochberg(np.array([0.5, 0.2])), [0.5, 0.4])
+    np.testing.assert_allclose(benjamini_hochberg(np.array([0.9, 0.8])), [0.9, 0.9])
 
 
 def test_holm_on_a_worked_example() -> None:
