@@ -66,33 +66,46 @@ def log_run_length(h: float, drift: float) -> float:
 
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(48)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+_SCALE_NODES, _SCALE_WEIGHTS = np.polynomial.hermite_e.hermegauss(9)
+_SCALE_WEIGHTS = _SCALE_WEIGHTS / _SCALE_WEIGHTS.sum()
 
 
-def alarm_rate(h: float, k: float, bias_sd: float) -> float:
+def alarm_rate(h: float, k: float, bias_sd: float, scale_sd: float = 0.0) -> float:
     """False alarms per step of a CUSUM with reference value k whose steps are standardised
-    by an estimated baseline: the steps' true mean is N(0, bias_sd^2), not 0, so the rate is
-    the average over that bias of 1 / ARL (Gauss-Hermite, 48 nodes)."""
-    drifts = k - bias_sd * _NODES
-    logs = np.array([log_run_length(h, float(d)) for d in drifts])
-    return float(np.sum(_WEIGHTS * np.exp(-logs)))
+    by an estimated baseline: the steps' true mean is N(0, bias_sd^2), not 0, and their
+    true spread r = sigma / sigma-hat is log-normal with sd `scale_sd` of log r, not 1; so
+    the rate is the average over both of 1 / ARL, where steps N(bias - k, r^2) against h
+    are unit steps of drift (k - bias) / r against h / r (Gauss-Hermite quadrature)."""
+    total = 0.0
+    scales = np.exp(scale_sd * _SCALE_NODES) if scale_sd > 0 else np.ones(1)
+    weights = _SCALE_WEIGHTS if scale_sd > 0 else np.ones(1)
+    for r, w in zip(scales.tolist(), weights.tolist(), strict=True):
+        drifts = (k - r * bias_sd * _NODES) / r
+        logs = np.array([log_run_length(h / r, float(d)) for d in drifts])
+        total += w * float(np.sum(_WEIGHTS * np.exp(-logs)))
+    return total
 
 
-def estimated_threshold(target_arl0: float, k: float, bias_sd: float) -> float:
+def estimated_threshold(
+    target_arl0: float, k: float, bias_sd: float, scale_sd: float = 0.0
+) -> float:
     """The h whose false-alarm rate, averaged over the baseline's estimation error, is one in
     `target_arl0` steps. `bias_sd` is the standard error of the baseline mean in step units,
-    sqrt(traces per step / baseline traces): with 0 this is `threshold`. A baseline of a few
-    dozen values makes a CUSUM alarm several times more often than Siegmund's run length says
-    when its mean happens to sit on the good side (Jones, Champ & Rigdon 2001), so the
-    threshold is raised until the average rate is the target's (Gandy & Kvaloy 2013 take a
-    quantile of the rate instead; the average is what a family-wise weekly budget counts)."""
-    if bias_sd <= 0:
+    sqrt(traces per step / baseline traces), and `scale_sd` that of log(sigma-hat) (0 for
+    a binary metric, whose spread follows from its mean): with both 0 this is `threshold`.
+    A baseline of a few dozen values makes a CUSUM alarm several times more often than
+    Siegmund's run length says when its mean happens to sit on the good side or its spread
+    comes out small (Jones, Champ & Rigdon 2001), so the threshold is raised until the
+    average rate is the target's (Gandy & Kvaloy 2013 take a quantile of the rate instead;
+    the average is what a family-wise weekly budget counts)."""
+    if bias_sd <= 0 and scale_sd <= 0:
         return threshold(target_arl0, k)
     if target_arl0 <= 1:
         raise ValueError("the target run length must exceed one sample")
     goal = -math.log(target_arl0)
 
     def excess(h: float) -> float:
-        return math.log(alarm_rate(h, k, bias_sd)) - goal
+        return math.log(alarm_rate(h, k, bias_sd, scale_sd)) - goal
 
     if excess(0.0) <= 0:
         return 0.0

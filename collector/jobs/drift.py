@@ -75,8 +75,8 @@ class DriftConfig:
 
 
 @lru_cache(maxsize=4096)
-def _estimated_threshold(arl: float, k: float, bias_sd: float) -> float:
-    return estimated_threshold(arl, k, bias_sd)
+def _estimated_threshold(arl: float, k: float, bias_sd: float, scale_sd: float = 0.0) -> float:
+    return estimated_threshold(arl, k, bias_sd, scale_sd)
 
 
 @lru_cache(maxsize=4096)

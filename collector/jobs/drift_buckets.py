@@ -144,6 +144,15 @@ def baseline_of(
     return Baseline(n, False, log, mu, sigma, skew)
 
 
+def scale_error(base: Baseline) -> float:
+    """The standard error of log(sigma-hat) of a continuous baseline of n values,
+    sqrt((kurtosis - 1) / 4n). The sums keep no fourth moment, so the kurtosis is the
+    gamma distribution's of the same skewness, 3 + 1.5 g^2 (a judge score's g = -1.2 gives
+    5.2: a sigma from 36 scores is then off by 18% as often as not by less)."""
+    kurtosis = 3.0 + 1.5 * base.skew * base.skew
+    return math.sqrt((kurtosis - 1.0) / (4.0 * base.n))
+
+
 def shift(base: Baseline, relative: float) -> float:
     """The worse-direction shift of one score, in baseline standard deviations, that a
     relative change `relative` of the metric makes (today's `drift_scores.shift` for
@@ -406,6 +415,7 @@ class _Series:
             _round(max(self.arl(det) / per_step, 2.0)),
             _round(k * math.sqrt(per_step)),
             _round(math.sqrt(per_step / base.n)),
+            0.0 if base.binary else _round(scale_error(base)),
         )
         score = float(cusum(z, 0.0)[-1]) / h if z.size and 0 < h < math.inf else 0.0
         n = int(self.recent.n.sum())

@@ -121,3 +121,29 @@ def test_estimated_baselines_alarm_at_the_budgeted_average_rate() -> None:
     calibrated = rate(estimated_threshold(target, k, 1.0 / math.sqrt(n_base)))
     assert naive > 1.8 / target
     assert 0.75 / target < calibrated < 1.3 / target
+
+
+def test_an_estimated_spread_is_held_to_the_budget_too() -> None:
+    """As above with the steps also scaled by sigma / sigma-hat of a 40-value normal
+    baseline (log sigma-hat has sd sqrt(2 / 4n)): the threshold for both errors holds the
+    average rate within the simulation's error, the bias alone does not."""
+    rng = np.random.default_rng(8)
+    series, length, k, target, n_base = 4000, 3000, 0.25, 500.0, 40
+    base = rng.normal(0.0, 1.0, (series, n_base))
+    mu, sd = base.mean(axis=1), base.std(axis=1, ddof=1)
+
+    def rate(h: float) -> float:
+        s = np.zeros(series)
+        alarms = 0
+        for _ in range(length):
+            s = np.maximum(0.0, s + (rng.normal(0.0, 1.0, series) - mu) / sd - k)
+            fired = s >= h
+            alarms += int(fired.sum())
+            s[fired] = 0.0
+        return alarms / (series * length)
+
+    bias = 1.0 / math.sqrt(n_base)
+    bias_only = rate(estimated_threshold(target, k, bias))
+    both = rate(estimated_threshold(target, k, bias, math.sqrt(2.0 / (4.0 * n_base))))
+    assert bias_only > 1.1 / target  # 1.15x on this draw; both errors: 1.06x
+    assert 0.75 / target < both < 1.3 / target
