@@ -5,9 +5,9 @@
    log-normal latencies) at each `--volumes` rate. Over the second week, every 10 minutes
    (every hour at 12,000 traces/h) the real aggregation (`OutcomeColumns.aggregate`:
    windows 1h/24h/7d with their intervals) and the real detectors (the shipped `alerting`
-   settings; `--drift buckets`, the default: `drift_buckets.drift_points_from_frame` over
-   the per-minute sums `bucket_frame.frame_from_columns` makes of the week's traces, issue
-   31; `--drift rows`: `collector.jobs.drift.drift_points` over the traces) make the points
+   settings; one engine since issue 40: `drift_buckets.drift_points_from_frame` over the
+   per-minute sums of the week's traces, made once per run with `--drift buckets`, the
+   default, or at every step from the rows with `--drift rows`: the same numbers) make the points
    a job publishes; the exporter's own families
    (`exporters.openmetrics`) turn them into timestamped OpenMetrics, which
    `promtool tsdb create-blocks-from openmetrics` loads into a real Prometheus
@@ -47,10 +47,9 @@ from typing import Any
 
 from benchmarks.alerting_rules import Episode, RulesProm, family_episodes
 from benchmarks.alerting_traffic import METRICS, Drop, H, simulate
-from collector.jobs.bucket_frame import frame_from_columns
+from benchmarks.outcome_columns import OutcomeColumns, drift_points, frame_from_columns
 from collector.jobs.drift import DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import drift_points, drift_points_from_frame
-from collector.jobs.outcomes import OutcomeColumns
+from collector.jobs.drift_buckets import drift_points_from_frame
 from collector.jobs.publish import QualityPoint, quality_points
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from benchmarks.alerting import FACTS, WEEK
 from benchmarks.alerting_traffic import H, simulate
-from collector.jobs.bucket_frame import frame_from_columns
-from collector.jobs.drift_buckets import drift_points, drift_points_from_frame
+from benchmarks.outcome_columns import drift_points, frame_from_columns
+from collector.jobs.drift_buckets import drift_points_from_frame
 from collector.settings import load_settings
 from ragpulse.job_setup import drift_config
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from collector.jobs.outcomes import OutcomeColumns
+from benchmarks.outcome_columns import OutcomeColumns
 from evaluators.outcome import Score
 
 TENANTS = (("acme", 0.5, 0.75), ("globex", 0.3, 0.65), ("initech", 0.2, 0.80))

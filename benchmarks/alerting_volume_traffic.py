@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from benchmarks.alerting_traffic import JUDGED, LATENCY, METRICS, RETRIEVAL, TEXT, Drop, _retrieval
+from benchmarks.outcome_columns import OutcomeColumns
 from collector.jobs.bucket_frame import BucketFrame, log_values
 from collector.jobs.bucket_stats import BUCKET_S
-from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.windows import OVERALL, Group, group_for
 from evaluators.outcome import Score
 
@@ -159,8 +159,8 @@ def hour(per_hour: float, seed: int, h: int, drops: Sequence[Drop] = ()) -> Hour
 
 class Frame:
     """Per-minute sums of hours as they come, then one `BucketFrame` (rows per metric,
-    group and minute that hold a score: what `bucket_frame.frame_from_columns` makes of
-    the same traces). Also the traces per minute, what the job's path choice counts."""
+    group and minute that hold a score: what `outcome_columns.frame_from_columns` makes of
+    the same traces)."""
 
     def __init__(self, metrics: Sequence[str] = METRICS) -> None:
         self.metrics = tuple(metrics)

@@ -8,15 +8,12 @@ detector needs of a series is a sum over its rows, so the memory of a reader dep
 windows x metrics x groups x minutes, not on traces.
 
 `BucketFrame` is that table held as numpy columns, one row per (metric, group, bucket)
-that holds at least one score; the database reader builds it from the stored rows.
-`frame_from_columns` builds it from today's `OutcomeColumns`, with the groups that
-`OutcomeColumns.groups_in` yields, so tests and benchmarks can run both designs on the
-same traces.
+that holds at least one score; the database reader builds it from the stored rows, and
+`frame_of` from values in hand (`benchmarks.outcome_columns` for tests and benchmarks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -24,10 +21,9 @@ import numpy as np
 
 from collector.jobs.bucket_stats import BUCKET_S, LOG_FLOOR
 from collector.jobs.drift_series import SeriesIndex
-from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.jobs.windows import Group
 
-__all__ = ["BUCKET_S", "LOG_FLOOR", "BucketFrame", "frame_from_columns", "log_values", "series"]
+__all__ = ["BUCKET_S", "LOG_FLOOR", "BucketFrame", "frame_of", "log_values", "series"]
 
 
 @dataclass(frozen=True)
@@ -62,36 +58,13 @@ def log_values(values: np.ndarray) -> np.ndarray:
     return np.asarray(np.log(np.maximum(values, LOG_FLOOR)), dtype=np.float64)
 
 
-def frame_from_columns(
-    columns: OutcomeColumns,
-    since_ts: float,
-    until_ts: float,
-    folds: Mapping[str, LabelFold] | None = None,
-) -> BucketFrame:
-    """The frame of the live contributions with `since_ts <= ts <= until_ts`, grouped as
-    `columns.groups_in` groups them (with `folds`: kept values and `other`)."""
-    ts, alive = columns.timestamps()
-    selected = alive & (ts >= since_ts) & (ts <= until_ts)
-    minute = np.floor(ts / BUCKET_S).astype(np.int64)
-    scores = [columns.scores(name) for name in columns.metrics]
-    groups: list[Group] = []
-    parts: list[tuple[int, int, np.ndarray, np.ndarray]] = []
-    for group_code, (group, mask) in enumerate(columns.groups_in(selected, folds)):
-        groups.append(group)
-        rows = np.flatnonzero(mask)
-        for metric_code, (values, scored) in enumerate(scores):
-            held = rows[scored[rows]]
-            if held.size:
-                parts.append((metric_code, group_code, minute[held], values[held]))
-    return _frame(columns.metrics, tuple(groups), parts)
-
-
-def _frame(
+def frame_of(
     metrics: tuple[str, ...],
     groups: tuple[Group, ...],
     parts: list[tuple[int, int, np.ndarray, np.ndarray]],
 ) -> BucketFrame:
-    """Sum each (metric code, group code, minutes, values) part per minute."""
+    """The frame of (metric code, group code, minutes, values) parts, each summed per
+    minute."""
     cols: dict[str, list[np.ndarray]] = {name: [] for name in _FIELDS}
     for metric_code, group_code, minutes, values in parts:
         found, inverse = np.unique(minutes, return_inverse=True)

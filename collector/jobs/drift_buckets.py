@@ -44,12 +44,12 @@ its share whenever its baseline happens to sit on the good side.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from collector.jobs.bucket_frame import BUCKET_S, BucketFrame, frame_from_columns
+from collector.jobs.bucket_frame import BUCKET_S, BucketFrame
 from collector.jobs.drift import (
     DETECTABLE,
     DRIFT_PREFIX,
@@ -63,7 +63,7 @@ from collector.jobs.drift import (
     in_control_run_length,
 )
 from collector.jobs.drift_scores import BUCKET_TRACES, binomial_scores, bucket_minutes, trace_steps
-from collector.jobs.outcomes import LabelFold, OutcomeColumns, WindowAggregate
+from collector.jobs.outcomes import WindowAggregate
 from collector.jobs.windows import OVERALL, Group, Window
 from evaluators.aggregate import Aggregate
 from evaluators.drift import cusum
@@ -256,19 +256,6 @@ def normalised(x: np.ndarray, skew: np.ndarray) -> np.ndarray:
     u = np.maximum(1.0 + g * x / 2.0, 0.1)
     z = (6.0 / g) * (np.cbrt(u) - 1.0) + g / 6.0
     return np.asarray(np.where(np.abs(skew) < 1e-6, x, z), dtype=np.float64)
-
-
-def drift_points(
-    columns: OutcomeColumns,
-    metrics: Sequence[MetricFacts],
-    now_ts: float,
-    longest_s: float,
-    folds: Mapping[str, LabelFold] | None,
-    config: DriftConfig,
-) -> list[tuple[Window, WindowAggregate]]:
-    """The detectors' points of rows in hand: their per-minute sums, then the same engine."""
-    frame = frame_from_columns(columns, now_ts - longest_s, now_ts, folds)
-    return drift_points_from_frame(frame, metrics, now_ts, longest_s, config)
 
 
 def drift_points_from_frame(

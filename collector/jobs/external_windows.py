@@ -11,9 +11,8 @@ does).
 `external:other` is the sums of the folded names added together: each folded result is
 one value (a trace with two folded scores counts two values in `n`), its errors and skips
 are counted per result alike. It is aggregated from the sums in every window (Student's t
-interval below `outcomes.BOOTSTRAP_MAX_N` values); the kept names go through
-`bucket_aggregation.window_points` as every job's metrics (a window of few traces from
-its stored rows).
+interval); the kept names go through `bucket_aggregation.window_points` as every job's
+metrics.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ Every process running the jobs (`ragpulse run --role jobs`, `all` or `scheduler`
    nothing: its transaction never commits, its lease expires, and the next claim finds
    the same traces pending. An outcome is stored once per (job, trace) (an upsert), so
    redone work counts once.
-2. Aggregation, one worker at a time, under the job's advisory lock: tail every worker's
-   outcomes into this worker's columns and write the windows from them. The columns
-   then hold what one worker running the whole job would hold, so the results are the
-   same (small windows' values are sorted before the bootstrap: `outcomes.summarize`).
+2. Aggregation, one worker at a time, under the job's advisory lock: write the windows
+   and detectors from the per-minute sums, to which every worker has added its own
+   traces, so the results are those of one worker running the whole job (to the last
+   bits of the sums, which each worker adds in its own order).
    It is due when outcomes were stored since the last one (`job_shards.stores` against
    `job_state.aggregated_stores`: counters, so a batch committing during an aggregation
    is never taken as counted) and the last results are older than `aggregate_gap_s`

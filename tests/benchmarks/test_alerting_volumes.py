@@ -14,9 +14,9 @@ import pytest
 from benchmarks.alerting_traffic import METRICS, Drop
 from benchmarks.alerting_volume_traffic import Frame, H, feed, hit_frame, hour, mean_share
 from benchmarks.alerting_volumes import false_pages, main
-from collector.jobs.bucket_frame import BucketFrame, frame_from_columns
+from benchmarks.outcome_columns import OutcomeColumns, frame_from_columns
+from collector.jobs.bucket_frame import BucketFrame
 from collector.jobs.drift import DriftConfig
-from collector.jobs.outcomes import OutcomeColumns
 from collector.settings import load_settings
 from ragpulse.job_setup import drift_config
 

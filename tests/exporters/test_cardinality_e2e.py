@@ -20,10 +20,10 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
+from benchmarks.outcome_columns import summarize
 from collector.ingest.kafka.producer import make_producer, publish
 from collector.jobs import real_users_benchmark
 from collector.jobs.labels import OTHER
-from collector.jobs.outcomes import summarize
 from collector.jobs.scheduler import build_runner
 from collector.settings import KafkaSettings, load_settings
 from collector.store.models import JobOutcome

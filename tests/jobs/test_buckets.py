@@ -17,11 +17,11 @@ from scipy import stats
 from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
+from benchmarks.outcome_columns import BOOTSTRAP_MAX_N, OutcomeColumns
 from collector.jobs import bucket_store, bucket_windows
 from collector.jobs.bucket_stats import Sums
 from collector.jobs.contributions import Contributions
 from collector.jobs.engine import IncrementalJob
-from collector.jobs.outcomes import BOOTSTRAP_MAX_N, OutcomeColumns
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
 from collector.store.models import JobBucket, JobOutcome, Trace
@@ -267,7 +267,7 @@ def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(db_url: str)
 def test_a_jobs_detectors_are_the_engines_over_every_stored_row(db_url: str) -> None:
     """One statistic at every volume: a job's detectors (from its stored bucket sums) are
     `drift_points` over columns of every stored row, value for value."""
-    from collector.jobs.drift_buckets import drift_points
+    from benchmarks.outcome_columns import drift_points
 
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     engine = make_engine(db_url)

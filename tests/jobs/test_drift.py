@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.outcome_columns import OutcomeColumns, drift_points
 from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import drift_points
-from collector.jobs.outcomes import OutcomeColumns
 from evaluators.outcome import Score
 
 H = 3600.0

@@ -7,24 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from collector.jobs.bucket_frame import (
-    BUCKET_S,
-    BucketFrame,
-    frame_from_columns,
-    log_values,
-    series,
-)
+from benchmarks.outcome_columns import LabelFold, OutcomeColumns, drift_points, frame_from_columns
+from collector.jobs.bucket_frame import BUCKET_S, BucketFrame, log_values, series
 from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import (
-    Sums,
-    baseline,
-    drift_points,
-    drift_points_from_frame,
-    normalised,
-)
+from collector.jobs.drift_buckets import Sums, baseline, drift_points_from_frame, normalised
 from collector.jobs.drift_scores import trace_steps
 from collector.jobs.labels import LabelLimits, LabelPolicy
-from collector.jobs.outcomes import LabelFold, OutcomeColumns
 from collector.jobs.windows import OVERALL, group_for
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 

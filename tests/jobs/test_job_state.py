@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from benchmarks.outcome_columns import OutcomeColumns
 from collector.jobs.definition import JobEnvironment
 from collector.jobs.engine import IncrementalJob
 from collector.jobs.outcome_codec import encode
-from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows import parse_windows
 from collector.settings import load_settings

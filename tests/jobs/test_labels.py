@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from benchmarks.outcome_columns import OutcomeColumns, summarize
 from collector.jobs.dataset import fold_tags
 from collector.jobs.labels import (
     OTHER,
@@ -16,7 +17,6 @@ from collector.jobs.labels import (
     choose_kept,
     clean_value,
 )
-from collector.jobs.outcomes import OutcomeColumns, summarize
 from collector.jobs.windows import group_values
 from evaluators.outcome import Score, Skipped
 from evaluators.sample import Sample

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks.outcome_columns import OutcomeColumns
 from collector.jobs import outcome_codec as codec
 from collector.jobs.bucket_stats import SCORED, outcome_key
-from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.retry import waiting_of
 from collector.jobs.slo_events import _decoded
 from evaluators.outcome import Failed, Outcome, Score, Skipped

@@ -8,11 +8,10 @@ from types import MappingProxyType
 import numpy as np
 import pytest
 
+from benchmarks.outcome_columns import OutcomeColumns, drift_points
 from collector.jobs.dataset import fold_tags, tag_versions
 from collector.jobs.drift import Detector, DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import drift_points
 from collector.jobs.labels import OTHER
-from collector.jobs.outcomes import OutcomeColumns
 from collector.jobs.slices import slice_values
 from collector.jobs.versions import version_of
 from collector.jobs.windows import group_values
