@@ -134,7 +134,7 @@ def quantiles_panel(metric: str) -> timeseries.Panel:
             f"Percentiles of {metric} over the last hour ({shown}), and the 7-day "
             f"{baseline.rpartition('_')[2]} (dashed) as the baseline; n is on the right axis. "
             "From mergeable DDSketch bins per minute: within 1% of the exact percentiles "
-            "(exact in windows of up to 20,000 traces). "
+            "at every volume. "
             f"{metrics_view.panel_text(metric)}"
         )
     )
