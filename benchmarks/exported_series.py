@@ -69,7 +69,9 @@ def _first_module(candidates: Sequence[Sequence[str]]) -> ModuleType:
         name = ".".join(parts)
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError:
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not name.startswith(exc.name):
+                raise  # a module it imports is missing, not this layout's path
             continue
         if hasattr(module, "backfill"):
             return module
