@@ -13,11 +13,16 @@ own entry points and dumps what Prometheus would get:
    `ragpulse run` wires it) at the end of the day, at that fixed time;
 3. a back-fill of every per-trace job over the whole span at `--step` (what
    `ragpulse jobs backfill --output` writes, its OpenMetrics lines);
-4. the exporter's full `/metrics` exposition, scraped over HTTP.
+4. the exporter's full `/metrics` exposition, scraped over HTTP;
+5. all of it twice: as the code chooses its statistics (windows this small: from their
+   rows), and with every window and detector from the bucket sums (the job-level switches
+   `SMALL_WINDOW_TRACES` and `DRIFT_ROWS_MAX` set to 0, as the tests do), so both paths are
+   compared.
 
-The dump is both, each sorted; values that are wall-clock readings (run durations, process
-and runtime metrics, "last success" timestamps, `_created` samples) are masked as `<t>`, so
-two runs of one revision give the same bytes (`tests/benchmarks/test_exported_series.py`).
+The dump holds each pass's log, /metrics and back-fill lines, sorted; values that are
+wall-clock readings (run durations, process and runtime metrics, "last success" timestamps,
+`_created` samples) are masked as `<t>`, so two runs of one revision give the same bytes
+(`tests/benchmarks/test_exported_series.py`).
 
     python -m benchmarks.exported_series --out /tmp/series.txt
     python -m benchmarks.exported_series --compare main reorg   # exit 1 on any difference
@@ -42,7 +47,8 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -58,13 +64,30 @@ VOLATILE = re.compile(
 # Module paths as parts, joined at run time: the reorganisation script rewrites dotted
 # names in the source, and this file must import on the old layout and on the new one.
 BACKFILL_MODULES = (("collector", "jobs", "backfill", "runner"), ("collector", "jobs", "backfill"))
+# the job-level switches between the rows and the sums (issue 40 replaces them per series)
+SUMS_SWITCHES: tuple[tuple[tuple[tuple[str, ...], ...], str, int], ...] = (
+    (
+        (
+            ("collector", "jobs", "buckets", "bucket_aggregation"),
+            ("collector", "jobs", "bucket_aggregation"),
+        ),
+        "SMALL_WINDOW_TRACES",
+        0,
+    ),
+    (
+        (("collector", "jobs", "drift", "source"), ("collector", "jobs", "bucket_drift")),
+        "DRIFT_ROWS_MAX",
+        0,
+    ),
+)
 
 
 class CompareError(RuntimeError):
     """A revision could not be checked out or its dump failed."""
 
 
-def _first_module(candidates: Sequence[Sequence[str]]) -> ModuleType:
+def _first_module(candidates: Sequence[Sequence[str]], attribute: str) -> ModuleType | None:
+    """The first of `candidates` that exists and has `attribute`."""
     for parts in candidates:
         name = ".".join(parts)
         try:
@@ -73,9 +96,9 @@ def _first_module(candidates: Sequence[Sequence[str]]) -> ModuleType:
             if exc.name is None or not name.startswith(exc.name):
                 raise  # a module it imports is missing, not this layout's path
             continue
-        if hasattr(module, "backfill"):
+        if hasattr(module, attribute):
             return module
-    raise ModuleNotFoundError(f"none of {[('.'.join(p)) for p in candidates]}")
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -181,7 +204,9 @@ def _backfill(settings: Any, engine: Any, span: timedelta, step: timedelta, out:
     from exporters.openmetrics import OpenMetricsWriter
     from ragpulse.job_setup import job_environment, label_limits
 
-    module = _first_module(BACKFILL_MODULES)
+    module = _first_module(BACKFILL_MODULES, "backfill")
+    if module is None:
+        raise ModuleNotFoundError("no back-fill module with `backfill` in this revision")
     times = module.steps(ANCHOR - span, ANCHOR, step)
     writer = OpenMetricsWriter(out, settings.scheduler.group_labels, label_limits(settings))
     lines = []
@@ -214,21 +239,23 @@ def masked(exposition: str) -> list[str]:
     return sorted(out)
 
 
-def dump(traffic: Path, out: Path, step: timedelta, workdir: Path) -> None:
-    """Replay `traffic` in a fresh database under `workdir` and write the dump to `out`."""
+def replay(traffic: Path, step: timedelta, workdir: Path) -> list[str]:
+    """Replay `traffic` in a fresh database under `workdir`: the runs' log, the masked
+    /metrics exposition and the back-fill's OpenMetrics samples, each sorted."""
     from prometheus_client import CollectorRegistry
 
     from collector.store.session import make_engine
     from migrations.runner import upgrade
     from ragpulse.monitoring import Monitoring
 
-    database = workdir / "series.db"
-    url = f"sqlite:///{database}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{workdir / 'series.db'}"
     upgrade(url)
     settings = _settings(url)
     engine = make_engine(url)
     days = read_traffic(traffic)
     log: list[str] = []
+    openmetrics = workdir / "backfill.om"
     monitoring = Monitoring(settings, engine, CollectorRegistry()).start()
     try:
         if monitoring.runner is None or monitoring.server is None:
@@ -237,7 +264,6 @@ def dump(traffic: Path, out: Path, step: timedelta, workdir: Path) -> None:
         for day in sorted(days):
             log.append(f"# ingest day {day}: {_ingest(settings, engine, days[day])} messages")
             log += _run_jobs(monitoring.runner, first + timedelta(days=day + 1))
-        openmetrics = workdir / "backfill.om"
         log += _backfill(settings, engine, timedelta(days=len(days)), step, openmetrics)
         log += _run_jobs(monitoring.runner, ANCHOR)
         exposition = _scrape(monitoring.server.port)
@@ -245,16 +271,50 @@ def dump(traffic: Path, out: Path, step: timedelta, workdir: Path) -> None:
         monitoring.stop()
         engine.dispose()
     backfilled = [line for line in openmetrics.read_text().splitlines() if not line.startswith("#")]
-    text = "\n".join(
-        [
-            *log,
-            "# /metrics",
-            *masked(exposition),
-            "# backfill (OpenMetrics)",
-            *sorted(backfilled),
-        ]
-    )
-    out.write_text(text + "\n", encoding="utf-8")
+    return [
+        *log,
+        "# /metrics",
+        *masked(exposition),
+        "# backfill (OpenMetrics)",
+        *sorted(backfilled),
+    ]
+
+
+@contextmanager
+def _from_sums() -> Iterator[list[str]]:
+    """Every window and detector from the bucket sums (the path of a busy job), by the
+    switches of today's code; a switch this revision lacks is noted on stderr, not in the
+    dump, so a revision without job-level switches compares on its own statistics."""
+    saved: list[tuple[ModuleType, str, Any]] = []
+    missing = []
+    for candidates, attribute, value in SUMS_SWITCHES:
+        module = _first_module(candidates, attribute)
+        if module is None:
+            missing.append(attribute)
+            continue
+        saved.append((module, attribute, getattr(module, attribute)))
+        setattr(module, attribute, value)
+    try:
+        yield missing
+    finally:
+        for module, attribute, old in saved:
+            setattr(module, attribute, old)
+
+
+def dump(traffic: Path, out: Path, step: timedelta, workdir: Path) -> None:
+    """Two replays of `traffic`, as the code chooses its statistics (few traces: from the
+    rows) and with every window and detector from the sums, written to `out`."""
+    lines = ["# pass: as the code chooses (rows for windows this small)"]
+    lines += replay(traffic, step, workdir / "rows")
+    with _from_sums() as missing:
+        for attribute in missing:
+            print(
+                f"note: no {attribute} in this revision; the sums pass is its default",
+                file=sys.stderr,
+            )
+        lines.append("# pass: windows and detectors from the bucket sums")
+        lines += replay(traffic, step, workdir / "sums")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------
