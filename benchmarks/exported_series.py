@@ -14,10 +14,10 @@ own entry points and dumps what Prometheus would get:
 3. a back-fill of every per-trace job over the whole span at `--step` (what
    `ragpulse jobs backfill --output` writes, its OpenMetrics lines);
 4. the exporter's full `/metrics` exposition, scraped over HTTP;
-5. all of it twice: as the code chooses its statistics (windows this small: from their
-   rows), and with every window and detector from the bucket sums (the job-level switches
-   `SMALL_WINDOW_TRACES` and `DRIFT_ROWS_MAX` set to 0, as the tests do), so both paths are
-   compared.
+5. in a revision with job-level switches between rows and sums (`SMALL_WINDOW_TRACES`,
+   `DRIFT_ROWS_MAX`), all of it twice: as the code chooses (windows this small: from their
+   rows), and with every window and detector from the bucket sums (the switches set to 0,
+   as the tests did), so both paths are compared; without them, once.
 
 The dump holds each pass's log, /metrics and back-fill lines, sorted; values that are
 wall-clock readings (run durations, process and runtime metrics, "last success" timestamps,
@@ -41,7 +41,6 @@ import importlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -308,12 +307,10 @@ def dump(traffic: Path, out: Path, step: timedelta, workdir: Path) -> None:
     lines += replay(traffic, step, workdir / "rows")
     with _from_sums() as missing:
         for attribute in missing:
-            print(
-                f"note: no {attribute} in this revision; the sums pass is its default",
-                file=sys.stderr,
-            )
-        lines.append("# pass: windows and detectors from the bucket sums")
-        lines += replay(traffic, step, workdir / "sums")
+            print(f"note: no {attribute} in this revision", file=sys.stderr)
+        if len(missing) < len(SUMS_SWITCHES):  # else one engine: the first pass was it
+            lines.append("# pass: windows and detectors from the bucket sums")
+            lines += replay(traffic, step, workdir / "sums")
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -328,12 +325,12 @@ def _git(*args: str, cwd: Path = ROOT) -> str:
     return done.stdout.strip()
 
 
-def _dump_at(rev: str, traffic: Path, out: Path, step: str, tmp: Path) -> None:
+def _dump_at(rev: str, source: bytes, traffic: Path, out: Path, step: str, tmp: Path) -> None:
     tree = tmp / f"tree-{rev.replace('/', '_')}"
     _git("worktree", "add", "--detach", str(tree), rev)
     try:
         runner = tree / "benchmarks" / "_exported_series_copy.py"
-        shutil.copy(Path(__file__), runner)
+        runner.write_bytes(source)
         env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
         env["TRANSFORMERS_OFFLINE"] = "1"
         command = [sys.executable, "-m", "benchmarks._exported_series_copy"]
@@ -351,11 +348,12 @@ def compare(rev_a: str, rev_b: str, days: int, rounds_per_day: int, step: str) -
     with tempfile.TemporaryDirectory(prefix="exported-series-") as name:
         tmp = Path(name)
         traffic = tmp / "traffic.jsonl"
+        source = Path(__file__).read_bytes()  # the same file in both, whatever happens here
         print(f"traffic: {write_traffic(traffic, days, rounds_per_day, seed=7)} messages")
         dumps = []
         for rev in (rev_a, rev_b):
             out = tmp / f"{rev.replace('/', '_')}.txt"
-            _dump_at(rev, traffic, out, step, tmp)
+            _dump_at(rev, source, traffic, out, step, tmp)
             dumps.append(out.read_text(encoding="utf-8").splitlines())
         diff = list(difflib.unified_diff(dumps[0], dumps[1], rev_a, rev_b, lineterm="", n=0))
         samples = sum(1 for line in dumps[0] if not line.startswith("#"))
