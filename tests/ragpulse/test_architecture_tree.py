@@ -72,9 +72,10 @@ def code_paths(root: Path) -> set[str]:
 def test_the_tree_is_the_code() -> None:
     named = tree_paths(tree_block(DOC.read_text(encoding="utf-8")))
     real = code_paths(ROOT)
-    assert not real - named, f"missing from the tree in {DOC.name}: {sorted(real - named)}"
+    fix = "add or remove its line under its folder"
+    assert not real - named, f"missing from the tree in {DOC.name} ({fix}): {sorted(real - named)}"
     assert not named - real, (
-        f"in the tree of {DOC.name} but not in the code: {sorted(named - real)}"
+        f"in the tree of {DOC.name}, not in the code ({fix}): {sorted(named - real)}"
     )
 
 
