@@ -48,10 +48,10 @@ from typing import Any
 from benchmarks.alerting_rules import Episode, RulesProm, family_episodes
 from benchmarks.alerting_traffic import METRICS, Drop, H, simulate
 from benchmarks.outcome_columns import OutcomeColumns, drift_points, frame_from_columns
-from collector.jobs.drift import DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import drift_points_from_frame
-from collector.jobs.publish import QualityPoint, quality_points
-from collector.jobs.windows import parse_windows
+from collector.jobs.drift.detector import DriftConfig, MetricFacts
+from collector.jobs.drift.sums import drift_points_from_frame
+from collector.jobs.run.publish import QualityPoint, quality_points
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from evaluators.registry import resolve
 from exporters.openmetrics import OpenMetricsWriter

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from benchmarks.alerting import FACTS, WEEK
 from benchmarks.alerting_traffic import H, simulate
 from benchmarks.outcome_columns import drift_points, frame_from_columns
-from collector.jobs.drift_buckets import drift_points_from_frame
+from collector.jobs.drift.sums import drift_points_from_frame
 from collector.settings import load_settings
 from ragpulse.job_setup import drift_config
 

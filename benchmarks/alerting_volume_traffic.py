@@ -28,9 +28,9 @@ import numpy as np
 
 from benchmarks.alerting_traffic import JUDGED, LATENCY, METRICS, RETRIEVAL, TEXT, Drop, _retrieval
 from benchmarks.outcome_columns import OutcomeColumns
-from collector.jobs.bucket_frame import BucketFrame, log_values
-from collector.jobs.bucket_stats import BUCKET_S
-from collector.jobs.windows import OVERALL, Group, group_for
+from collector.jobs.buckets.frame import BucketFrame, log_values
+from collector.jobs.buckets.stats import BUCKET_S
+from collector.jobs.windows.window import OVERALL, Group, group_for
 from evaluators.outcome import Score
 
 H = 3600.0

@@ -53,9 +53,9 @@ from benchmarks.alerting_volume_traffic import (
     hour,
     mean_share,
 )
-from collector.jobs.drift import DriftConfig
-from collector.jobs.drift_buckets import drift_points_from_frame
-from collector.jobs.publish import quality_points
+from collector.jobs.drift.detector import DriftConfig
+from collector.jobs.drift.sums import drift_points_from_frame
+from collector.jobs.run.publish import quality_points
 from collector.settings import load_settings
 from exporters.openmetrics import OpenMetricsWriter
 from ragpulse.job_setup import drift_config

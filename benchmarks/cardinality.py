@@ -41,7 +41,7 @@ from typing import Any
 
 from sqlalchemy import Engine, func, insert, select
 
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.settings import Settings, load_settings
 from collector.store.models import MetricResult, SampleRecord, Trace

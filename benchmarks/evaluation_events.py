@@ -41,9 +41,9 @@ from typing import Any
 
 from sqlalchemy import insert
 
-import collector.jobs.sync as sync
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.observers import Evaluated
+import collector.jobs.recording.cursor as sync
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.settings import Settings, load_settings
 from collector.store.models import SampleRecord, Trace

@@ -14,8 +14,8 @@ from sqlalchemy import Engine
 
 from benchmarks.monitor_state import NON_JUDGE, seed_job_state
 from benchmarks.monitor_traffic import copy_traces
-from collector.jobs.definition import JobReport
-from collector.jobs.embeddings import RecentEmbeddings
+from collector.jobs.run.definition import JobReport
+from collector.jobs.run.embeddings import RecentEmbeddings
 from collector.jobs.scheduler import build_runner
 from collector.settings import Settings
 from collector.store.session import make_engine, make_session_factory

@@ -21,8 +21,14 @@ from sqlalchemy import Engine
 
 from benchmarks.monitor_state import NON_JUDGE
 from benchmarks.monitor_traffic import psycopg_url
-from collector.jobs import embedding_quality, judge_pipeline, real_users_benchmark, text_quality, ux
-from collector.jobs.publish import QualityPoint
+from collector.jobs.catalog import (
+    embedding_quality,
+    judge_pipeline,
+    real_users_benchmark,
+    text_quality,
+    ux,
+)
+from collector.jobs.run.publish import QualityPoint
 from collector.settings import Settings
 from collector.store.session import make_engine, make_session_factory
 from exporters.http import scrape

@@ -17,11 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from collector.jobs import outcome_codec as codec
-from collector.jobs.bucket_frame import BUCKET_S, BucketFrame, frame_of
-from collector.jobs.drift import DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import drift_points_from_frame
-from collector.jobs.labels import (
+from collector.jobs.buckets.frame import BUCKET_S, BucketFrame, frame_of
+from collector.jobs.drift.detector import DriftConfig, MetricFacts
+from collector.jobs.drift.sums import drift_points_from_frame
+from collector.jobs.outcomes import codec
+from collector.jobs.outcomes.codec import kind_of
+from collector.jobs.windows.aggregate import WindowAggregate
+from collector.jobs.windows.labels import (
     DEFAULT_MAX_LENGTH,
     OTHER,
     Folding,
@@ -29,9 +31,7 @@ from collector.jobs.labels import (
     choose_kept,
     clean_value,
 )
-from collector.jobs.outcome_codec import kind_of
-from collector.jobs.outcomes import WindowAggregate
-from collector.jobs.windows import OVERALL, Group, Window, group_for
+from collector.jobs.windows.window import OVERALL, Group, Window, group_for
 from evaluators.aggregate import Aggregate, aggregate_scores
 from evaluators.outcome import Outcome, Score, Skipped
 from evaluators.signature import Signature
@@ -360,7 +360,7 @@ def summarize(
     Up to `BOOTSTRAP_MAX_N` values are sorted first: the seeded bootstrap resamples by
     position, so its interval would otherwise depend on the order the rows came in
     (a worker that scored the traces and one that loaded them hold them in different
-    orders: `collector.jobs.sharded`). Above it the mean and spread are sums in row order,
+    orders: `collector.jobs.sharding.sharded`). Above it the mean and spread are sums in row order,
     equal across orders to the last bits (sorting a million values would cost 250x the
     mean)."""
     if scored.size <= BOOTSTRAP_MAX_N:

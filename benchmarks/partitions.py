@@ -44,9 +44,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from collector.ingest.pipeline import Ingestor, RawMessage
-from collector.jobs.definition import JobDefinition, JobEnvironment
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.windows import parse_windows
+from collector.jobs.run.definition import JobDefinition, JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store import partitions
 from collector.store.models import JobState

@@ -41,9 +41,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics import exposition as openmetrics
 from sqlalchemy import insert
 
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.observers import Evaluated
-from collector.jobs.outcome_codec import encode
+from collector.jobs.outcomes.codec import encode
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
 from collector.store.models import SampleRecord, Trace

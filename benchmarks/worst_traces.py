@@ -33,7 +33,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
-from collector.jobs.explain import explain
+from collector.jobs.queries.explain import explain
 from collector.store import partitions
 from collector.store.worst import worst_traces
 from migrations.runner import upgrade

@@ -390,7 +390,7 @@ def _canary_value(family: str, fmt: str) -> str:
 
 def canary_rule() -> dict[str, Any]:
     """The canary job's verdict: the candidate significantly worse on a guarded metric
-    (`collector/jobs/canary.py`; the correction across metrics is already in it)."""
+    (`collector/jobs/catalog/canary.py`; the correction across metrics is already in it)."""
     return {
         "alert": "RagpulseCanaryWorse",
         "expr": "max by (metric, baseline, candidate, window) (ragpulse_canary_worse) == 1",

@@ -141,7 +141,7 @@ class UsemEngine:
     its own share of the texts) scored the same trace differently in the last bits and
     the rank-based drift statistic broke ties differently (issue 31). One text per pass
     costs about 3x the time of the flat batch; the stored-vector cache
-    (`collector.jobs.embeddings`) pays it once per distinct text.
+    (`collector.jobs.run.embeddings`) pays it once per distinct text.
     """
 
     dimension = 512

@@ -9,7 +9,7 @@
     ragpulse_canary_effect_size{...}                                 d_z, Hedges' g or Cohen's h
     ragpulse_canary_samples{...,side="baseline"|"candidate"|"pairs"} traces behind it
 
-Points come from `collector.jobs.canary` (windows `canary:<window>`, group key = the
+Points come from `collector.jobs.catalog.canary` (windows `canary:<window>`, group key = the
 statistic). There is one pair of versions at a time and a handful of guarded metrics, so
 these bypass the group-label bound; the version names were cleaned like label values.
 Undefined values (e.g. no effect size on constant scores) are left out, never NaN.
@@ -21,8 +21,8 @@ from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily
 
-from collector.jobs.canary import PREFIX
-from collector.jobs.publish import QualityPoint
+from collector.jobs.catalog.canary import PREFIX
+from collector.jobs.run.publish import QualityPoint
 
 LABELS = ["metric", "baseline", "candidate", "window"]
 SIMPLE = {

@@ -1,6 +1,6 @@
 """Every evaluated trace's results as OpenTelemetry `gen_ai.evaluation.result` events.
 
-`EvaluationEvents` is an `OutcomeObserver` (`collector.jobs.observers`): the jobs hand it
+`EvaluationEvents` is an `OutcomeObserver` (`collector.jobs.recording.observers`): the jobs hand it
 each run's committed per-trace outcomes, it counts them into a bounded in-memory queue and
 returns (no I/O, no lock held for long: the job thread pays microseconds per trace). Its
 own worker thread takes the queued traces in batches, looks up what the outcomes lack in
@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.ingest.decode.evaluations import EVENT_NAME
-from collector.jobs.observers import Evaluated
+from collector.jobs.recording.observers import Evaluated
 from collector.settings import EvaluationEventsSettings, Settings
 from exporters.evaluation_counts import (
     EXPORT_FAILED,

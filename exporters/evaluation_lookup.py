@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from collector.jobs.observers import Evaluated
+from collector.jobs.recording.observers import Evaluated
 from collector.store.models import Judgment, Trace
 from exporters.evaluation_records import root_span_id, w3c_trace_id
 

@@ -3,7 +3,7 @@
 After the jobs run (at most every `alerting.every`), each per-trace metric whose last
 hour is worse than its 7-day value by at least `alerting.ticket_drop` (relative, in the
 metric's bad direction; the exporter's own cached points, no query) is explained
-(`collector.jobs.explain`: the last hour against the 7 days before it). Metrics that are
+(`collector.jobs.queries.explain`: the last hour against the 7 days before it). Metrics that are
 not worse are not explained: on steady traffic this costs nothing.
 
 Series (bounded: `TOP` slices per explained metric, slice names cut like label values):
@@ -28,9 +28,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session
 
-from collector.jobs.explain import Explanation, explain
-from collector.jobs.labels import clean_value
-from collector.jobs.publish import QualityPoint
+from collector.jobs.queries.explain import Explanation, explain
+from collector.jobs.run.publish import QualityPoint
+from collector.jobs.windows.labels import clean_value
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ what a back-fill writes as OpenMetrics (`exporters.openmetrics`), one code path 
   windows' aggregates;
 - `ragpulse_drift_score{metric,detector,<group labels>}` and
   `ragpulse_detectable_drop{metric,<group labels>}`: the jobs' detectors (points whose
-  window is `drift:<detector>` or `mde`, `collector.jobs.drift`);
+  window is `drift:<detector>` or `mde`, `collector.jobs.drift.detector`);
 - `ragpulse_label_values_{exported,dropped}{label}`: what the label bound kept and left out
   (`exporters.label_bounds`);
 - `ragpulse_judge_agreement{,_ci_lower,_ci_upper,_n}{metric,model,stat,window}`,
@@ -25,10 +25,14 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from prometheus_client.core import GaugeMetricFamily
 
-from collector.jobs.drift import DETECTABLE, DRIFT_PREFIX
-from collector.jobs.judge_agreement import AGREEMENT_PREFIX, CORRECTED_PREFIX, THRESHOLD_WINDOW
-from collector.jobs.labels import LabelLimits
-from collector.jobs.publish import QualityPoint
+from collector.jobs.catalog.judge_agreement import (
+    AGREEMENT_PREFIX,
+    CORRECTED_PREFIX,
+    THRESHOLD_WINDOW,
+)
+from collector.jobs.drift.detector import DETECTABLE, DRIFT_PREFIX
+from collector.jobs.run.publish import QualityPoint
+from collector.jobs.windows.labels import LabelLimits
 from exporters.canary import canary_families, is_canary
 from exporters.label_bounds import bound_points
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from collector.jobs.labels import OTHER, LabelLimits, choose_kept, clean_value
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
+from collector.jobs.windows.labels import OTHER, LabelLimits, choose_kept, clean_value
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
-from collector.jobs.labels import LabelLimits
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
+from collector.jobs.windows.labels import LabelLimits
 from exporters.families import quality_families
 
 

@@ -23,7 +23,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.registry import Collector
 
-from collector.jobs.labels import Folding, LabelLimits
+from collector.jobs.windows.labels import Folding, LabelLimits
 from exporters.canary import canary_families
 from exporters.families import (
     DRIFT_FAMILY,
@@ -41,7 +41,7 @@ class QualityCollector(Collector):
 
     Labels: `metric`, `window` and every configured group label (empty string when the
     point is the overall value or grouped by another label). The jobs already bound each
-    label's values (`collector.jobs.labels`); the same bound is applied again here, to
+    label's values (`collector.jobs.windows.labels`); the same bound is applied again here, to
     whatever the cache holds (rows written before the bound existed, other writers), by
     dropping the points of the least-sampled values past it. What that drops is shown by
     `ragpulse_label_values_dropped{label}` next to `ragpulse_label_values_exported{label}`.

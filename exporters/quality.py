@@ -1,7 +1,7 @@
 """The latest quality results, kept in memory so a scrape never touches the database.
 
 Jobs publish their aggregates here after every run (the cache is their
-`collector.jobs.publish.ResultsSink`); on start-up the cache is filled from the newest
+`collector.jobs.run.publish.ResultsSink`); on start-up the cache is filled from the newest
 `metric_results` row of every (metric, window, group), and an exporter that runs apart
 from the scheduler (`--role exporter`) reloads what was written since, on a timer
 (`exporters/refresh.py`). Keys are `(metric, window, group_key)`; `group_key` is "" for the
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
 from collector.store.models import MetricResult
 
 

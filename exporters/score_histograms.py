@@ -21,7 +21,7 @@ the registry does not know) are left out: they are dataset sizes, not per-trace 
 
 Skipped and failed outcomes are not observations (they have no score; the aggregates
 count them). Label values come from trace tags, so they are bounded like the quality
-series' (`collector.jobs.labels`): cleaned, an allow-list when the operator set one, else
+series' (`collector.jobs.windows.labels`): cleaned, an allow-list when the operator set one, else
 the first `max_values` distinct values keep series of their own and later ones fold into
 `other`. The jobs choose their kept values by frequency over a window and may change
 their choice every run; cumulative counters cannot move between series, so here the
@@ -46,8 +46,8 @@ from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Exemplar
 
-from collector.jobs.labels import OTHER, LabelLimits, clean_value
-from collector.jobs.observers import Evaluated
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.windows.labels import OTHER, LabelLimits, clean_value
 from evaluators.outcome import Score
 
 FAMILY = "ragpulse_trace_score"

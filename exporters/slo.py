@@ -1,6 +1,6 @@
 """`ragpulse_slo_events_total{slo, tenant, outcome}` and the SLOs' objective and window.
 
-The counters are the SLI events the jobs recorded (`collector.jobs.slo_events`), read
+The counters are the SLI events the jobs recorded (`collector.slo.events`), read
 from `slo_event_counts` in `collect()`: the table is small (SLOs x tenants x 2 rows) and
 its counts only grow, so every process that serves them serves the same monotonic
 counters, across restarts, which Sloth, Pyrra or any OpenSLO tool can take as a ratio SLI
@@ -20,8 +20,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.jobs.slo_events import read_counts
 from collector.settings import SloSpec
+from collector.slo.events import read_counts
 
 logger = logging.getLogger(__name__)
 

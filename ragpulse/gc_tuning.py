@@ -25,7 +25,7 @@ YOUNG_THRESHOLD = 10_000
 def consumer_gc(young_threshold: int = YOUNG_THRESHOLD) -> Iterator[None]:
     """Freeze the objects alive now and raise the young threshold; the threshold is
     restored on exit, the freeze is not: it is one-way for the process, like the jobs'
-    freeze of the loaded embedding model (`collector.jobs.embeddings.freeze_long_lived`),
+    freeze of the loaded embedding model (`collector.jobs.run.embeddings.freeze_long_lived`),
     which an unfreeze here would undo."""
     before = gc.get_threshold()
     gc.freeze()

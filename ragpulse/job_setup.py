@@ -15,18 +15,18 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.drift import Detector, DriftConfig
-from collector.jobs.embeddings import RecentEmbeddings
-from collector.jobs.evaluation import JobMetrics
-from collector.jobs.labels import LabelLimits, LabelPolicy, clean_value
-from collector.jobs.observers import OutcomeObserver
-from collector.jobs.publish import ResultsSink
+from collector.jobs.drift.detector import Detector, DriftConfig
+from collector.jobs.recording.observers import OutcomeObserver
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.embeddings import RecentEmbeddings
+from collector.jobs.run.evaluation import JobMetrics
+from collector.jobs.run.publish import ResultsSink
 from collector.jobs.scheduler import definitions, job_options
-from collector.jobs.storage import StorageMaintenance
-from collector.jobs.versions import VERSION_LABEL
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.labels import LabelLimits, LabelPolicy, clean_value
+from collector.jobs.windows.versions import VERSION_LABEL
+from collector.jobs.windows.window import parse_windows
 from collector.settings import Settings, parse_duration
+from collector.store.maintenance import StorageMaintenance
 from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from evaluators.embedder import TextEncoder

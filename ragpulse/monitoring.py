@@ -9,7 +9,7 @@ maintenance's table locks beside their own reads) and the HTTP endpoint (every r
 stand-alone exporter (`exporter`) reloads the results the job processes write every
 `scheduler.interval_s` and serves the series made of every process's work (judge counters
 from the `judgments` table, change attribution); a `jobs` worker, one of several sharing
-the jobs (`collector.jobs.sharded`), serves only its own counters (job runs, score
+the jobs (`collector.jobs.sharding.sharded`), serves only its own counters (job runs, score
 histograms), as a `consumer` does, not series it could not keep current. The embedder is
 created once here and shared by every job. Quality SLOs: the scheduling process records
 their events, the exporting one serves their counters (`slo_setup.py`).
@@ -25,8 +25,8 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, text
 
 from collector.jobs.scheduler import JobRunner, Scheduler, build_runner
-from collector.jobs.storage import StorageMaintenance
 from collector.settings import Settings
+from collector.store.maintenance import StorageMaintenance
 from collector.store.session import make_session_factory
 from exporters.evaluation_events import EvaluationEvents, make_evaluation_events
 from exporters.explanations import Explanations

@@ -4,7 +4,7 @@ For every per-trace metric with a direction and every group, the live volume (th
 behind the newest 7d value in `metric_results` over the history they span: a week, or
 less on a young store), the metric's level and spread (a share's sqrt(p(1-p)); otherwise
 from the 7d interval's width, sd = width / 3.92 x sqrt(n)) give, with the paging
-detector's false-page budget (`collector.jobs.drift`, the same arithmetic
+detector's false-page budget (`collector.jobs.drift.detector`, the same arithmetic
 `evaluators.drift` uses to set its threshold):
 
 - the smallest relative drop paged within the target delay at today's volume (None when

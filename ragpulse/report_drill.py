@@ -20,7 +20,7 @@ SHOWN = 5
 
 def store_drill(settings: Settings, engine: Engine, *, shown: int = SHOWN) -> Drill:
     """A `Drill` over the configured store (each metric and range is read once)."""
-    from collector.jobs.explain import explain
+    from collector.jobs.queries.explain import explain
     from collector.store.worst import worst_traces
 
     targets = per_trace_targets(settings)

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.scheduler import metric_jobs
-from collector.jobs.slo_events import SloEventRecorder, prune, reconcile
 from collector.settings import Settings, parse_duration
+from collector.slo.events import SloEventRecorder, prune, reconcile
 
 logger = logging.getLogger(__name__)
 

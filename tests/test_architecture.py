@@ -51,11 +51,15 @@ def test_contracts_are_kept() -> None:
     ("module", "source", "broken"),
     [
         # the store below the jobs, the jobs below the exporters, the exporters below the app
-        ("collector/store/_planted.py", "import collector.jobs.engine\n", "collector.store"),
+        ("collector/store/_planted.py", "import collector.jobs.run.engine\n", "collector.store"),
         ("collector/jobs/_planted.py", "import exporters.quality\n", "collector.jobs"),
         ("exporters/_planted.py", "from ragpulse import service\n", "exporters"),
         # siblings of one layer do not import each other
-        ("collector/ingest/_planted.py", "import collector.jobs.windows\n", "collector.ingest"),
+        (
+            "collector/ingest/_planted.py",
+            "import collector.jobs.windows.window\n",
+            "collector.ingest",
+        ),
         # the library imports nothing of the service, nor the service's infrastructure
         ("evaluators/_planted.py", "import collector.settings\n", "evaluators"),
         ("evaluators/_planted.py", "import sqlalchemy\n", "evaluators"),
@@ -77,25 +81,25 @@ def test_an_upward_import_breaks_the_contract(
     [
         # the circle the jobs package had: what a job is, below the engine that runs it
         (
-            "collector.jobs.definition",
+            "collector.jobs.run.definition",
             "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
-            "    import collector.jobs.engine\n",
-            "collector.jobs.definition",
-            "collector.jobs.engine",
+            "    import collector.jobs.run.engine\n",
+            "collector.jobs.run.definition",
+            "collector.jobs.run.engine",
         ),
         # a step below the one that uses it, even when imported inside a function
         (
-            "collector.jobs.sync",
-            "\ndef _f() -> None:\n    import collector.jobs.evaluation\n",
-            "collector.jobs.sync",
-            "collector.jobs.evaluation",
+            "collector.jobs.recording.cursor",
+            "\ndef _f() -> None:\n    import collector.jobs.run.evaluation\n",
+            "collector.jobs.recording.cursor",
+            "collector.jobs.run.evaluation",
         ),
         # the jobs do not import each other
         (
-            "collector.jobs.ux",
-            "\nimport collector.jobs.canary\n",
-            "collector.jobs.ux",
-            "collector.jobs.canary",
+            "collector.jobs.catalog.ux",
+            "\nimport collector.jobs.catalog.canary\n",
+            "collector.jobs.catalog.ux",
+            "collector.jobs.catalog.canary",
         ),
     ],
 )

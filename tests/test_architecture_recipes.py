@@ -22,7 +22,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.jobs import retrieval_health
+from collector.jobs.catalog import retrieval_health
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
 from collector.store.session import make_engine, make_session_factory

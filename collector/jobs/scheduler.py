@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from collector.jobs import (
+from collector.jobs.catalog import (
     canary,
     embedding_quality,
     external,
@@ -34,18 +34,18 @@ from collector.jobs import (
     text_quality,
     ux,
 )
-from collector.jobs.definition import (
+from collector.jobs.run.definition import (
     JobDefinition,
     JobEnvironment,
     JobOptions,
     JobReport,
     SloRule,
 )
-from collector.jobs.engine import NO_JUDGE, IncrementalJob
-from collector.jobs.leases import ShardConfig, ShardLeases, worker_id
-from collector.jobs.lock import job_lock
-from collector.jobs.sharded import ShardedRun
+from collector.jobs.run.engine import NO_JUDGE, IncrementalJob
+from collector.jobs.sharding.leases import ShardConfig, ShardLeases, worker_id
+from collector.jobs.sharding.sharded import ShardedRun
 from collector.settings import Settings
+from collector.store.job_lock import job_lock
 from evaluators.errors import UnknownMetricError
 from evaluators.judge.errors import JudgeConnectionError
 from evaluators.registry import resolve

@@ -23,7 +23,8 @@ PAGE_METRICS = [
 
 
 class AlertingSettings(Group):
-    """The jobs' drift detectors behind the page and ticket alerts (`collector.jobs.drift`)."""
+    """The jobs' drift detectors behind the page and ticket alerts
+    (`collector.jobs.drift.detector`)."""
 
     enabled: bool = True
     """Run the drift detectors (ragpulse_drift_score) in the jobs."""
@@ -58,7 +59,7 @@ class AlertingSettings(Group):
 
 
 class CanarySettings(Group):
-    """The live comparison of two versions (`collector/jobs/canary.py`): the candidate
+    """The live comparison of two versions (`collector/jobs/catalog/canary.py`): the candidate
     against the baseline over the same window, per guarded metric, with the statistics of
     `ragpulse compare`."""
 

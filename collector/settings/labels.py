@@ -39,7 +39,7 @@ class LabelSettings(Group):
 
 
 class VersionSettings(Group):
-    """What a trace's version is (`collector/jobs/versions.py`): the value of the `version`
+    """What a trace's version is (`collector/jobs/windows/versions.py`): the value of the `version`
     group label and of the `version` slice of `ragpulse explain` / `traces --version`."""
 
     sources: CSV = ["version"]

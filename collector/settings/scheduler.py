@@ -30,7 +30,7 @@ class SchedulerSettings(Group):
     """metric_results rows older than this are deleted by the jobs that wrote them."""
     shards: int = Field(32, ge=0, le=1024)
     """PostgreSQL: each job's traces are cut into this many shards, leased by every process
-    running the jobs, so they share the evaluation (`collector.jobs.leases`). More than
+    running the jobs, so they share the evaluation (`collector.jobs.sharding.leases`). More than
     the most workers you will run (a worker without a shard idles); each costs one row and
     nothing on the candidate query. Every worker must use the same number. 0: no split,
     one process runs each job whole under its lock (SQLite always does)."""
@@ -60,7 +60,7 @@ class SchedulerSettings(Group):
 
 
 class ExternalScoresSettings(Group):
-    """Evaluation results the application emitted itself (`collector/jobs/external.py`)."""
+    """Evaluation results the application emitted itself (`collector/jobs/catalog/external.py`)."""
 
     max_names: int = Field(20, ge=1, le=1000)
     """Distinct evaluation names that get `external:<name>` series of their own; further

@@ -275,7 +275,7 @@ class JobBucket(Base):
 
     `bucket` is floor(ts / 60) of the traces counted; metric "" counts the group's traces.
     Changed only by adding or moving a trace's contribution, in the transaction that stores
-    its outcomes (`collector.jobs.bucket_store`), so windows are sums of rows.
+    its outcomes (`collector.jobs.buckets.store`), so windows are sums of rows.
     """
 
     __tablename__ = "job_buckets"
@@ -301,7 +301,7 @@ class JobBucketBin(Base):
     many fell in `bin` (`evaluators.quantiles.bin_of`: signed, in the values' order) in
     the minute `bucket`, per group like `job_buckets`. Counts add, so a window's bins are
     the sums of its minutes' and its quantiles come from them; changed like the sums, in
-    the same transaction (`collector.jobs.bucket_store`). A row whose count reaches 0 is
+    the same transaction (`collector.jobs.buckets.store`). A row whose count reaches 0 is
     deleted.
     """
 
@@ -351,7 +351,7 @@ class JobState(Base):
 
 
 class JobShard(Base):
-    """One shard of a job's trace space (`collector.jobs.leases`): who leases it until
+    """One shard of a job's trace space (`collector.jobs.sharding.leases`): who leases it until
     when, when a worker last evaluated it and the newest trace version done in it."""
 
     __tablename__ = "job_shards"
@@ -371,7 +371,7 @@ class SloEvent(Base):
 
     The primary key refuses a second recording of the same (slo, trace): a job that re-runs,
     a worker that restarts or an outcome replayed changes no counter
-    (`collector.jobs.slo_events`). Rows older than `slo.event_retention` are deleted; the
+    (`collector.slo.events`). Rows older than `slo.event_retention` are deleted; the
     counts they added stay in `SloEventCount`."""
 
     __tablename__ = "slo_events"

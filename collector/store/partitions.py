@@ -18,7 +18,7 @@ inserted again through the parent (whose triggers claim their keys again). The d
 partition's ACCESS EXCLUSIVE lock (which ATTACH needs) is taken first, before anything is
 read or deleted, so the transaction never holds a weaker lock while it queues for a
 stronger one, and the service makes one table's partition per transaction
-(`collector/jobs/storage.py`): it then never holds one table's default partition while
+(`collector/store/maintenance.py`): it then never holds one table's default partition while
 waiting for the other's, the cycle with a job's transaction reading both tables that
 deadlocked in issue 31. `drop_partition`
 deletes what hangs off a day's traces (their keys in `trace_keys`, samples, feedback,

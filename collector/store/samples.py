@@ -1,7 +1,7 @@
 """Stored traces and validated records -> `evaluators.sample.Sample` (the metrics' only input).
 
 `FIELD_COLUMNS` is the one table of which `traces` columns each `Sample` field is mapped
-from: the jobs select by it (`collector.jobs.trace_rows`), `trace_to_sample` reads exactly
+from: the jobs select by it (`collector.jobs.traces.trace_rows`), `trace_to_sample` reads exactly
 those columns, and `record_to_sample` maps a record as the trace it is stored as.
 
 Ground truth: the first of graded `relevance`, `relevant_ids` (grade 1) and `shown_url`

@@ -6,7 +6,7 @@ labels of rows stored before slices were, else "(none)"); the database returns c
 sum and sum of squares of the metric's numeric outcomes per group. The cross-tabulation
 is small (the product of the dimensions' distinct values at most, never more than the
 rows), so marginals of one or two dimensions are summed in numpy afterwards
-(`collector.jobs.explain`). A very large baseline is sampled on PostgreSQL (see
+(`collector.jobs.queries.explain`). A very large baseline is sampled on PostgreSQL (see
 `BASELINE_CAP`); the window never is.
 """
 

@@ -1,5 +1,5 @@
 """The versions section's canary panels: the candidate against the baseline per guarded
-metric (`collector/jobs/canary.py`, `ragpulse_canary_*`).
+metric (`collector/jobs/catalog/canary.py`, `ragpulse_canary_*`).
 
 A table of the latest comparison (difference, 95% interval, the smallest difference the
 traffic detects, corrected p, the verdict, samples per side) and the difference over time

@@ -1,6 +1,6 @@
 """The overview's versions section: the guarded quality metrics per version, with intervals.
 
-Results are grouped by `version` like by `tenant` (`collector/jobs/versions.py`): one
+Results are grouped by `version` like by `tenant` (`collector/jobs/windows/versions.py`): one
 label at a time, so a version's series has `tenant=""` and the overall and tenant series
 have `version=""`. The row draws a table of each version's latest 24h value, interval and
 n, the canary's comparison of two versions (`canary`), and, for each metric an alert

@@ -8,7 +8,7 @@ shards over. `job_workers` holds which workers run a job (until `alive_until`), 
 claims about shards / live workers. `stores` counts the batches of outcomes stored from
 a shard; `job_state.aggregated_stores` is their sum as the job's last aggregation read it,
 so a worker knows whether there is anything new to aggregate. See
-`collector/jobs/leases.py` and `collector/jobs/sharded.py`.
+`collector/jobs/sharding/leases.py` and `collector/jobs/sharding/sharded.py`.
 
 Revision ID: 0010
 Revises: 0009

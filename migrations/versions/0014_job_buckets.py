@@ -9,7 +9,7 @@ holds a row per trace (issue 31). The metric "" counts the traces of a group (wh
 folding ranks values by). Rows only change by adding a trace's contribution or moving it
 (old out, new in), in the transaction that stores the trace's outcomes; a job that has
 outcomes but no buckets (the upgrade to this revision) builds them from `job_outcomes` on
-its first run (`collector.jobs.sync.TraceCursor`).
+its first run (`collector.jobs.recording.cursor.TraceCursor`).
 
 Revision ID: 0014
 Revises: 0013

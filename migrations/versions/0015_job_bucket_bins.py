@@ -7,7 +7,7 @@ add, so a window's bins are the sums of its minutes' and its p50/p95/p99 come fr
 (issue 31). Rows change with the bucket sums, in the transaction that stores a trace's
 outcomes; a row whose count reaches 0 is deleted. A job that has bucket sums of such a
 metric but no bins (the upgrade to this revision) rebuilds both from `job_outcomes` on its
-first run (`collector.jobs.sync.TraceCursor`).
+first run (`collector.jobs.recording.cursor.TraceCursor`).
 
 Revision ID: 0015
 Revises: 0014

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from sqlalchemy.orm import Session
 
     from collector.errors import UserError
-    from collector.jobs.explain import explain
+    from collector.jobs.queries.explain import explain
     from collector.settings import parse_duration
     from collector.store.history import (
         have_text,

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 def backfill_jobs(args: argparse.Namespace) -> int:
     from collector.errors import UserError
-    from collector.jobs.backfill import backfill, steps
+    from collector.jobs.backfill.runner import backfill, steps
     from collector.jobs.scheduler import definitions
     from collector.settings import parse_duration
     from collector.store.session import make_engine

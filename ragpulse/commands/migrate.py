@@ -42,7 +42,7 @@ def _partitions_ahead(url: str, ahead: int) -> list[str]:
     for its first hourly maintenance (nothing on SQLite, or below revision 0011)."""
     from datetime import UTC, datetime
 
-    from collector.jobs.storage import make_partitions
+    from collector.store.maintenance import make_partitions
     from collector.store.session import make_engine
 
     engine = make_engine(url)

@@ -1,7 +1,7 @@
 """`ragpulse slo`: check the quality SLOs, generate their Prometheus rules, promtool tests
 and Grafana dashboard (the same generators `dashboards/build.py` runs on the example), and
 say how far to trust each budget (`trust`: the SLI's classification against the stored
-human labels, `collector.jobs.slo_trust`)."""
+human labels, `collector.slo.trust`)."""
 
 from __future__ import annotations
 
@@ -76,8 +76,8 @@ def _trust(args: argparse.Namespace, specs: Any) -> int:
     from datetime import UTC, datetime, timedelta
 
     from collector.jobs.scheduler import metric_jobs
-    from collector.jobs.slo_trust import slo_trust
     from collector.settings import load_settings, parse_duration
+    from collector.slo.trust import slo_trust
     from collector.store.session import make_engine, make_session_factory
     from ragpulse.offline_eval.slo_labels import HEADING, render_slo_trust, slo_trust_dict
     from ragpulse.store_check import require_migrated

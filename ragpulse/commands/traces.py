@@ -118,7 +118,7 @@ def list_worst(args: argparse.Namespace) -> int:
             finder: Any = worst_traces
             extra: dict[str, Any] = {"jobs": target.jobs}
             if target.metric.startswith("external:"):
-                from collector.jobs.external_traces import worst_external
+                from collector.jobs.queries.external_traces import worst_external
 
                 finder = worst_external
                 extra = {

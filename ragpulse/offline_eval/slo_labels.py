@@ -1,5 +1,5 @@
 """Quality SLOs against human labels, for people and programs: each SLO's good/bad
-classification compared with the labels' (`collector.jobs.slo_trust`: κ, sensitivity,
+classification compared with the labels' (`collector.slo.trust`: κ, sensitivity,
 specificity, positive = bad), as a table and as JSON, from a dataset's labels
 (`ragpulse evaluate`) or from the stored ones (`ragpulse slo trust`)."""
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from collector.jobs.slo_trust import NOT_LABELLED, SloTrust
 from collector.settings import SloSpec
+from collector.slo.trust import NOT_LABELLED, SloTrust
 from evaluators.labels import LABEL_SCALES
 from evaluators.outcome import Score
 from evaluators.runner import EvaluationResult

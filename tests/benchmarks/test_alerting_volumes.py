@@ -15,8 +15,8 @@ from benchmarks.alerting_traffic import METRICS, Drop
 from benchmarks.alerting_volume_traffic import Frame, H, feed, hit_frame, hour, mean_share
 from benchmarks.alerting_volumes import false_pages, main
 from benchmarks.outcome_columns import OutcomeColumns, frame_from_columns
-from collector.jobs.bucket_frame import BucketFrame
-from collector.jobs.drift import DriftConfig
+from collector.jobs.buckets.frame import BucketFrame
+from collector.jobs.drift.detector import DriftConfig
 from collector.settings import load_settings
 from ragpulse.job_setup import drift_config
 

@@ -20,9 +20,9 @@ import pytest
 from sqlalchemy import Engine, text
 
 from collector.ingest.pipeline import Ingestor, RawMessage
-from collector.jobs.storage import make_partitions
 from collector.settings import load_settings
 from collector.store import partitions
+from collector.store.maintenance import make_partitions
 from collector.store.session import make_engine, make_session_factory
 from tests.collector.traces import make_trace
 

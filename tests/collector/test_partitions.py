@@ -16,10 +16,10 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.orm import Session
 
 from collector.ingest.pipeline import Ingestor, RawMessage
-from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.storage import MaintenanceReport, StorageMaintenance, make_partitions
+from collector.jobs.outcomes.store import upsert_outcomes
 from collector.settings import load_settings
 from collector.store import partitions
+from collector.store.maintenance import MaintenanceReport, StorageMaintenance, make_partitions
 from collector.store.models import JobOutcome
 from collector.store.retention import RetentionReport, expire
 from collector.store.session import make_engine, make_session_factory

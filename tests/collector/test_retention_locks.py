@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Connection, Engine, text
 
-from collector.jobs.storage import make_partitions
 from collector.store import partitions
+from collector.store.maintenance import make_partitions
 from collector.store.retention import RetentionReport, expire
 from collector.store.session import make_engine
 from tests.collector.test_partition_locks import _waiting_days

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
 from collector.settings.openslo import load_openslo
 from collector.settings.severity import CRITICAL, SEVERITIES, WARNING
 from dashboards import slo_rules

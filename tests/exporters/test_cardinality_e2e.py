@@ -22,9 +22,9 @@ from sqlalchemy import select
 
 from benchmarks.outcome_columns import summarize
 from collector.ingest.kafka.producer import make_producer, publish
-from collector.jobs import real_users_benchmark
-from collector.jobs.labels import OTHER
+from collector.jobs.catalog import real_users_benchmark
 from collector.jobs.scheduler import build_runner
+from collector.jobs.windows.labels import OTHER
 from collector.settings import KafkaSettings, load_settings
 from collector.store.models import JobOutcome
 from collector.store.session import make_engine, make_session_factory

@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 from prometheus_client import CollectorRegistry
 
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 

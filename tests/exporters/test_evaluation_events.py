@@ -12,11 +12,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, func, select
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.observers import Evaluated
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import ConfigError, EvaluationEventsSettings, Settings, load_settings
 from collector.store.models import JobOutcome, Judgment
 from collector.store.session import make_engine, make_session_factory

@@ -14,12 +14,12 @@ from sqlalchemy import select
 
 from collector.ingest.kafka.broker import EmbeddedBroker
 from collector.ingest.kafka.producer import OutgoingMessage, encode_record, make_producer, publish
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.external import ExternalJob
-from collector.jobs.external import definition as external_definition
+from collector.jobs.catalog.external import ExternalJob
+from collector.jobs.catalog.external import definition as external_definition
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import KafkaSettings, Settings, load_settings
 from collector.store.models import JobOutcome, Trace
 from collector.store.session import make_engine, make_session_factory

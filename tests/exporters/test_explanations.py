@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from collector.jobs.outcome_store import upsert_outcomes
-from collector.jobs.publish import QualityPoint
+from collector.jobs.outcomes.store import upsert_outcomes
+from collector.jobs.run.publish import QualityPoint
 from collector.store.session import make_engine, make_session_factory
 from exporters.explanations import Explanations, worse_metrics
 

@@ -6,8 +6,8 @@ from types import MappingProxyType
 
 from prometheus_client import CollectorRegistry
 
-from collector.jobs.labels import OTHER, LabelLimits, LabelPolicy
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
+from collector.jobs.windows.labels import OTHER, LabelLimits, LabelPolicy
 from exporters.prometheus import OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 
@@ -80,7 +80,7 @@ def test_a_label_set_that_cleans_to_one_is_exported_once() -> None:
 
 
 def test_job_label_counters() -> None:
-    from collector.jobs.labels import Folding
+    from collector.jobs.windows.labels import Folding
 
     registry = CollectorRegistry()
     ops = OperationsMetrics(registry)

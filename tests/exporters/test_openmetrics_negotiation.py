@@ -11,8 +11,8 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from collector.jobs.observers import Evaluated
-from collector.jobs.publish import QualityPoint
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.run.publish import QualityPoint
 from evaluators.outcome import Score
 from exporters.http import MetricsServer, build_app, wants_openmetrics
 from exporters.prometheus import QualityCollector

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.jobs.publish import QualityPoint
+from collector.jobs.run.publish import QualityPoint
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import OperationsMetrics, QualityCollector

@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from collector.jobs.labels import OTHER, LabelLimits, LabelPolicy
-from collector.jobs.observers import Evaluated, notify
+from collector.jobs.recording.observers import Evaluated, notify
+from collector.jobs.windows.labels import OTHER, LabelLimits, LabelPolicy
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.registry import declared
 from exporters.score_histograms import FAMILY, UNIT_EDGES, ScoreHistograms, unit_edges

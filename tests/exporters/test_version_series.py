@@ -10,10 +10,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store.models import MetricResult
 from collector.store.samples import trace_to_sample

@@ -112,7 +112,7 @@ def _recounted(session: Session, job: str) -> Any:
     import orjson
     from sqlalchemy import Text, cast, select
 
-    from collector.jobs.contributions import Contributions
+    from collector.jobs.buckets.contributions import Contributions
     from collector.store.models import JobOutcome
 
     gathered = Contributions()

@@ -13,15 +13,16 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
-from collector.jobs import backfill_workers, bucket_store
-from collector.jobs.backfill import backfill
-from collector.jobs.backfill_workers import blocks, recomputed
-from collector.jobs.bucket_frame import BucketFrame
-from collector.jobs.drift_buckets import Sums, baseline
-from collector.jobs.drift_series import SeriesIndex
-from collector.jobs.result_store import write_steps
+from collector.jobs.backfill import workers as backfill_workers
+from collector.jobs.backfill.runner import backfill
+from collector.jobs.backfill.workers import blocks, recomputed
+from collector.jobs.buckets import store as bucket_store
+from collector.jobs.buckets.frame import BucketFrame
+from collector.jobs.buckets.frame_series import SeriesIndex
+from collector.jobs.drift.sums import Sums, baseline
+from collector.jobs.run.result_store import write_steps
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import OVERALL, Window, group_for
+from collector.jobs.windows.window import OVERALL, Window, group_for
 from collector.settings import load_settings
 from collector.store.models import MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
@@ -250,7 +251,7 @@ def test_end_minutes_read_by_batch_equal_one_query_each(postgres_url: str) -> No
 
 
 def test_results_written_by_copy_read_back_as_inserted(db_url: str) -> None:
-    from collector.jobs.outcomes import WindowAggregate
+    from collector.jobs.windows.aggregate import WindowAggregate
     from evaluators.aggregate import Aggregate
 
     engine = make_engine(db_url)

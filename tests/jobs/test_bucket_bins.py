@@ -21,10 +21,10 @@ import pytest
 from sqlalchemy import Text, cast, delete, select, text
 from sqlalchemy.orm import Session
 
-from collector.jobs import bucket_store
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.buckets import store as bucket_store
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import Window
+from collector.jobs.windows.window import Window
 from collector.settings import load_settings
 from collector.store.models import BUCKET_S, JobBucketBin, JobOutcome, Trace
 from collector.store.session import make_engine, make_session_factory
@@ -238,7 +238,7 @@ def test_retention_removes_the_bins_of_the_minutes_it_removes(db_url: str) -> No
 
 
 def test_a_backfills_history_gives_the_quantiles_a_query_gives(db_url: str) -> None:
-    from collector.jobs.bucket_history import BucketHistory
+    from collector.jobs.buckets.history import BucketHistory
 
     steps = [NOW - timedelta(hours=h, seconds=13) for h in (50, 3, 0)]
     job, factory = _job(db_url, 500, lambda i: (i * 0.61) % 200, tuple(steps))

@@ -18,10 +18,11 @@ from sqlalchemy import Text, cast, select
 from sqlalchemy.orm import Session
 
 from benchmarks.outcome_columns import BOOTSTRAP_MAX_N, OutcomeColumns
-from collector.jobs import bucket_store, bucket_windows
-from collector.jobs.bucket_stats import Sums
-from collector.jobs.contributions import Contributions
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.buckets import store as bucket_store
+from collector.jobs.buckets import window_sums as bucket_windows
+from collector.jobs.buckets.contributions import Contributions
+from collector.jobs.buckets.stats import Sums
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
 from collector.store.models import JobBucket, JobOutcome, Trace
@@ -228,7 +229,7 @@ def test_retention_removes_the_sums_of_the_minutes_it_removes(db_url: str) -> No
 def test_a_backfills_sums_in_hand_give_the_windows_the_queries_give(db_url: str) -> None:
     """`BucketHistory` (read once for a back-fill's span) against a query per window, at
     steps off the minute grid: the same groups, counts and values, the same detectors."""
-    from collector.jobs.bucket_history import BucketHistory
+    from collector.jobs.buckets.history import BucketHistory
 
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     engine = make_engine(db_url)

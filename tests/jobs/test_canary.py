@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from collector.jobs.canary import NO_PAIR, choose_versions
+from collector.jobs.catalog.canary import NO_PAIR, choose_versions
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, JobState, MetricResult

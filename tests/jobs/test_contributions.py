@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from collector.jobs.bucket_stats import (
+from collector.jobs.buckets.contributions import Contributions
+from collector.jobs.buckets.stats import (
     LOG_FLOOR,
     SCORED,
     TRACES,
@@ -29,7 +30,6 @@ from collector.jobs.bucket_stats import (
     group_keys,
     outcome_key,
 )
-from collector.jobs.contributions import Contributions
 from evaluators.quantiles import bin_of
 
 METRICS = frozenset({"mrr", "hit_rate@1", "latency_ms", "ndcg@5"})

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from collector.jobs.dataset import DatasetMetrics
-from collector.jobs.outcomes import WindowAggregate
-from collector.jobs.windows import OVERALL, parse_windows
+from collector.jobs.run.dataset import DatasetMetrics
+from collector.jobs.windows.aggregate import WindowAggregate
+from collector.jobs.windows.window import OVERALL, parse_windows
 from evaluators.aggregate import Aggregate
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks.outcome_columns import OutcomeColumns, drift_points
-from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts
+from collector.jobs.drift.detector import DETECTABLE, Detector, DriftConfig, MetricFacts
 from evaluators.outcome import Score
 
 H = 3600.0
@@ -108,7 +108,7 @@ def test_a_scheduled_job_writes_and_publishes_its_detectors(tmp_path: object) ->
 
     from sqlalchemy import select
 
-    from collector.jobs.engine import IncrementalJob
+    from collector.jobs.run.engine import IncrementalJob
     from collector.jobs.scheduler import definitions
     from collector.settings import load_settings
     from collector.store.models import MetricResult
@@ -157,8 +157,8 @@ def test_a_job_recomputes_its_detectors_at_most_every_few_minutes(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    import collector.jobs.engine as engine
-    from collector.jobs.engine import IncrementalJob
+    import collector.jobs.run.engine as engine
+    from collector.jobs.run.engine import IncrementalJob
     from collector.jobs.scheduler import definitions
     from collector.settings import load_settings
     from collector.store.session import make_engine

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from benchmarks.outcome_columns import LabelFold, OutcomeColumns, drift_points, frame_from_columns
-from collector.jobs.bucket_frame import BUCKET_S, BucketFrame, log_values, series
-from collector.jobs.drift import DETECTABLE, Detector, DriftConfig, MetricFacts
-from collector.jobs.drift_buckets import Sums, baseline, drift_points_from_frame, normalised
-from collector.jobs.drift_scores import trace_steps
-from collector.jobs.labels import LabelLimits, LabelPolicy
-from collector.jobs.windows import OVERALL, group_for
+from collector.jobs.buckets.frame import BUCKET_S, BucketFrame, log_values, series
+from collector.jobs.drift.detector import DETECTABLE, Detector, DriftConfig, MetricFacts
+from collector.jobs.drift.scores import trace_steps
+from collector.jobs.drift.sums import Sums, baseline, drift_points_from_frame, normalised
+from collector.jobs.windows.labels import LabelLimits, LabelPolicy
+from collector.jobs.windows.window import OVERALL, group_for
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 
 H = 3600.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from collector.jobs.drift_scores import binomial_scores, bucket_minutes
+from collector.jobs.drift.scores import binomial_scores, bucket_minutes
 
 
 def test_binary_buckets_use_the_mid_p_of_scipys_binomial() -> None:

@@ -7,7 +7,7 @@ import urllib.request
 
 from prometheus_client import CollectorRegistry
 
-from collector.jobs.embeddings import RecentEmbeddings
+from collector.jobs.run.embeddings import RecentEmbeddings
 from collector.settings import load_settings
 from collector.store.session import make_engine
 from evaluators.embedder import MINILM, Embedder

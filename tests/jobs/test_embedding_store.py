@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, update
 from sqlalchemy.exc import OperationalError
 
-from collector.jobs.embeddings import RecentEmbeddings
+from collector.jobs.run.embeddings import RecentEmbeddings
 from collector.settings import load_settings
 from collector.store.embeddings import SqlEmbeddingStore, embedding_key
 from collector.store.models import EmbeddingRow
@@ -159,7 +159,7 @@ def test_real_model_vectors_round_trip(store: SqlEmbeddingStore, embedder: Embed
 def test_the_first_encode_freezes_what_the_model_loaded() -> None:
     import gc
 
-    from collector.jobs.embeddings import freeze_long_lived
+    from collector.jobs.run.embeddings import freeze_long_lived
 
     RecentEmbeddings(VectorEmbedder(VECTORS)).encode(["a"])
     assert gc.get_freeze_count() > 0

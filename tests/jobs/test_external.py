@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select, update
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.external import ExternalJob, definition, metric_name
+from collector.jobs.catalog.external import ExternalJob, definition, metric_name
+from collector.jobs.run.definition import JobEnvironment
 from collector.jobs.scheduler import JOB_NAMES
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store.models import MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
@@ -141,7 +141,7 @@ def test_metric_names() -> None:
 
 
 def test_the_worst_traces_of_an_external_series(engine: Engine) -> None:
-    from collector.jobs.external_traces import worst_external
+    from collector.jobs.queries.external_traces import worst_external
 
     with make_session_factory(engine)() as session:
         for i, (tenant, score, error) in enumerate(
@@ -344,7 +344,8 @@ def test_other_pools_each_folded_result_as_one_value(engine: Engine) -> None:
 def test_a_first_start_reads_the_window_in_chunks_whatever_the_watermark(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from collector.jobs import external, sync
+    from collector.jobs.catalog import external
+    from collector.jobs.recording import cursor as sync
     from collector.store.models import JobState
 
     monkeypatch.setattr(sync, "BACKLOG_CHUNK", 2)

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import Engine
 
 from benchmarks.outcome_columns import OutcomeColumns
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.outcome_codec import encode
+from collector.jobs.outcomes.codec import encode
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory

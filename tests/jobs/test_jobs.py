@@ -14,10 +14,10 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, func, select
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import JobRunner, build_runner, definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import Settings, load_settings
 from collector.store.models import JobState, MetricResult, Trace
 from collector.store.samples import trace_to_sample
@@ -138,7 +138,7 @@ def test_traces_deleted_while_a_run_reads_them_are_not_an_error(
     with make_session_factory(engine)() as session:
         _retrieval_trace(session, 1, NOW - timedelta(minutes=10), True, "acme")
         session.commit()
-    monkeypatch.setattr("collector.jobs.engine.fetch_rows", lambda *_a, **_k: [])
+    monkeypatch.setattr("collector.jobs.run.engine.fetch_rows", lambda *_a, **_k: [])
     job = IncrementalJob(definitions(settings)["real_users_benchmark"], _env(engine, settings))
     report = job.run(NOW)
     assert (report.status, report.new_traces) == ("ok", 0)

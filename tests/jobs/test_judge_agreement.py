@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import select
 
-from collector.jobs.judge_agreement import combine_labels
+from collector.jobs.catalog.judge_agreement import combine_labels
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
 from collector.store.models import HumanLabel, JobOutcome, Judgment, MetricResult

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from collector.ingest.kafka.broker import free_port
-from collector.jobs.judge_consistency import REJUDGED, judgment_score
+from collector.jobs.catalog.judge_consistency import REJUDGED, judgment_score
 from collector.jobs.scheduler import build_runner
 from collector.settings import load_settings
 from collector.store.models import Judgment, MetricResult, Trace

@@ -13,11 +13,11 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from collector.jobs.candidates import sampled_for
-from collector.jobs.definition import JobDefinition
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.observers import Evaluated
+from collector.jobs.recording.observers import Evaluated
+from collector.jobs.run.definition import JobDefinition
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import JobRunner
+from collector.jobs.traces.candidates import sampled_for
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory

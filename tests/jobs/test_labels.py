@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from benchmarks.outcome_columns import OutcomeColumns, summarize
-from collector.jobs.dataset import fold_tags
-from collector.jobs.labels import (
+from collector.jobs.run.dataset import fold_tags
+from collector.jobs.windows.labels import (
     OTHER,
     LabelLimits,
     LabelPolicy,
     choose_kept,
     clean_value,
 )
-from collector.jobs.windows import group_values
+from collector.jobs.windows.window import group_values
 from evaluators.outcome import Score, Skipped
 from evaluators.sample import Sample
 from evaluators.signature import Signature

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.leases import ShardConfig, ShardLeases
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.sharded import ShardedRun
+from collector.jobs.sharding.leases import ShardConfig, ShardLeases
+from collector.jobs.sharding.sharded import ShardedRun
 from collector.settings import load_settings
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory

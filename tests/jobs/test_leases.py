@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, select, text
 
-from collector.jobs.lease_keeper import LeaseKeeper
-from collector.jobs.leases import LeaseLost, ShardConfig, ShardLeases
-from collector.jobs.shard_scope import shard_of
+from collector.jobs.sharding.lease_keeper import LeaseKeeper
+from collector.jobs.sharding.leases import LeaseLost, ShardConfig, ShardLeases
+from collector.jobs.traces.shard_scope import shard_of
 from collector.store.models import JobShard
 from collector.store.session import make_engine, make_session_factory
 

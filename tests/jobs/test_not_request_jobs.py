@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store.models import JobOutcome, MetricResult
 from collector.store.samples import trace_to_sample

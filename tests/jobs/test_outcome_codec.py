@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from benchmarks.outcome_columns import OutcomeColumns
-from collector.jobs import outcome_codec as codec
-from collector.jobs.bucket_stats import SCORED, outcome_key
-from collector.jobs.retry import waiting_of
-from collector.jobs.slo_events import _decoded
+from collector.jobs.buckets.stats import SCORED, outcome_key
+from collector.jobs.outcomes import codec
+from collector.jobs.outcomes.retry import waiting_of
+from collector.slo.events import _decoded
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 
 WAITING = codec.encode_waiting("rate_limited", 2)

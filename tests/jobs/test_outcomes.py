@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 
 from benchmarks.outcome_columns import OutcomeColumns, summarize
-from collector.jobs.windows import OVERALL, group_for
+from collector.jobs.windows.window import OVERALL, group_for
 from evaluators.outcome import Failed, Outcome, Score, Skipped
 from evaluators.signature import Signature
 

@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
-from collector.jobs.evaluation import fetch_rows
-from collector.jobs.sync import TraceCursor
-from collector.jobs.trace_rows import SampleMemo
+from collector.jobs.recording.cursor import TraceCursor
+from collector.jobs.run.evaluation import fetch_rows
+from collector.jobs.traces.trace_rows import SampleMemo
 from collector.store import partitions
 from collector.store.models import JobState
 from collector.store.session import make_engine, make_session_factory

@@ -1,4 +1,4 @@
-"""Jobs sharded across real worker processes on PostgreSQL (`collector.jobs.sharded`).
+"""Jobs sharded across real worker processes on PostgreSQL (`collector.jobs.sharding.sharded`).
 
 Workers are `tests.jobs.shard_worker` processes (the service's runner, sharded, run after
 run until nothing is left). Their results are compared with one in-process worker that
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from collector.jobs.shard_scope import shard_of
+from collector.jobs.traces.shard_scope import shard_of
 from collector.store.models import JobOutcome, JobShard, Trace
 from collector.store.session import make_engine, make_session_factory
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply

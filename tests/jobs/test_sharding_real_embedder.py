@@ -25,7 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, func, select
 
-from collector.jobs.shard_scope import shard_of
+from collector.jobs.traces.shard_scope import shard_of
 from collector.settings import load_settings
 from collector.store.models import EmbeddingRow, JobOutcome, JobShard, Trace
 from collector.store.session import make_engine, make_session_factory

@@ -21,10 +21,10 @@ import pytest
 from sqlalchemy import Engine, select
 
 from collector.ingest.pipeline import Ingestor, RawMessage
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.scheduler import definitions
-from collector.jobs.windows import parse_windows
+from collector.jobs.windows.window import parse_windows
 from collector.settings import Settings, load_settings
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collector.jobs.slices import DEFAULT_DIMENSIONS, language_of, slice_values
+from collector.jobs.windows.slices import DEFAULT_DIMENSIONS, language_of, slice_values
 from collector.settings import ConfigError, load_settings
 
 

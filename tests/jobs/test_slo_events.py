@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import select
 
 from collector.jobs.scheduler import build_runner, metric_jobs
-from collector.jobs.slo_events import (
+from collector.settings import SloSpec, load_settings
+from collector.slo.events import (
     SloEventRecorder,
     events_of,
     prune,
@@ -17,7 +18,6 @@ from collector.jobs.slo_events import (
     reconcile,
     record,
 )
-from collector.settings import SloSpec, load_settings
 from collector.store.models import JobOutcome, SloEvent
 from collector.store.session import make_engine, make_session_factory
 from evaluators.outcome import Failed, Score, Skipped

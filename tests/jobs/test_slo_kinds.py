@@ -10,8 +10,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import delete, update
 
 from collector.jobs.scheduler import build_runner, metric_jobs
-from collector.jobs.slo_events import SloEventRecorder, read_counts, reconcile
 from collector.settings import load_settings
+from collector.slo.events import SloEventRecorder, read_counts, reconcile
 from collector.store.models import SloEvent, Trace
 from collector.store.session import make_engine, make_session_factory
 from evaluators.embedder import Embedder

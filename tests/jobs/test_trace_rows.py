@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, select
 
-from collector.jobs.definition import JobEnvironment
-from collector.jobs.engine import IncrementalJob
-from collector.jobs.evaluation import sample_fields
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.run.engine import IncrementalJob
+from collector.jobs.run.evaluation import sample_fields
 from collector.jobs.scheduler import definitions, job_options
-from collector.jobs.trace_rows import ALWAYS, SAMPLE_COLUMNS, columns_for
-from collector.jobs.windows import parse_windows
+from collector.jobs.traces.trace_rows import ALWAYS, SAMPLE_COLUMNS, columns_for
+from collector.jobs.windows.window import parse_windows
 from collector.settings import load_settings
 from collector.store.models import MetricResult, Trace
 from collector.store.samples import FIELD_COLUMNS, trace_to_sample

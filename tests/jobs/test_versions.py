@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from benchmarks.outcome_columns import OutcomeColumns, drift_points
-from collector.jobs.dataset import fold_tags, tag_versions
-from collector.jobs.drift import Detector, DriftConfig, MetricFacts
-from collector.jobs.labels import OTHER
-from collector.jobs.slices import slice_values
-from collector.jobs.versions import version_of
-from collector.jobs.windows import group_values
+from collector.jobs.drift.detector import Detector, DriftConfig, MetricFacts
+from collector.jobs.run.dataset import fold_tags, tag_versions
+from collector.jobs.windows.labels import OTHER
+from collector.jobs.windows.slices import slice_values
+from collector.jobs.windows.versions import version_of
+from collector.jobs.windows.window import group_values
 from collector.settings import load_settings
 from evaluators.outcome import Score
 from evaluators.sample import Sample

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from collector.jobs.outcome_store import upsert_outcomes
+from collector.jobs.outcomes.store import upsert_outcomes
 from collector.store.models import Judgment
 from collector.store.session import make_engine, make_session_factory
 from collector.store.worst import trace_detail, worst_traces

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from collector.jobs.explain import explain
+from collector.jobs.queries.explain import explain
 from collector.store.models import JobOutcome
 from collector.store.session import make_engine, make_session_factory
 from ragpulse.cli import main

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from collector.ingest.decode.trace_json import parse_feedback_event, parse_trace_record
-from collector.jobs.outcome_store import upsert_outcomes
+from collector.jobs.outcomes.store import upsert_outcomes
 from collector.store.feedback_store import apply_feedback, insert_feedback, store_labels
 from collector.store.repository import insert_traces
 from collector.store.session import make_engine, make_session_factory

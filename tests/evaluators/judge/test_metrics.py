@@ -601,7 +601,7 @@ def test_faithfulness_rating_out_of_range(llm_server: ScriptedLLM) -> None:
 
 
 def test_rag_quality_job_computes_both_faithfulnesses() -> None:
-    from collector.jobs.rag_quality import METRICS
+    from collector.jobs.catalog.rag_quality import METRICS
 
     assert {"faithfulness", "faithfulness_rating"} <= set(METRICS)
 

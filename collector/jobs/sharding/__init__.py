@@ -1,0 +1,3 @@
+"""A job's run split by shard across processes.
+
+Leases on the shards, kept alive while a run holds them."""
