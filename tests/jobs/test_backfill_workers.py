@@ -19,7 +19,7 @@ from collector.jobs.backfill.workers import blocks, recomputed
 from collector.jobs.buckets import store as bucket_store
 from collector.jobs.buckets.frame import BucketFrame
 from collector.jobs.buckets.frame_series import SeriesIndex
-from collector.jobs.drift.sums import Sums, baseline
+from collector.jobs.drift.sums import SeriesRows, baseline
 from collector.jobs.run.result_store import write_steps
 from collector.jobs.scheduler import definitions
 from collector.jobs.windows.window import OVERALL, Window, group_for
@@ -162,7 +162,7 @@ def _same(got: tuple[Any, ...], want: tuple[Any, ...], key: Any) -> None:
 def _frame(rng: np.random.Generator) -> BucketFrame:
     """Two metrics x two groups of per-minute sums, in no particular row order."""
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("metric", "group", "bucket")}
-    sums: dict[str, list[np.ndarray]] = {k: [] for k in Sums.__slots__ if k != "bucket"}
+    sums: dict[str, list[np.ndarray]] = {k: [] for k in SeriesRows.__slots__ if k != "bucket"}
     for metric in range(2):
         for group in range(2):
             minutes = np.sort(rng.choice(np.arange(20_000, 30_000), 3_000, replace=False))
@@ -207,10 +207,10 @@ def test_running_sums_give_every_spans_baseline_as_its_rows_do() -> None:
                 & (frame.bucket < split)
             )
             rows = rows[np.argsort(frame.bucket[rows])]
-            direct = Sums(*(getattr(frame, name)[rows] for name in Sums.__slots__))
+            direct = SeriesRows(*(getattr(frame, name)[rows] for name in SeriesRows.__slots__))
             lo, hi = int(spans.first[i]), int(spans.split[i])
             assert hi - lo == rows.size
-            for name in Sums.__slots__[1:]:
+            for name in SeriesRows.__slots__[1:]:
                 got = float(index.sums(name, spans.first, spans.split)[i])
                 assert got == pytest.approx(float(getattr(direct, name).sum()), rel=1e-12)
             for log in (False, True):

@@ -11,7 +11,7 @@ from benchmarks.outcome_columns import LabelFold, OutcomeColumns, drift_points, 
 from collector.jobs.buckets.frame import BUCKET_S, BucketFrame, log_values, series
 from collector.jobs.drift.detector import DETECTABLE, Detector, DriftConfig, MetricFacts
 from collector.jobs.drift.scores import trace_steps
-from collector.jobs.drift.sums import Sums, baseline, drift_points_from_frame, normalised
+from collector.jobs.drift.sums import SeriesRows, baseline, drift_points_from_frame, normalised
 from collector.jobs.windows.labels import LabelLimits, LabelPolicy
 from collector.jobs.windows.window import OVERALL, group_for
 from evaluators.outcome import Failed, Outcome, Score, Skipped
@@ -238,7 +238,7 @@ def test_skewed_means_are_normalised_in_the_worse_tail() -> None:
     the skewness that `baseline` estimates from minute sums, close to the normal tail."""
     rng = np.random.default_rng(18)
     values = rng.beta(6.8, 1.2, (200_000, 20))
-    minutes = Sums(
+    minutes = SeriesRows(
         np.arange(20_000), np.full(20_000, 3), values[:20_000, :3].sum(axis=1),
         (values[:20_000, :3] ** 2).sum(axis=1), np.full(20_000, 3),
         np.zeros(20_000), np.zeros(20_000),

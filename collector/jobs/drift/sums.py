@@ -79,7 +79,7 @@ MAX_SKEW = 4.0
 
 
 @dataclass(frozen=True, slots=True)
-class Sums:
+class SeriesRows:
     """One series' rows in time order (minute buckets) and the columns a step reads."""
 
     bucket: np.ndarray
@@ -103,7 +103,7 @@ class Baseline:
     """Skewness of one value (continuous metrics), from the minute sums' third moment."""
 
 
-def baseline(rows: Sums, log: bool) -> Baseline | None:
+def baseline(rows: SeriesRows, log: bool) -> Baseline | None:
     """The baseline from its sums, or None when it has no spread to measure by."""
     sums = rows.log_total if log else rows.total
     return baseline_of(
@@ -171,12 +171,12 @@ class Stratum:
 
     mu: float
     var: float
-    rows: Sums
+    rows: SeriesRows
 
 
 def step_scores(
     base: Baseline,
-    rows: Sums,
+    rows: SeriesRows,
     now_ts: float,
     rate_s: float,
     sign: float,
@@ -287,7 +287,7 @@ def drift_points_from_frame(
     position = {int(key): i for i, key in enumerate(index.keys.tolist())}
     lo, mid, hi = spans.first, spans.split, spans.stop
     totals = [index.sums(name, lo, mid).tolist() for name in _TOTALS]
-    columns = {name: index.column(name) for name in Sums.__slots__}
+    columns = {name: index.column(name) for name in SeriesRows.__slots__}
     out: list[tuple[Window, WindowAggregate]] = []
     for facts in metrics:
         if facts.direction not in ("higher", "lower") or not config.detectors:
@@ -295,7 +295,7 @@ def drift_points_from_frame(
         code = frame.metrics.index(facts.name) if facts.name in frame.metrics else -1
         sign = -1.0 if facts.direction == "higher" else 1.0
         log = facts.unit == "ms"
-        made: list[tuple[Group, Baseline | None, Sums]] = []
+        made: list[tuple[Group, Baseline | None, SeriesRows]] = []
         for group_code, group in groups:
             key = code * n_groups + group_code if min(code, group_code) >= 0 else -1
             i = position.get(key)
@@ -311,7 +311,7 @@ def drift_points_from_frame(
                     lambda mu, a=a, b=b, log=log: index.third(a, b, mu, log),  # type: ignore[misc]
                 )
                 recent = slice(b, c)
-            rows = Sums(*(columns[name][recent] for name in Sums.__slots__))
+            rows = SeriesRows(*(columns[name][recent] for name in SeriesRows.__slots__))
             made.append((group, base, rows))
         for group, base, rows in made:
             strata = partition(made) if group == OVERALL else ()
@@ -327,12 +327,12 @@ def drift_points_from_frame(
 
 
 def partition(
-    made: Sequence[tuple[Group, Baseline | None, Sums]],
+    made: Sequence[tuple[Group, Baseline | None, SeriesRows]],
 ) -> tuple[Stratum, ...]:
     """The strata the overall series is scored by: the groups of the one label whose
     baseline means differ the most (between-groups sum of squares; `other` included), each
     with a baseline; none when no label's groups differ."""
-    by_label: dict[str, list[tuple[Baseline, Sums]]] = {}
+    by_label: dict[str, list[tuple[Baseline, SeriesRows]]] = {}
     for group, base, rows in made:
         if base is None or len(group.labels) != 1:
             continue
@@ -360,7 +360,7 @@ class _Series:
     facts: MetricFacts
     group: Group
     base: Baseline | None
-    recent: Sums
+    recent: SeriesRows
     now_ts: float
     sign: float
     n_groups: int
