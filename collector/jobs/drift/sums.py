@@ -404,7 +404,9 @@ class _Series:
             _round(math.sqrt(per_step / base.n)),
             0.0 if base.binary else _round(scale_error(base)),
         )
-        score = float(cusum(z, 0.0)[-1]) / h if z.size and 0 < h < math.inf else 0.0
+        if h == math.inf:  # its baseline is too uncertain to hold the budget at any h
+            return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
+        score = float(cusum(z, 0.0)[-1]) / h if z.size and h > 0 else 0.0
         n = int(self.recent.n.sum())
         return window, WindowAggregate(self.group, Aggregate(self.facts.name, score, n))
 
