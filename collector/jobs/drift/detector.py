@@ -3,7 +3,8 @@
 A detector (one per severity) is a one-sided CUSUM per metric and group (overall, kept
 label values, `other`; not the `version` groups: `DriftConfig.unwatched_labels`) that tests
 the last `span` against the baseline of the rest of the longest window (`evaluators.drift`),
-tuned to a relative change `Detector.relative_shift`. Its threshold is set so the detector
+tuned to a relative change `Detector.relative_shift` (in fact three, tuned to half, once
+and twice it, sharing the budget: `drift.sums.TUNINGS`). Its threshold is set so the detector
 pages falsely at most `false_alarms_per_week` times a week over all its series together
 (family-wise: each of the N series gets an in-control run length of N times its weekly
 volume over that budget), so a quiet week stays quiet at any traffic volume and the

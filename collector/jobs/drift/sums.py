@@ -427,7 +427,7 @@ class _Series:
         if base is None:
             return window, WindowAggregate(self.group, Aggregate(self.facts.name, None, 0))
         traces = self.per_week * within / WEEK_S
-        needed = _detectable(_round(traces), self.arl(det))
+        needed = _detectable(_round(traces), _round(self.arl(det) * len(TUNINGS)))
         unit = shift(base, det.relative_shift) / det.relative_shift
         relative = needed / unit if math.isfinite(needed) and unit > 0 else None
         return window, WindowAggregate(self.group, Aggregate(self.facts.name, relative, base.n))
