@@ -1,11 +1,13 @@
 """Topic discovery: group questions by meaning, choosing the number of topics from the data.
 
 `discover` runs on a bounded sample of the rows (`sample_size`, seeded), in the space of
-`evaluators.topics.represent` (embeddings joined with character n-grams, smoothed over
-neighbours):
+`evaluators.topics.represent` (embeddings joined with their lexical neighbours' mean, smoothed
+over at most `min_size` nearest neighbours):
 
 1. the number of topics k is the number of dense groups HDBSCAN finds there with
-   `min_cluster_size = min_size` (and `min_samples = 3`), capped by `max_topics`;
+   `min_cluster_size = min_size`, `min_samples = 3` and leaf selection, capped by
+   `max_topics` (leaf: the default "excess of mass" selection sometimes takes two big
+   parents for the whole set, k = 2 on the RU/EN set at min_size 5);
 2. the sample is partitioned into k topics by Ward linkage (scipy), which, unlike HDBSCAN's
    own labels, leaves no question as noise and splits the dense groups' borders by variance;
 3. topics with fewer than `min_size` sampled questions are dissolved into their nearest
@@ -21,7 +23,7 @@ k reach 0.70 / 0.36 and 0.72 / 0.38 (benchmarks/topics.py has the run and the ab
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
@@ -79,7 +81,10 @@ def dense_groups(space: np.ndarray, min_size: int) -> int:
     if len(space) < 2 * min_size:
         return 1 if len(space) >= min_size else 0
     found = HDBSCAN(
-        min_cluster_size=min_size, min_samples=min(MIN_SAMPLES, min_size), copy=True
+        min_cluster_size=min_size,
+        min_samples=min(MIN_SAMPLES, min_size),
+        cluster_selection_method="leaf",
+        copy=True,
     ).fit_predict(space)
     return len(set(found.tolist()) - {-1})
 
@@ -133,6 +138,9 @@ def discover(
     draws the sample (when there are more than `sample_size` rows) and seeds the SVD.
     """
     options = options or SpaceOptions()
+    if options.neighbours > min_size:
+        # a question's smoothing neighbours come from its own topic only if that has as many
+        options = replace(options, neighbours=min_size)
     embeddings = np.asarray(embeddings, dtype=np.float32)
     _check(embeddings, texts, min_size, max_topics)
     if sample_size < min_size:
