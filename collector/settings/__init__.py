@@ -10,8 +10,8 @@ One module per area, each holding its groups with their defaults and checks: `da
 `ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
 `scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
 canary, slices), `exporter` (exporter, otel, evaluation_events), `receiver` (the OTLP/HTTP
-receiver), `slo` (quality SLOs: `slo_spec`, `openslo`), `topics` (topic discovery); `root` joins them into
-`Settings`, `loading` builds one (`load_settings`).
+receiver), `slo` (quality SLOs: `slo_spec`, `openslo`), `topics` (topic discovery);
+`root` joins them into `Settings`, `loading` builds one (`load_settings`).
 Import everything from here.
 """
 
