@@ -6,7 +6,8 @@ retired topic keeps its row with `active` false. The centroid is float32 bytes l
 `embeddings.vector`; `model`, `method` and `params` sign the clustering that found it.
 `trace_topics` holds one row per trace that has an embedding: its nearest active topic
 (NULL when every centroid is too far) and that cosine. No foreign key to `traces`, which
-PostgreSQL partitions by time; a trace's row goes when the job's look-back passes it.
+PostgreSQL partitions by time; a trace's row goes once the job's look-back and the
+results' retention have passed it.
 
 Revision ID: 0016
 Revises: 0015

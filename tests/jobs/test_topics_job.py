@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.catalog import topics as topics_job
 from collector.jobs.catalog.topics import TopicsJob, definition, sample_key
 from collector.jobs.run.definition import JobEnvironment
 from collector.jobs.windows.window import parse_windows
@@ -19,7 +20,7 @@ from collector.settings import Settings, TopicSettings
 from collector.store.embeddings import SqlEmbeddingStore
 from collector.store.models import Topic, TraceTopic
 from collector.store.session import make_engine, make_session_factory
-from collector.store.topics import load_topics
+from collector.store.topics import iter_assignments, load_topics
 from tests.jobs.helpers import add_trace
 
 MODEL = "planted-test-model"
@@ -213,3 +214,33 @@ def test_the_sample_is_deterministic_and_bounded(factory: sessionmaker[Session])
     assert sample == again and len(sample) == 30
     keys = sorted(sample_key(f"c{c}-{i}") for c in range(2) for i in range(50))
     assert {sample_key(t) for t, _ in sample} == set(keys[:30])
+
+
+def test_assignment_and_export_run_in_pages(
+    factory: sessionmaker[Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planted: dict[str, int] = {}
+    for cluster in range(3):
+        planted |= _plant(factory, cluster, 30, 0, NOW, PHRASES[cluster], seed=cluster)
+    monkeypatch.setattr(topics_job, "PAGE", 7)
+    _job(factory).run(NOW)
+    assigned = _assigned(factory)
+    assert set(assigned) == set(planted)
+    with factory() as session:
+        paged = list(iter_assignments(session, NOW - timedelta(days=1), batch=7))
+    assert sorted(paged) == sorted(assigned.items())
+    assert len({trace_id for trace_id, _ in paged}) == len(paged)
+
+
+def test_old_assignments_are_pruned_past_the_lookback_and_retention(
+    factory: sessionmaker[Session],
+) -> None:
+    for cluster in range(3):
+        _plant(factory, cluster, 30, 0, NOW, PHRASES[cluster], seed=cluster)
+    job = _job(factory, lookback="1d", recluster_every="7d")
+    job.run(NOW)
+    assert len(_assigned(factory)) == 90
+    job.run(NOW + timedelta(days=29))
+    assert len(_assigned(factory)) == 90  # the results' retention (30d) keeps them
+    job.run(NOW + timedelta(days=31))
+    assert _assigned(factory) == {}

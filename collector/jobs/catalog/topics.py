@@ -17,8 +17,9 @@ Every run
    without a topic yet (the traces embedded since the last run), each to its nearest active
    topic's centroid (a matrix product, `evaluators.topics.nearest_topic`), none when its
    cosine is below `topics.min_similarity`. Traces are read, looked up and written a page
-   of `PAGE` at a time, so memory stays bounded whatever the traffic; assignments older
-   than the look-back are deleted.
+   of `PAGE` at a time, so memory stays bounded whatever the traffic. A trace that leaves
+   the look-back keeps the topic it last got; assignments older than the look-back and the
+   results' retention (`scheduler.results_retention`) are deleted.
 
 The job writes no metric results: the topics feed the `ragpulse topics` commands.
 """
@@ -143,7 +144,7 @@ class TopicsJob(IncrementalJob):
                 done = self.recluster(session, now)
                 session.commit()
             assigned = self.assign(session, now, every=done is not None)
-            prune_assignments(session, now - self.lookback)
+            prune_assignments(session, now - max(self.lookback, self.env.retention))
             message = f"{assigned} traces given a topic"
             if done is not None:
                 message += (
