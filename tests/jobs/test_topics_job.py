@@ -186,7 +186,8 @@ def test_too_few_questions_leave_no_topics_and_a_new_model_starts_afresh(
     _plant(factory, 0, 12, 0, NOW, PHRASES[0], seed=1)
     job = _job(factory)
     report = job.run(NOW)
-    assert report.status == "ok" and report.new_traces == 0
+    assert report.status == "skipped" and report.new_traces == 0
+    assert "12 sampled questions" in report.message and "embeddings.persist" in report.message
     with factory() as session:
         assert session.scalars(select(Topic)).all() == []
     for cluster in (1, 2):

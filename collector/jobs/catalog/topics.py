@@ -90,12 +90,14 @@ def sample_key(trace_id: str) -> int:
 
 @dataclass(frozen=True)
 class Reclustered:
-    """What a re-clustering did: topics kept, born and retired, and the rows it clustered."""
+    """What a re-clustering did: topics kept, born and retired, and the rows it clustered
+    (`too_few`: not done, the sample had only `clustered` questions with a stored vector)."""
 
     kept: int
     new: int
     retired: int
     clustered: int
+    too_few: bool = False
 
 
 class TopicsJob(IncrementalJob):
@@ -143,17 +145,32 @@ class TopicsJob(IncrementalJob):
                 self._tried_at = now
                 done = self.recluster(session, now)
                 session.commit()
-            assigned = self.assign(session, now, every=done is not None)
+            assigned = self.assign(session, now, every=done is not None and not done.too_few)
             prune_assignments(session, now - max(self.lookback, self.env.retention))
-            message = f"{assigned} traces given a topic"
-            if done is not None:
+            status, message = "ok", f"{assigned} traces given a topic"
+            if done is not None and done.too_few and last is None:
+                status, message = "skipped", self._too_few(done.clustered)
+            elif done is not None and not done.too_few:
                 message += (
                     f"; re-clustered {done.clustered} questions: {done.kept} topics kept, "
                     f"{done.new} new, {done.retired} retired"
                 )
-            record_run(session, load_state(session, self.name), now, message, started=started)
-        logger.info("job %s: %s", self.name, message)
-        return JobReport(self.name, "ok", assigned, 0, time.perf_counter() - started, message)
+            record_run(
+                session,
+                load_state(session, self.name),
+                now,
+                message,
+                started=started,
+                status=status,
+            )
+        return JobReport(self.name, status, assigned, 0, time.perf_counter() - started, message)
+
+    def _too_few(self, found: int) -> str:
+        return (
+            f"no topics yet: {found} sampled questions of the last {self.settings.lookback} have "
+            f"a stored {self.model} vector, fewer than 2 x topics.min_topic_size "
+            f"({self.settings.min_topic_size}); vectors are stored with embeddings.persist"
+        )
 
     def _due(self, last: datetime | None, now: datetime) -> bool:
         """True when the topics are to be found again: none yet (at most every `RETRY_S`
@@ -186,9 +203,9 @@ class TopicsJob(IncrementalJob):
                 heapq.heapreplace(heap, entry)
         return sorted((trace_id, question) for _, trace_id, question in heap)
 
-    def recluster(self, session: Session, now: datetime) -> Reclustered | None:
-        """Find the topics again (module docstring, step 1); None when the sample is too
-        small to cluster (the previous topics stay)."""
+    def recluster(self, session: Session, now: datetime) -> Reclustered:
+        """Find the topics again (module docstring, step 1); not done (`too_few`, the
+        previous topics stay) when the sample is too small to cluster."""
         cfg = self.settings
         rows = self.sample(session, now)
         stored = self.vectors(self.model, [q for _, q in rows])
@@ -201,7 +218,7 @@ class TopicsJob(IncrementalJob):
                 len(rows),
                 cfg.min_topic_size,
             )
-            return None
+            return Reclustered(0, 0, 0, len(rows), too_few=True)
         texts = [q for _, q in rows]
         embeddings = np.vstack([stored[q] for q in texts]).astype(np.float32)
         before = load_topics(session)
