@@ -4,14 +4,16 @@
 `evaluators.topics.represent` (embeddings joined with their lexical neighbours' mean, smoothed
 over at most `min_size` nearest neighbours):
 
-1. the number of topics k is the number of dense groups HDBSCAN finds there with
-   `min_cluster_size = min_size`, `min_samples = 3` and leaf selection, capped by
-   `max_topics` (leaf: the default "excess of mass" selection sometimes takes two big
-   parents for the whole set, k = 2 on the RU/EN set at min_size 5);
-2. the sample is partitioned into k topics by Ward linkage (scipy), which, unlike HDBSCAN's
-   own labels, leaves no question as noise and splits the dense groups' borders by variance;
-3. topics with fewer than `min_size` sampled questions are dissolved into their nearest
-   topic (cosine to the centroids in the clustering space);
+1. candidate numbers of topics are the numbers of dense groups HDBSCAN finds there with
+   `min_cluster_size = min_size` and `min_samples = 3`, under its two cluster selections:
+   "leaf" (the finest groups; it splits round, even groups in two) and "excess of mass"
+   (the most persistent; it sometimes takes two big parents for the whole set: k = 2 on
+   the RU/EN set at min_size 5), capped by `max_topics`;
+2. for each candidate k the sample is partitioned by Ward linkage (scipy), which, unlike
+   HDBSCAN's own labels, leaves no question as noise and splits the dense groups' borders
+   by variance; topics with fewer than `min_size` sampled questions are dissolved into
+   their nearest topic (cosine to the centroids in the clustering space);
+3. the partition with the higher silhouette (cosine, in the clustering space) is kept;
 4. each topic's centroid is the normalised mean of its questions' embeddings, and the rows
    outside the sample get the nearest centroid (`evaluators.topics.assign`).
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from sklearn.cluster import HDBSCAN
+from sklearn.metrics import silhouette_score
 
 from evaluators.topics.assign import nearest_topic
 from evaluators.topics.represent import SpaceOptions, clustering_space, normalise_rows
@@ -42,7 +45,7 @@ class Clustering:
     `labels[i]` is row i's topic (0..k-1, topics ordered by size, largest first; -1: none),
     `centroids[t]` topic t's unit-norm mean embedding, `sizes[t]` its number of rows.
     `sampled` rows were clustered, the others assigned to their nearest centroid;
-    `dense_groups` is the number of groups HDBSCAN found, from which k was taken.
+    `dense_groups` is the number of topics chosen before small ones were dissolved.
     """
 
     labels: np.ndarray
@@ -76,17 +79,42 @@ def _check(embeddings: np.ndarray, texts: Sequence[str], min_size: int, max_topi
         raise ValueError("embeddings contain NaN or infinite values")
 
 
-def dense_groups(space: np.ndarray, min_size: int) -> int:
-    """The number of dense groups of at least `min_size` rows HDBSCAN finds in `space`."""
+def dense_groups(space: np.ndarray, min_size: int, selection: str = "leaf") -> int:
+    """The number of dense groups of at least `min_size` rows HDBSCAN finds in `space`
+    (`selection`: HDBSCAN's cluster selection, "leaf" or "eom")."""
     if len(space) < 2 * min_size:
         return 1 if len(space) >= min_size else 0
     found = HDBSCAN(
         min_cluster_size=min_size,
         min_samples=min(MIN_SAMPLES, min_size),
-        cluster_selection_method="leaf",
+        cluster_selection_method=selection,
         copy=True,
     ).fit_predict(space)
     return len(set(found.tolist()) - {-1})
+
+
+def choose_count(space: np.ndarray, min_size: int, max_topics: int) -> tuple[int, np.ndarray]:
+    """The number of topics and the Ward partition of `space` into them: of the counts of
+    HDBSCAN's two selections (leaf and excess of mass), the one whose partition has the
+    higher silhouette (cosine)."""
+    cap = max(1, min(max_topics, len(space) // min_size))
+    best: tuple[float, int, np.ndarray] | None = None
+    for selection in ("leaf", "eom"):
+        k = max(1, min(dense_groups(space, min_size, selection), cap))
+        if best is not None and k == best[1]:
+            continue
+        labels = dissolve_small(space, ward_partition(space, k), min_size)
+        groups = len(np.unique(labels))
+        score = (
+            float(silhouette_score(space, labels, metric="cosine"))
+            if 1 < groups < len(space)
+            else -1.0
+        )
+        if best is None or score > best[0]:
+            best = (score, k, labels)
+    if best is None:  # pragma: no cover - the loop always runs
+        raise RuntimeError("no count was tried")
+    return best[1], best[2]
 
 
 def ward_partition(space: np.ndarray, k: int) -> np.ndarray:
@@ -154,9 +182,7 @@ def discover(
         np.arange(n) if n <= sample_size else np.sort(rng.choice(n, sample_size, replace=False))
     )
     space = clustering_space(embeddings[sample], [texts[i] for i in sample], options, seed)
-    groups = dense_groups(space, min_size)
-    k = max(1, min(groups, max_topics, len(sample) // min_size))
-    local = dissolve_small(space, ward_partition(space, k), min_size)
+    groups, local = choose_count(space, min_size, max_topics)
     # topics ordered by size, largest first, numbered 0..k-1
     sizes = np.bincount(local)
     order = np.argsort(-sizes, kind="stable")

@@ -7,8 +7,9 @@ keeps the previous topics as the starting point instead:
 
 1. a fresh `discover` on the new rows finds the current topics;
 2. `match_topics` pairs them with the previous ones; a fresh topic that matches none and
-   whose questions the previous topics serve badly (most of them below the `outlier_quantile`
-   of the rows' similarity to their nearest previous centroid) is a new topic, with a new id;
+   whose questions the previous topics serve badly (most of them less similar to their
+   nearest previous centroid than the `outlier_quantile` of the rows of the matched fresh
+   topics are) is a new topic, with a new id;
 3. every row goes to its nearest topic among the previous and the new ones, each centroid
    moves to its rows' mean (one k-means step: the topics follow slow drift), and topics
    left with fewer than `min_size` rows are retired, their rows going to the next nearest.
@@ -86,7 +87,11 @@ def recluster(
         min_similarity=min_similarity,
     )
     served = nearest_topic(embeddings, previous.centroids).similarity
-    floor = float(np.quantile(served, outlier_quantile)) if len(served) else -1.0
+    # how well the previous topics serve the rows of the fresh topics they match: a new
+    # kind of question is served worse than that, however large its share of the traffic
+    matched = [j for j, topic_id in enumerate(match.ids) if topic_id not in match.new]
+    known = served[np.isin(fresh.labels, matched)] if matched else served
+    floor = float(np.quantile(known, outlier_quantile)) if len(known) else -1.0
     born = [
         j
         for j, topic_id in enumerate(match.ids)
