@@ -34,9 +34,8 @@ PHRASES = (
 )
 NEW_PHRASES = ("mortgage", "application", "cancel", "status", "loan", "house", "bank", "rate")
 WORDS = 4
-NOISE = 0.2
-"""Per-dimension noise x sqrt(DIM) around a cluster's centre (cosine to it ~0.98). At 0.35
-the core's leaf HDBSCAN splits one homogeneous cluster of 60 into 33 + 27 (reported)."""
+NOISE = 0.35
+"""Per-dimension noise x sqrt(DIM) around a cluster's centre (cosine to it ~0.94)."""
 
 
 @pytest.fixture
