@@ -111,9 +111,13 @@ def next_topic_id(session: Session) -> int:
     return int(top) + 1 if top is not None else 0
 
 
-def last_clustered(session: Session) -> datetime | None:
-    """When the topics were last found (the latest `last_seen`); None before the first time."""
-    when: datetime | None = session.scalar(select(func.max(Topic.last_seen)))
+def last_clustered(session: Session, model: str | None = None) -> datetime | None:
+    """When the active topics (of embedding `model`, when given) were last found: their
+    latest `last_seen`; None when there are none."""
+    query = select(func.max(Topic.last_seen)).where(Topic.active.is_(True))
+    if model is not None:
+        query = query.where(Topic.model == model)
+    when: datetime | None = session.scalar(query)
     return when
 
 

@@ -18,7 +18,7 @@ from collector.jobs.run.definition import JobEnvironment
 from collector.jobs.windows.window import parse_windows
 from collector.settings import Settings, TopicSettings
 from collector.store.embeddings import SqlEmbeddingStore
-from collector.store.models import Topic, TraceTopic
+from collector.store.models import Topic, Trace, TraceTopic
 from collector.store.session import make_engine, make_session_factory
 from collector.store.topics import iter_assignments, load_topics
 from tests.jobs.helpers import add_trace
@@ -199,9 +199,26 @@ def test_too_few_questions_leave_no_topics_and_a_new_model_starts_afresh(
 
     other = _job(factory)
     other.model = "another-model"
-    other.run(NOW + timedelta(hours=3))  # its vectors are not stored: keeps nothing it cannot read
+    other.run(NOW + timedelta(hours=3))  # no vectors of that model: the topics stay
     with factory() as session:
         assert {t.id for t in load_topics(session)} == old
+    with factory() as session:
+        texts = [q for (q,) in session.execute(select(Trace.question))]
+    rng = np.random.default_rng(5)
+    vectors = rng.normal(size=(len(texts), DIM))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    shift = {
+        q: (v + CENTRES[len(q) % 3]).astype(np.float32) for q, v in zip(texts, vectors, strict=True)
+    }
+    SqlEmbeddingStore(factory).save("another-model", shift)
+    other.run(NOW + timedelta(hours=4))  # centroids of another model: the topics start afresh
+    with factory() as session:
+        now_active = load_topics(session)
+        retired = session.scalars(select(Topic).where(Topic.active.is_(False))).all()
+    assert now_active and {t.model for t in now_active} == {"another-model"}
+    assert min(t.id for t in now_active) > max(old)
+    assert {t.id for t in retired} == old
+    assert set(_assigned(factory).values()) <= {t.id for t in now_active} | {None}
 
 
 def test_the_sample_is_deterministic_and_bounded(factory: sessionmaker[Session]) -> None:

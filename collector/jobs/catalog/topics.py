@@ -144,7 +144,7 @@ class TopicsJob(IncrementalJob):
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
-            last = last_clustered(session)
+            last = last_clustered(session, self.model)
             done: Reclustered | None = None
             if self._due(last, now):
                 self._tried_at = now
@@ -178,8 +178,9 @@ class TopicsJob(IncrementalJob):
         )
 
     def _due(self, last: datetime | None, now: datetime) -> bool:
-        """True when the topics are to be found again: none yet (at most every `RETRY_S`
-        while there are too few questions) or older than `recluster_every`."""
+        """True when the topics are to be found again: none of this embedding model yet
+        (at most every `RETRY_S` while there are too few questions) or older than
+        `recluster_every`."""
         if last is not None:
             return now - last >= self.recluster_every
         retry = min(self.recluster_every, timedelta(seconds=RETRY_S))
