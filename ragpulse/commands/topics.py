@@ -27,10 +27,11 @@ def register(subparsers: Any) -> None:
         help="what users ask about: the topics of their questions, with volume and share",
         description="List the active topics the `topics` job found in the questions' "
         "embeddings: id (kept across re-clusterings), label (top keywords per language), "
-        "traces of the last SINCE given the topic and their share of the traces given a "
-        "topic or none, the topic's size in the last clustering, and when it was first "
-        "found. `ragpulse topics show ID` prints one topic with its example questions; "
-        "`ragpulse topics export` writes every trace's topic as JSON lines.",
+        "traces of the last SINCE given the topic and their share of the window's traces "
+        "with an embedding (the rest: no topic near), the topic's size in the last "
+        "clustering, and when it was first found. `ragpulse topics show ID` prints one "
+        "topic with its example questions; `ragpulse topics export` writes every trace's "
+        "topic as JSON lines.",
         epilog="examples:\n  ragpulse topics\n  ragpulse topics --since 24h --json\n"
         "  ragpulse topics show 3\n"
         "  ragpulse topics export --since 7d --output topics.jsonl",
@@ -151,7 +152,7 @@ def list_topics(args: argparse.Namespace) -> int:
         print(json.dumps(document, ensure_ascii=False))
         return 0
     print(
-        f"{len(topics)} topics, {total} traces given a topic or none, "
+        f"{len(topics)} topics over {total} traces with an embedding, "
         f"{since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC"
     )
     if not topics:
@@ -193,7 +194,7 @@ def show_topic(args: argparse.Namespace) -> int:
     for lang, words in sorted(topic.keywords.items()):
         print(f"  keywords ({lang}): {', '.join(words)}")
     shown = f"{share:.1%}" if share is not None else "-"
-    print(f"  traces since {since:%Y-%m-%d %H:%M} UTC: {volume} ({shown} of those given a topic)")
+    print(f"  traces since {since:%Y-%m-%d %H:%M} UTC: {volume} ({shown} of those embedded)")
     print(f"  size in the last clustering: {topic.size} sampled questions")
     print(f"  first found {topic.first_seen:%Y-%m-%d %H:%M}, last {topic.last_seen:%Y-%m-%d %H:%M}")
     print(f"  clustering: {topic.method} on {topic.model}")

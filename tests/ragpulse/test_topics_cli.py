@@ -57,7 +57,7 @@ def test_topics_list_show_and_export(db_url: str, tmp_path: Path) -> None:
 
     text = ragpulse("topics", cwd=tmp_path, env=env)
     assert text.returncode == 0, text.stderr
-    assert text.stdout.startswith(f"3 topics, {len(planted)} traces")
+    assert text.stdout.startswith(f"3 topics over {len(planted)} traces with an embedding")
     for topic in topics:
         assert topic.label in text.stdout
 
