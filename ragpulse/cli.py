@@ -34,6 +34,7 @@ COMMANDS = (
     "report",
     "plan",
     "traces",
+    "topics",
     "explain",
     "compare",
     "inspect",

@@ -32,6 +32,7 @@ from collector.jobs.catalog import (
     real_users_benchmark,
     retrieval_health,
     text_quality,
+    topics,
     ux,
 )
 from collector.jobs.run.definition import (
@@ -64,6 +65,7 @@ JOB_MODULES = (
     retrieval_health,
     external,
     canary,
+    topics,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
 JUDGE_JOBS = ("rag_quality", "judge_consistency")

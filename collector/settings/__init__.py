@@ -10,8 +10,8 @@ One module per area, each holding its groups with their defaults and checks: `da
 `ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
 `scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
 canary, slices), `exporter` (exporter, otel, evaluation_events), `receiver` (the OTLP/HTTP
-receiver), `slo` (quality SLOs: `slo_spec`, `openslo`); `root` joins them into
-`Settings`, `loading` builds one (`load_settings`).
+receiver), `slo` (quality SLOs: `slo_spec`, `openslo`), `topics` (topic discovery);
+`root` joins them into `Settings`, `loading` builds one (`load_settings`).
 Import everything from here.
 """
 
@@ -47,6 +47,7 @@ from collector.settings.root import ENV_PREFIX, Settings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
 from collector.settings.slo import SloObjective, SloSettings
 from collector.settings.slo_spec import DEFAULT_ALERTS, BurnAlert, SloSpec, SloSpecError
+from collector.settings.topics import TopicSettings
 
 __all__ = [
     "CSV",
@@ -79,6 +80,7 @@ __all__ = [
     "SloSettings",
     "SloSpec",
     "SloSpecError",
+    "TopicSettings",
     "UXSettings",
     "VersionSettings",
     "load_settings",

@@ -28,6 +28,7 @@ from collector.settings.labels import LabelSettings, VersionSettings
 from collector.settings.receiver import ReceiverSettings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
 from collector.settings.slo import SloSettings
+from collector.settings.topics import TopicSettings
 
 ENV_PREFIX = "RAGPULSE_"
 
@@ -64,6 +65,7 @@ class Settings(BaseSettings):
     decode: DecodeSettings = DecodeSettings()
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     slo: SloSettings = SloSettings()
+    topics: TopicSettings = TopicSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """The logging level of every ragpulse logger (`--log-level` overrides it)."""
 

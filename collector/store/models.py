@@ -461,3 +461,44 @@ class HumanLabel(Base):
     value: Mapped[float] = mapped_column(Float)
     timestamp: Mapped[datetime] = mapped_column()
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Topic(Base):
+    """A topic of the users' questions (issue 41): a cluster of their embeddings, with an id
+    kept across re-clusterings (`evaluators.topics.evolve`) and never given to another topic.
+
+    `keywords` is the label: language ("ru", "en") -> its c-TF-IDF keywords, best first;
+    `examples` a few sampled questions nearest the centroid; `centroid` the unit-norm mean
+    embedding as float32 bytes like `embeddings.vector`; `size` its sampled questions at the
+    last re-clustering that kept it (`last_seen`); `active` false once a re-clustering no
+    longer finds it. `model`, `method` and `params` are the clustering's signature: centroids
+    of another embedding model are not comparable, so a change of model starts new topics
+    (rev. 0016).
+    """
+
+    __tablename__ = "topics"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    keywords: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    examples: Mapped[list[Any]] = mapped_column(JSONType)
+    centroid: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    first_seen: Mapped[datetime] = mapped_column()
+    last_seen: Mapped[datetime] = mapped_column()
+    model: Mapped[str] = mapped_column(String(256))
+    method: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(JSONType)
+
+
+class TraceTopic(Base):
+    """A trace's topic: the nearest active topic's centroid to its question's embedding
+    (`topic_id` NULL: every centroid was below `topics.min_similarity`, an outlier), with
+    that cosine; rewritten for every trace of the look-back after a re-clustering (rev. 0016)."""
+
+    __tablename__ = "trace_topics"
+
+    trace_id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    topic_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    similarity: Mapped[float] = mapped_column(Float)
+    assigned_at: Mapped[datetime] = mapped_column(index=True)

@@ -1,0 +1,37 @@
+"""Topic discovery (`topics`): what users ask about, found by clustering the questions'
+stored embeddings (`collector/jobs/catalog/topics.py`, issue 41)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from collector.settings.durations import parse_duration
+from collector.settings.fields import Group
+
+
+class TopicSettings(Group):
+    max_topics: int = Field(50, ge=1, le=1000)
+    """At most this many topics: the clustering chooses their number itself, up to this."""
+    min_topic_size: int = Field(10, ge=2)
+    """The smallest topic worth reporting, in sampled questions; smaller groups are merged
+    into their nearest topic."""
+    recluster_every: str = "24h"
+    """How often the topics are found again from the recent questions (between two
+    re-clusterings, new traces only get their nearest topic). Topics keep their ids across
+    re-clusterings when they are still there."""
+    lookback: str = "7d"
+    """The recent questions a re-clustering samples, and the traces the job gives a topic."""
+    sample_size: int = Field(5000, ge=10, le=100_000)
+    """At most this many questions are clustered per re-clustering, a deterministic sample
+    by the hash of the trace id (clustering time and memory grow with it, not with traffic)."""
+    min_similarity: float = Field(0.3, ge=-1.0, le=1.0)
+    """A trace gets its nearest topic only when the cosine of its question's embedding to
+    that topic's centroid is at least this; below, it gets no topic (an outlier)."""
+    examples: int = Field(5, ge=1, le=50)
+    """Example questions kept per topic (the sampled questions nearest its centroid)."""
+
+    @field_validator("recluster_every", "lookback")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value

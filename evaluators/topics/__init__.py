@@ -1,0 +1,28 @@
+"""Topics: what users ask about, found in the questions' embeddings (issue 41).
+
+`discover` clusters a bounded sample into topics, choosing their number; `nearest_topic`
+gives new questions a topic by nearest centroid; `match_topics` keeps topic ids stable across
+re-clusterings; `topic_keywords` labels topics with their c-TF-IDF keywords per language.
+Pure functions over numpy arrays and texts: no database, no model (the caller embeds).
+"""
+
+from evaluators.topics.assign import Assignment, nearest_topic, similarity_floor
+from evaluators.topics.cluster import Clustering, discover
+from evaluators.topics.labels import TopicLabel, topic_keywords
+from evaluators.topics.match import TopicMatch, kept_share, match_topics, relabel
+from evaluators.topics.represent import SpaceOptions
+
+__all__ = [
+    "Assignment",
+    "Clustering",
+    "SpaceOptions",
+    "TopicLabel",
+    "TopicMatch",
+    "discover",
+    "kept_share",
+    "match_topics",
+    "nearest_topic",
+    "relabel",
+    "similarity_floor",
+    "topic_keywords",
+]
