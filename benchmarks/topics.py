@@ -32,6 +32,7 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import resource
 import sys
 import time
@@ -211,11 +212,12 @@ def scale(rows: np.ndarray, texts: Sequence[str], count: int, seed: int) -> list
         rounds += 1
     rate = rounds * count / (time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    load = os.getloadavg()[0]
     return [
         f"| {count:,} jittered questions (cosine {cosine:.2f} to the source) | "
         f"discover: {took:.1f} s ({found.sampled:,} sampled, {found.count} topics) | "
         f"assignment: {rate:,.0f} questions/s to {found.count} centroids | "
-        f"peak RSS {peak:,.0f} MB |"
+        f"peak RSS {peak:,.0f} MB (with the embedder, when it ran) | {load:.1f} |"
     ]
 
 
@@ -245,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n".join(lines[-6:]), file=sys.stderr, flush=True)
     lines.insert(0, f"Embedder: {model}; seed {args.seed}.\n")
     if args.scale and first is not None:
-        lines += ["", "| scale | clustering | assignment | memory |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "| scale | clustering | assignment | memory | load average (2 cores) |",
+            "|---|---|---|---|---|",
+        ]
         lines += scale(first[0], first[1], args.scale, args.seed)
     text = "\n".join(lines) + "\n"
     print(text)

@@ -79,17 +79,35 @@ def _check(embeddings: np.ndarray, texts: Sequence[str], min_size: int, max_topi
         raise ValueError("embeddings contain NaN or infinite values")
 
 
-def dense_groups(space: np.ndarray, min_size: int, selection: str = "leaf") -> int:
-    """The number of dense groups of at least `min_size` rows HDBSCAN finds in `space`
-    (`selection`: HDBSCAN's cluster selection, "leaf" or "eom")."""
+def euclidean_distances(space: np.ndarray) -> np.ndarray:
+    """The (n, n) Euclidean distances of unit rows, sqrt(2 - 2 cos), as float64: computed
+    once with one matrix product and shared by both HDBSCAN selections (brute-force
+    neighbour search in ~1,000 dimensions is what makes HDBSCAN slow)."""
+    rows = np.asarray(space, dtype=np.float64)
+    cosine = rows @ rows.T
+    distances: np.ndarray = np.sqrt(np.clip(2.0 - 2.0 * cosine, 0.0, None))
+    np.fill_diagonal(distances, 0.0)
+    return distances
+
+
+def dense_groups(
+    space: np.ndarray,
+    min_size: int,
+    selection: str = "leaf",
+    distances: np.ndarray | None = None,
+) -> int:
+    """The number of dense groups of at least `min_size` rows HDBSCAN finds in `space` of
+    unit rows (`selection`: HDBSCAN's cluster selection, "leaf" or "eom"; `distances`: the
+    rows' `euclidean_distances`, computed here when not given)."""
     if len(space) < 2 * min_size:
         return 1 if len(space) >= min_size else 0
     found = HDBSCAN(
         min_cluster_size=min_size,
         min_samples=min(MIN_SAMPLES, min_size),
+        metric="precomputed",
         cluster_selection_method=selection,
         copy=True,
-    ).fit_predict(space)
+    ).fit_predict(euclidean_distances(space) if distances is None else distances)
     return len(set(found.tolist()) - {-1})
 
 
@@ -99,17 +117,21 @@ def choose_count(space: np.ndarray, min_size: int, max_topics: int) -> tuple[int
     higher silhouette (cosine)."""
     cap = max(1, min(max_topics, len(space) // min_size))
     best: tuple[float, int, np.ndarray] | None = None
+    distances = euclidean_distances(space) if len(space) >= 2 * min_size else None
     for selection in ("leaf", "eom"):
-        k = max(1, min(dense_groups(space, min_size, selection), cap))
+        k = max(1, min(dense_groups(space, min_size, selection, distances), cap))
         if best is not None and k == best[1]:
             continue
         labels = dissolve_small(space, ward_partition(space, k), min_size)
         groups = len(np.unique(labels))
-        score = (
-            float(silhouette_score(space, labels, metric="cosine"))
-            if 1 < groups < len(space)
-            else -1.0
-        )
+        score = -1.0
+        if 1 < groups < len(space):
+            # cosine distance 1 - cos = d^2 / 2 for unit rows
+            score = (
+                float(silhouette_score(distances**2 / 2.0, labels, metric="precomputed"))
+                if distances is not None
+                else float(silhouette_score(space, labels, metric="cosine"))
+            )
         if best is None or score > best[0]:
             best = (score, k, labels)
     if best is None:  # pragma: no cover - the loop always runs
