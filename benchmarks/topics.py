@@ -169,7 +169,7 @@ def evaluate(data: Labelled, rows: np.ndarray, min_size: int, seed: int) -> list
         f"**discover** (k by the method, min_size {min_size})",
         found.labels,
         time.perf_counter() - start,
-        f"{found.dense_groups} dense groups",
+        f"k chosen {found.k_chosen}, {found.k_chosen - found.count} under min_size dissolved",
     )
     start = time.perf_counter()
     space = clustering_space(rows, data.texts, found.options, seed)

@@ -43,17 +43,17 @@ MIN_SAMPLES = 3
 class Clustering:
     """Topics found in a set of rows.
 
-    `labels[i]` is row i's topic (0..k-1, topics ordered by size, largest first; -1: none),
-    `centroids[t]` topic t's unit-norm mean embedding, `sizes[t]` its number of rows.
-    `sampled` rows were clustered, the others assigned to their nearest centroid;
-    `dense_groups` is the number of topics chosen before small ones were dissolved.
+    `labels[i]` is row i's topic (0..k-1, numbered by size in the sample, largest first;
+    -1: none), `centroids[t]` topic t's unit-norm mean embedding, `sizes[t]` its number of
+    rows. `sampled` rows were clustered, the others assigned to their nearest centroid;
+    `k_chosen` is the number of topics chosen before those under `min_size` were dissolved.
     """
 
     labels: np.ndarray
     centroids: np.ndarray
     sizes: tuple[int, ...]
     sampled: int
-    dense_groups: int
+    k_chosen: int
     options: SpaceOptions = field(default_factory=SpaceOptions)
 
     @property
@@ -188,12 +188,12 @@ def discover(
     smallest topic worth reporting, in sampled rows; `max_topics` caps the count; `seed`
     draws the sample (when there are more than `sample_size` rows) and seeds the SVD.
     """
+    embeddings = np.asarray(embeddings, dtype=np.float32)
+    _check(embeddings, texts, min_size, max_topics)
     options = options or SpaceOptions()
     if options.neighbours > min_size:
         # a question's smoothing neighbours come from its own topic only if that has as many
         options = replace(options, neighbours=min_size)
-    embeddings = np.asarray(embeddings, dtype=np.float32)
-    _check(embeddings, texts, min_size, max_topics)
     if sample_size < min_size:
         raise ValueError("sample_size must be at least min_size")
     n = len(embeddings)
@@ -226,6 +226,6 @@ def discover(
         centroids=_frozen(centroids),
         sizes=sizes_all,
         sampled=len(sample),
-        dense_groups=groups,
+        k_chosen=groups,
         options=options,
     )

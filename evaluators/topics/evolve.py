@@ -78,6 +78,7 @@ def recluster(
         first = first_topics(fresh)
         shifted = tuple(previous.next_id + i for i in first.ids)
         labels = np.where(fresh.labels >= 0, fresh.labels + previous.next_id, -1)
+        labels.setflags(write=False)
         return Topics(shifted, fresh.centroids, labels, shifted, (), previous.next_id + fresh.count)
     match = match_topics(
         previous.centroids,
