@@ -1,7 +1,7 @@
 """Re-clustering anchored on the previous topics, so steady traffic keeps its topic ids.
 
 Two independent clusterings of the same traffic draw different borders between close topics
-(on Banking77, Hungarian matching alone keeps ~79% of questions in their topic), so a
+(on Banking77, Hungarian matching alone keeps ~75% of questions in their topic), so a
 re-clustering that starts afresh each time would move a fifth of the series. `recluster`
 keeps the previous topics as the starting point instead:
 
