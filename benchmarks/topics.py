@@ -2,7 +2,7 @@
 and Ward given the true number of intents, on the same embeddings in the same run.
 
     OMP_NUM_THREADS=1 python -m benchmarks.topics FILE [FILE ...] [--min-size N ...]
-        [--scale 100000] [--output topics-results.md]
+        [--planted 5] [--scale 100000] [--output topics-results.md]
 
 A FILE is labelled questions: CSV with columns `text,category` (Banking77's
 `banking_data/test.csv`, CC-BY-4.0, read from a path: other people's sentences are not
@@ -21,9 +21,10 @@ and, where the file has twins, the share of twin pairs in one topic; stability: 
 re-clusterings of steady traffic (two random 80% samples of the file, another seed), all
 questions assigned by nearest centroid, the share keeping their topic id, both for a fresh
 clustering matched by the Hungarian algorithm and for `recluster` anchored on the previous
-topics. `--scale N` times `discover` on N questions synthesised from the first file's
-embeddings by jittering (Gaussian noise, cosine ~0.95 to the source row) and measures the
-nearest-centroid assignment's throughput in this process.
+topics. `--planted N` holds N intents out, one at a time, and brings each back in a
+re-clustering: is a new topic born for it? `--scale N` times `discover` on N questions
+synthesised from the first file's embeddings by jittering (Gaussian noise, cosine ~0.95 to
+the source row) and measures the nearest-centroid assignment's throughput in this process.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import argparse
 import csv
 import hashlib
 import json
+import os
 import resource
 import sys
 import time
@@ -167,7 +169,7 @@ def evaluate(data: Labelled, rows: np.ndarray, min_size: int, seed: int) -> list
         f"**discover** (k by the method, min_size {min_size})",
         found.labels,
         time.perf_counter() - start,
-        f"{found.dense_groups} dense groups",
+        f"k chosen {found.k_chosen}, {found.k_chosen - found.count} under min_size dissolved",
     )
     start = time.perf_counter()
     space = clustering_space(rows, data.texts, found.options, seed)
@@ -193,6 +195,36 @@ def evaluate(data: Labelled, rows: np.ndarray, min_size: int, seed: int) -> list
     return out
 
 
+def planted(data: Labelled, rows: np.ndarray, count: int, min_size: int, seed: int) -> str:
+    """A new intent appearing: for `count` intents drawn at random, topics found without it,
+    then `recluster` on all questions; the table row says for how many a new topic was born
+    holding mostly that intent, and the mean share of its questions that topic took."""
+    intents = np.asarray(data.intents)
+    names = sorted(set(data.intents))
+    drawn = np.random.default_rng(seed).choice(len(names), min(count, len(names)), replace=False)
+    born = 0
+    recall: list[float] = []
+    for name in (names[i] for i in drawn):
+        without = np.flatnonzero(intents != name)
+        before = first_topics(
+            discover(rows[without], [data.texts[i] for i in without], min_size=min_size)
+        )
+        after = recluster(before, rows, data.texts, min_size=min_size, seed=seed + 1)
+        held = intents == name
+        best = 0.0
+        for topic in after.new:
+            members = after.labels == topic
+            if np.mean(intents[members] == name) >= 0.5:
+                best = max(best, float(np.mean(after.labels[held] == topic)))
+        born += best > 0
+        recall.append(best)
+    return (
+        f"| {data.name} | planted new intent ({len(drawn)} drawn, each held out then back) "
+        f"| - | - | - | - | - | a new topic, mostly that intent, for {born} of {len(drawn)}; "
+        f"it holds {np.mean(recall):.0%} of the intent's questions on average |"
+    )
+
+
 def scale(rows: np.ndarray, texts: Sequence[str], count: int, seed: int) -> list[str]:
     """Clustering time for `count` jittered questions and the assignment throughput."""
     rng = np.random.default_rng(seed)
@@ -211,11 +243,12 @@ def scale(rows: np.ndarray, texts: Sequence[str], count: int, seed: int) -> list
         rounds += 1
     rate = rounds * count / (time.perf_counter() - start)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    load = os.getloadavg()[0]
     return [
         f"| {count:,} jittered questions (cosine {cosine:.2f} to the source) | "
         f"discover: {took:.1f} s ({found.sampled:,} sampled, {found.count} topics) | "
         f"assignment: {rate:,.0f} questions/s to {found.count} centroids | "
-        f"peak RSS {peak:,.0f} MB |"
+        f"peak RSS {peak:,.0f} MB (with the embedder, when it ran) | {load:.1f} |"
     ]
 
 
@@ -225,6 +258,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-size", type=int, nargs="+", default=[10])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--scale", type=int, default=0, help="questions to time (0: skip)")
+    parser.add_argument(
+        "--planted", type=int, default=0, help="intents to hold out and bring back (0: skip)"
+    )
     parser.add_argument("--output", type=Path, help="also write the tables to this file")
     args = parser.parse_args(argv)
     sizes = list(args.min_size)
@@ -242,10 +278,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows, model = embed(data.texts)
         first = first or (rows, data.texts)
         lines += evaluate(data, rows, min_size, args.seed)
+        if args.planted:
+            lines.append(planted(data, rows, args.planted, min_size, args.seed))
         print("\n".join(lines[-6:]), file=sys.stderr, flush=True)
     lines.insert(0, f"Embedder: {model}; seed {args.seed}.\n")
     if args.scale and first is not None:
-        lines += ["", "| scale | clustering | assignment | memory |", "|---|---|---|---|"]
+        lines += [
+            "",
+            "| scale | clustering | assignment | memory | load average (2 cores) |",
+            "|---|---|---|---|---|",
+        ]
         lines += scale(first[0], first[1], args.scale, args.seed)
     text = "\n".join(lines) + "\n"
     print(text)

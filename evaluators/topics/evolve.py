@@ -1,7 +1,7 @@
 """Re-clustering anchored on the previous topics, so steady traffic keeps its topic ids.
 
 Two independent clusterings of the same traffic draw different borders between close topics
-(on Banking77, Hungarian matching alone keeps ~79% of questions in their topic), so a
+(on Banking77, Hungarian matching alone keeps ~75% of questions in their topic), so a
 re-clustering that starts afresh each time would move a fifth of the series. `recluster`
 keeps the previous topics as the starting point instead:
 
@@ -9,7 +9,9 @@ keeps the previous topics as the starting point instead:
 2. `match_topics` pairs them with the previous ones; a fresh topic that matches none and
    whose questions the previous topics serve badly (most of them less similar to their
    nearest previous centroid than the `outlier_quantile` of the rows of the matched fresh
-   topics are) is a new topic, with a new id;
+   topics are) is a new topic, with a new id. On Banking77 (8 intents held out, then back)
+   the quantile trades birth for stability: 0.1 -> 3 of 8 born, 95.4% of steady traffic
+   kept; 0.2 -> 4 of 8, 95.4%; 0.3 -> 6 of 8, 94.8%;
 3. every row goes to its nearest topic among the previous and the new ones, each centroid
    moves to its rows' mean (one k-means step: the topics follow slow drift), and topics
    left with fewer than `min_size` rows are retired, their rows going to the next nearest.
@@ -58,7 +60,7 @@ def recluster(
     seed: int = 0,
     sample_size: int = 5000,
     min_similarity: float = DEFAULT_MIN_SIMILARITY,
-    outlier_quantile: float = 0.1,
+    outlier_quantile: float = 0.2,
     options: SpaceOptions | None = None,
 ) -> Topics:
     """The topics of `embeddings` (rows of recent questions), keeping `previous`'s ids."""
@@ -78,6 +80,7 @@ def recluster(
         first = first_topics(fresh)
         shifted = tuple(previous.next_id + i for i in first.ids)
         labels = np.where(fresh.labels >= 0, fresh.labels + previous.next_id, -1)
+        labels.setflags(write=False)
         return Topics(shifted, fresh.centroids, labels, shifted, (), previous.next_id + fresh.count)
     match = match_topics(
         previous.centroids,

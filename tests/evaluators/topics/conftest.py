@@ -13,9 +13,12 @@ WORDS = (
 )
 
 
+Blobs = tuple[np.ndarray, list[str], np.ndarray]
+
+
 def blobs(
     per_topic: int, topics: int = 4, spread: float = 0.15, seed: int = 0, dim: int = 24
-) -> tuple[np.ndarray, list[str], np.ndarray]:
+) -> Blobs:
     """`topics` groups of `per_topic` unit rows around orthogonal axes, texts naming them."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -33,5 +36,5 @@ def blobs(
 
 
 @pytest.fixture
-def four_topics() -> tuple[np.ndarray, list[str], np.ndarray]:
+def four_topics() -> Blobs:
     return blobs(30)

@@ -10,7 +10,7 @@ from evaluators.topics import nearest_topic, similarity_floor
 CENTROIDS = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
 
 
-def test_nearest_centroid_by_cosine():
+def test_nearest_centroid_by_cosine() -> None:
     rows = np.array([[2.0, 0.1], [0.2, 3.0], [-1.0, -0.2]], np.float32)
     got = nearest_topic(rows, CENTROIDS)
     assert got.topics.tolist() == [0, 1, 1]  # (-1, -0.2): cos -0.98 to x, -0.20 to y
@@ -18,14 +18,14 @@ def test_nearest_centroid_by_cosine():
     assert got.assigned_share == 1.0
 
 
-def test_far_rows_get_no_topic():
+def test_far_rows_get_no_topic() -> None:
     rows = np.array([[1.0, 0.05], [-1.0, -1.0]], np.float32)
     got = nearest_topic(rows, CENTROIDS, min_similarity=0.5)
     assert got.topics.tolist() == [0, -1]
     assert got.assigned_share == 0.5
 
 
-def test_blocks_give_the_same_answer_as_one_product():
+def test_blocks_give_the_same_answer_as_one_product() -> None:
     rng = np.random.default_rng(0)
     rows = rng.normal(size=(20_000, 8)).astype(np.float32)
     centroids = rng.normal(size=(5, 8)).astype(np.float32)
@@ -34,20 +34,20 @@ def test_blocks_give_the_same_answer_as_one_product():
     assert np.array_equal(nearest_topic(rows, centroids).topics, expected)
 
 
-def test_no_rows_or_no_centroids():
+def test_no_rows_or_no_centroids() -> None:
     assert nearest_topic(np.zeros((0, 2), np.float32), CENTROIDS).topics.shape == (0,)
     got = nearest_topic(np.ones((2, 2), np.float32), np.zeros((0, 2), np.float32))
     assert got.topics.tolist() == [-1, -1]
 
 
-def test_bad_input_is_refused():
+def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="dimensions"):
         nearest_topic(np.ones((1, 3), np.float32), CENTROIDS)
     with pytest.raises(ValueError, match="cosine"):
         nearest_topic(np.ones((1, 2), np.float32), CENTROIDS, min_similarity=2.0)
 
 
-def test_similarity_floor_is_a_quantile_of_the_own_topic_cosines():
+def test_similarity_floor_is_a_quantile_of_the_own_topic_cosines() -> None:
     similarity = np.array([0.9, 0.8, 0.7, 0.6, 0.1], np.float32)
     labels = np.array([0, 0, 1, 1, -1])
     assert similarity_floor(similarity, labels, 0.0) == pytest.approx(0.6)

@@ -5,15 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from evaluators.topics import discover, kept_share, nearest_topic
-from evaluators.topics.evolve import first_topics, recluster
+from evaluators.topics.evolve import Topics, first_topics, recluster
 from tests.evaluators.topics.conftest import blobs
 
 
-def stable_labels(topics, rows):
-    return np.asarray(topics.ids)[nearest_topic(rows, topics.centroids).topics]
+def stable_labels(topics: Topics, rows: np.ndarray) -> np.ndarray:
+    labels: np.ndarray = np.asarray(topics.ids)[nearest_topic(rows, topics.centroids).topics]
+    return labels
 
 
-def test_steady_traffic_keeps_its_topic_ids():
+def test_steady_traffic_keeps_its_topic_ids() -> None:
     rows, texts, _ = blobs(40, seed=1)
     later, later_texts, _ = blobs(40, seed=2)
     before = first_topics(discover(rows, texts, min_size=5))
@@ -23,7 +24,7 @@ def test_steady_traffic_keeps_its_topic_ids():
     assert set(after.labels.tolist()) == set(before.ids)
 
 
-def test_a_new_kind_of_question_gets_a_new_id_and_a_gone_one_retires():
+def test_a_new_kind_of_question_gets_a_new_id_and_a_gone_one_retires() -> None:
     rows, texts, truth = blobs(40, topics=5, seed=1)
     old = truth < 4
     before = first_topics(
@@ -40,7 +41,7 @@ def test_a_new_kind_of_question_gets_a_new_id_and_a_gone_one_retires():
     assert len(after.retired) == 1
 
 
-def test_no_previous_topics_numbers_from_next_id():
+def test_no_previous_topics_numbers_from_next_id() -> None:
     rows, texts, _ = blobs(20)
     empty = first_topics(discover(rows[:0], [], min_size=5))
     after = recluster(empty, rows, texts, min_size=5)

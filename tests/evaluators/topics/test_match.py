@@ -10,10 +10,11 @@ from evaluators.topics import kept_share, match_topics, relabel
 
 def unit(*rows: list[float]) -> np.ndarray:
     array = np.asarray(rows, np.float32)
-    return array / np.linalg.norm(array, axis=1, keepdims=True)
+    out: np.ndarray = array / np.linalg.norm(array, axis=1, keepdims=True)
+    return out
 
 
-def test_the_best_total_wins_over_greedy_choices():
+def test_the_best_total_wins_over_greedy_choices() -> None:
     previous = unit([1, 0, 0], [0.8, 0.6, 0])
     # new 0 is nearest to previous 0 (cos 0.98), but giving previous 0 to new 1 (0.95)
     # and previous 1 to new 0 (0.92) scores more in total than greedy's 0.98 + 0.6
@@ -26,7 +27,7 @@ def test_the_best_total_wins_over_greedy_choices():
     assert got.new == () and got.retired == () and got.next_id == 12
 
 
-def test_unmatched_clusters_get_new_ids_and_lost_topics_retire():
+def test_unmatched_clusters_get_new_ids_and_lost_topics_retire() -> None:
     previous = unit([1, 0, 0], [0, 1, 0])
     new = unit([0.99, 0.05, 0], [0, 0, 1], [0.05, 0, 0.99])
     got = match_topics(previous, [3, 7], new, next_id=20)
@@ -37,7 +38,7 @@ def test_unmatched_clusters_get_new_ids_and_lost_topics_retire():
     assert got.similarity[0] > 0.99 and got.similarity[1] == 0.0
 
 
-def test_first_clustering_and_empty_new_clustering():
+def test_first_clustering_and_empty_new_clustering() -> None:
     none = np.zeros((0, 3), np.float32)
     got = match_topics(none, [], unit([1, 0, 0], [0, 1, 0]))
     assert got.ids == (0, 1) and got.new == (0, 1)
@@ -45,7 +46,7 @@ def test_first_clustering_and_empty_new_clustering():
     assert gone.ids == () and gone.retired == (4,) and gone.next_id == 5
 
 
-def test_bad_input_is_refused():
+def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="ids for"):
         match_topics(unit([1, 0]), [1, 2], unit([1, 0]))
     with pytest.raises(ValueError, match="distinct"):
@@ -54,7 +55,7 @@ def test_bad_input_is_refused():
         match_topics(unit([1, 0]), [5], unit([1, 0]), next_id=3)
 
 
-def test_relabel_and_kept_share():
+def test_relabel_and_kept_share() -> None:
     labels = relabel(np.array([0, 1, -1, 1]), (40, 41))
     assert labels.tolist() == [40, 41, -1, 41]
     assert kept_share(labels, np.array([40, 42, -1, 41])) == 0.75
