@@ -45,7 +45,7 @@ from tests.dashboards.promql_names import series_names, template_queries, variab
 from tests.dashboards.test_prometheus_e2e import _traffic
 from tests.exporters.test_report_live import _run_jobs
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
-from tests.jobs.helpers import add_trace
+from tests.jobs.helpers import add_trace, ok_or_no_vectors
 
 ROOT = Path(__file__).resolve().parents[2] / "dashboards"
 DASHBOARDS = ROOT / "grafana" / "dashboards"
@@ -181,7 +181,8 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
         stats.set_lag("rag.traces", 0, 5)
         stats.failed({("rag.traces", 0): 42}, "OperationalError")  # a consumer stuck
         reports = runner.run_many()
-        assert all(r.status == "ok" for r in reports), reports
+        # the topics job has no stored vectors to cluster on SQLite by default
+        assert all(ok_or_no_vectors(r) for r in reports)
         feed.sync()
         # the SLO events: recorded by the jobs' observer, so catching up finds none new
         assert catch_up(settings, make_session_factory(engine)) == 0

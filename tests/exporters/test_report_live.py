@@ -32,7 +32,7 @@ from ragpulse.cli import main
 from ragpulse.monitoring import Monitoring
 from tests.dashboards.test_prometheus_e2e import _traffic
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
-from tests.jobs.helpers import add_trace
+from tests.jobs.helpers import add_trace, ok_or_no_vectors
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards" / "grafana" / "dashboards"
 
@@ -199,7 +199,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
             stats.record(batch)
             stats.set_lag("rag.traces", 0, 5 + tick)
             _more_traffic(engine, tick)
-            assert all(r.status == "ok" for r in runner.run_many())
+            # the topics job has no stored vectors to cluster on SQLite by default
+            assert all(ok_or_no_vectors(r) for r in runner.run_many())
             feed.sync()
             time.sleep(1.5)
         assert prom.wait_for('ragpulse_metric_value{metric="faithfulness"}')

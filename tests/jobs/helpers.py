@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from collector.jobs.run.definition import JobReport
 from collector.store.models import SampleRecord, Trace
 
 
@@ -123,3 +124,9 @@ def _recounted(session: Session, job: str) -> Any:
         at = (ts if ts.tzinfo else ts.replace(tzinfo=UTC)).timestamp()
         gathered.add(at, orjson.loads(groups) if groups else None, orjson.loads(outcomes))
     return gathered.changes()
+
+
+def ok_or_no_vectors(report: JobReport) -> bool:
+    """A run that went well: `ok`, or the topics job skipped for want of stored question
+    vectors (SQLite does not keep them by default: `embeddings.persist`)."""
+    return report.status == "ok" or (report.job, report.status) == ("topics", "skipped")
