@@ -24,7 +24,7 @@ from collector.jobs.run.publish import ResultsSink
 from collector.jobs.scheduler import definitions, job_options
 from collector.jobs.windows.labels import LabelLimits, LabelPolicy, clean_value
 from collector.jobs.windows.versions import VERSION_LABEL
-from collector.jobs.windows.window import parse_windows
+from collector.jobs.windows.window import TOPIC_LABEL, parse_windows
 from collector.settings import Settings, parse_duration
 from collector.store.maintenance import StorageMaintenance
 from collector.store.models import Judgment
@@ -160,9 +160,13 @@ def drift_config(settings: Settings) -> DriftConfig | None:
 def label_limits(settings: Settings) -> LabelLimits:
     """The `labels` settings as the jobs' and exporter's `LabelLimits` (allow-listed values
     cleaned the way tag values are, so they compare equal); the `version` label is bounded
-    by `versions.max_values` unless `labels.per_label.version` says otherwise."""
+    by `versions.max_values` and the `topic` label by `topics.series` unless
+    `labels.per_label` says otherwise."""
     cfg = settings.labels
-    per_label = {VERSION_LABEL: LabelPolicy(settings.versions.max_values)}
+    per_label = {
+        VERSION_LABEL: LabelPolicy(settings.versions.max_values),
+        TOPIC_LABEL: LabelPolicy(settings.topics.series),
+    }
     for label, limit in cfg.per_label.items():
         allow = None
         if limit.values is not None:

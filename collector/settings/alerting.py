@@ -110,9 +110,9 @@ class CanarySettings(Group):
 class SliceSettings(Group):
     """The dimensions `ragpulse explain` attributes a metric's change to."""
 
-    dimensions: CSV = ["tenant", "model", "version", "language"]
+    dimensions: CSV = ["tenant", "model", "version", "language", "topic"]
     """Tag names; `model` falls back to the trace's model, `language` to the question's
-    script (ru / en / other)."""
+    script (ru / en / other); `topic` is the trace's topic id (the `topics` job's)."""
     max_values: int = Field(20, ge=1, le=1000)
     """Per dimension, the most frequent values are ranked; the rest as one "other"."""
     baseline: str = "7d"

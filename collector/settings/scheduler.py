@@ -13,9 +13,10 @@ from collector.settings.fields import CSV, Group, split_csv
 class SchedulerSettings(Group):
     windows: CSV = ["1h", "24h", "7d"]
     """The windows every metric is aggregated over (each job run computes all of them)."""
-    group_labels: CSV = ["tenant", "version"]
+    group_labels: CSV = ["tenant", "version", "topic"]
     """Trace tags results are grouped by, one label at a time; `version` is the trace's
-    version as `versions.sources` makes it (not a raw tag)."""
+    version as `versions.sources` makes it (not a raw tag), `topic` the id of the topic the
+    `topics` job gave the trace's question (the `topics.series` largest keep series)."""
     interval_s: float = Field(60.0, gt=0)
     """Seconds between two runs of each job."""
     initial_delay_s: float = Field(5.0, ge=0)

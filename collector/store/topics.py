@@ -167,6 +167,26 @@ def write_assignments(session: Session, rows: Sequence[Assigned], now: datetime)
     return len(rows)
 
 
+def assigned_topics(session: Session, trace_ids: Sequence[str]) -> dict[str, int | None]:
+    """trace_id -> topic id (None: an outlier) of those of `trace_ids` with an assignment."""
+    out: dict[str, int | None] = {}
+    for start in range(0, len(trace_ids), CHUNK):
+        query = select(TraceTopic.trace_id, TraceTopic.topic_id).where(
+            TraceTopic.trace_id.in_(list(trace_ids[start : start + CHUNK]))
+        )
+        out.update(
+            {str(t): None if topic is None else int(topic) for t, topic in session.execute(query)}
+        )
+    return out
+
+
+def topics_of(session: Session, trace_ids: Sequence[str]) -> dict[str, int]:
+    """trace_id -> topic id of those of `trace_ids` that have a topic."""
+    return {
+        t: topic for t, topic in assigned_topics(session, trace_ids).items() if topic is not None
+    }
+
+
 def prune_assignments(session: Session, before: datetime) -> int:
     """Delete assignments made before `before` (traces the job no longer looks at);
     returns how many. The caller commits."""

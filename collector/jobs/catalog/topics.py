@@ -13,15 +13,19 @@ Every run
    stored with its keywords per language (c-TF-IDF), example questions (the sampled ones
    nearest its centroid), centroid and size. Topics of another embedding model (the model
    changed) are retired and the topics found afresh;
-2. assigns topics: after a re-clustering every trace of the look-back, otherwise those
-   without a topic yet (the traces embedded since the last run), each to its nearest active
-   topic's centroid (a matrix product, `evaluators.topics.nearest_topic`), none when its
-   cosine is below `topics.min_similarity`. Traces are read, looked up and written a page
-   of `PAGE` at a time, so memory stays bounded whatever the traffic. A trace that leaves
-   the look-back keeps the topic it last got; assignments older than the look-back and the
-   results' retention (`scheduler.results_retention`) are deleted.
+2. assigns topics: after a re-clustering every trace of the look-back (a row is rewritten
+   only when the topic changed), otherwise those without a topic yet (the traces embedded
+   since the last run), each to its nearest active topic's centroid (a matrix product,
+   `evaluators.topics.nearest_topic`), none when its cosine is below
+   `topics.min_similarity`. Traces are read, looked up and written a page of `PAGE` at a
+   time, so memory stays bounded whatever the traffic. A trace that leaves the look-back
+   keeps the topic it last got; assignments older than the look-back and the results'
+   retention (`scheduler.results_retention`) are deleted.
 
-The job writes no metric results: the topics feed the `ragpulse topics` commands.
+The job writes no metric results itself: the topics feed the `ragpulse topics` commands,
+and every other job groups and slices its outcomes by them (`topic` group label and slice
+dimension; `collector.jobs.recording.regroup` moves outcomes stored before their trace had
+its topic).
 
 Measured on PostgreSQL with 50,000 traces of 20 planted topics (512-dim vectors, two shared
 cores): reading the sample and its vectors ~1 s, the clustering of 5,000 questions 65-90 s,
@@ -53,6 +57,7 @@ from collector.store.models import Trace, TraceTopic
 from collector.store.topics import (
     Assigned,
     StoredTopic,
+    assigned_topics,
     last_clustered,
     load_topics,
     next_topic_id,
@@ -150,7 +155,8 @@ class TopicsJob(IncrementalJob):
                 self._tried_at = now
                 done = self.recluster(session, now)
                 session.commit()
-            assigned = self.assign(session, now, every=done is not None and not done.too_few)
+            every = done is not None and not done.too_few
+            assigned = self.assign(session, now, every=every, started=started)
             prune_assignments(session, now - max(self.lookback, self.env.retention))
             status, message = "ok", f"{assigned} traces given a topic"
             if done is not None and done.too_few and last is None:
@@ -306,9 +312,16 @@ class TopicsJob(IncrementalJob):
 
     # -- assignment -----------------------------------------------------------------------
 
-    def assign(self, session: Session, now: datetime, *, every: bool) -> int:
+    def assign(
+        self, session: Session, now: datetime, *, every: bool, started: float | None = None
+    ) -> int:
         """Give the look-back's traces their nearest topic (module docstring, step 2):
-        `every` trace, or only those without a topic yet; returns how many got a row."""
+        `every` trace, or only those without a topic yet; returns how many got a new or
+        changed row. A row is stamped with `now` plus the time since `started` (the run's
+        start): the jobs move outcomes of traces assigned since their last run
+        (`collector.jobs.recording.regroup`), so a stamp must not be much older than its
+        commit, and a trace whose topic did not change keeps its row and stamp."""
+        started = time.perf_counter() if started is None else started
         topics = [t for t in load_topics(session) if t.model == self.model]
         if not topics:
             return 0
@@ -337,20 +350,25 @@ class TopicsJob(IncrementalJob):
             if rows:
                 matrix = np.vstack([stored[q] for _, q in rows])
                 found = nearest_topic(matrix, centroids, self.settings.min_similarity)
-                written += write_assignments(
-                    session,
-                    [
-                        Assigned(
-                            trace_id,
-                            int(ids[topic]) if topic >= 0 else None,
-                            float(found.similarity[i]),
-                        )
-                        for i, ((trace_id, _), topic) in enumerate(
-                            zip(rows, found.topics.tolist(), strict=True)
-                        )
-                    ],
-                    now,
-                )
+                fresh = [
+                    Assigned(
+                        trace_id,
+                        int(ids[topic]) if topic >= 0 else None,
+                        float(found.similarity[i]),
+                    )
+                    for i, ((trace_id, _), topic) in enumerate(
+                        zip(rows, found.topics.tolist(), strict=True)
+                    )
+                ]
+                if every:
+                    before = assigned_topics(session, [a.trace_id for a in fresh])
+                    fresh = [
+                        a
+                        for a in fresh
+                        if a.trace_id not in before or before[a.trace_id] != a.topic_id
+                    ]
+                stamp = now + timedelta(seconds=time.perf_counter() - started)
+                written += write_assignments(session, fresh, stamp)
                 session.commit()
             if len(page) < PAGE:
                 break

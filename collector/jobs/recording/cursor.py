@@ -43,10 +43,11 @@ from collector.jobs.traces.shard_scope import ShardScope, shard_of
 from collector.jobs.windows.labels import DEFAULT_MAX_LENGTH
 from collector.jobs.windows.slices import DEFAULT_DIMENSIONS, slice_values
 from collector.jobs.windows.versions import DEFAULT_SOURCES
-from collector.jobs.windows.window import group_values
+from collector.jobs.windows.window import TOPIC_LABEL, group_values
 from collector.store.id_filter import among, unprepared
 from collector.store.job_lock import job_lock
 from collector.store.models import JobOutcome, JobState, Trace
+from collector.store.topics import topics_of
 from evaluators.outcome import Outcome
 
 logger = logging.getLogger(__name__)
@@ -331,6 +332,9 @@ class TraceCursor:
             cast(JobOutcome.groups, Text),
             cast(JobOutcome.outcomes, Text),
         ).where(JobOutcome.job == self.job, among(session, JobOutcome.trace_id, ids), *where)
+        if session.get_bind().dialect.name == "postgresql":
+            # the rows about to be replaced: a concurrent `regroup` waits for this commit
+            query = query.with_for_update()
         with unprepared(session):
             found = session.connection().execute(query).all()
         for trace_id, ts, groups, outcomes in found:
@@ -374,6 +378,11 @@ class TraceCursor:
         moved = set()
         delta = Contributions(self.metrics)
         stored = self._stored(session, rows)
+        topics = (
+            topics_of(session, [row.trace_id for row in rows])
+            if TOPIC_LABEL in self.group_labels or TOPIC_LABEL in self.slice_dimensions
+            else {}
+        )
         for ts, groups_before, outcomes_before in stored.values():
             delta.add(ts, groups_before, outcomes_before, -1)
         for i, row in enumerate(rows):
@@ -387,6 +396,7 @@ class TraceCursor:
                 self.max_length,
                 model=model,
                 version_sources=self.version_sources,
+                topic=topics.get(row.trace_id),
             )
             version = epoch(row.updated_at)
             before = self.retrying.get(row.trace_id)
@@ -425,6 +435,7 @@ class TraceCursor:
                         dimensions=self.slice_dimensions,
                         max_length=self.max_length,
                         version_sources=self.version_sources,
+                        topic=topics.get(row.trace_id),
                     )
                     or None,
                 }

@@ -49,6 +49,7 @@ from collector.jobs.recording.cursor import (
     version_s,
 )
 from collector.jobs.recording.observers import Evaluated, notify
+from collector.jobs.recording.regroup import regroup
 from collector.jobs.run.dataset import DatasetMetrics
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.evaluation import (
@@ -67,7 +68,7 @@ from collector.jobs.traces.shard_scope import ShardScope
 from collector.jobs.traces.trace_rows import SampleMemo, columns_for
 from collector.jobs.windows.aggregate import WindowAggregate
 from collector.jobs.windows.labels import Folding, warn_folding
-from collector.jobs.windows.window import OVERALL, Window
+from collector.jobs.windows.window import OVERALL, TOPIC_LABEL, Window
 from collector.store.models import JobState, Trace
 from evaluators.aggregate import Aggregate
 from evaluators.judge.errors import JudgeConnectionError
@@ -261,8 +262,19 @@ class IncrementalJob:
     def _store(
         self, session: Session, now: datetime, state: JobState, *, changed: bool, message: str
     ) -> int:
-        """Aggregate every window from the bucket sums and write the results and `state`."""
-        points = self._aggregate(session, now, changed=changed)
+        """Aggregate every window from the bucket sums and write the results and `state`
+        (first moving the outcomes of traces given a topic since the last run, `regroup`)."""
+        cursor = self._cursor
+        moved = regroup(
+            session,
+            job=self.name,
+            metrics=cursor.metrics,
+            since=now - timedelta(seconds=cursor.longest_s),
+            assigned_after=state.last_run_at,
+            grouped=TOPIC_LABEL in cursor.group_labels,
+            sliced=TOPIC_LABEL in cursor.slice_dimensions,
+        )
+        points = self._aggregate(session, now, changed=changed or moved > 0)
         written = self._write(session, now, points)
         state.last_run_at = now
         state.last_status = "ok"

@@ -1,13 +1,13 @@
 """A trace's slice dimensions: what `ragpulse explain` attributes a metric's change to.
 
-Dimensions are configured (`slices.dimensions`; default tenant, model, version,
-language). A dimension's value is the trace's tag of that name; `version` is the trace's
-version (`versions.version_of`, configured by `versions.sources`), `model` falls back to
-the trace's `model` field and `language` to the script of the question (Cyrillic or
-Latin letters: "ru" / "en"; neither: "other"), so a Russian-and-English bot is sliced by
-language without tagging. Values are cleaned like label values (`labels.clean_value`);
-their number is bounded when explaining (the most frequent, the rest as "other").
-"""
+Dimensions are configured (`slices.dimensions`; default tenant, model, version, language, topic). A
+dimension's value is the trace's tag of that name; `version` is the trace's version
+(`versions.version_of`, configured by `versions.sources`), `model` falls back to the trace's
+`model` field and `language` to the script of the question (Cyrillic or Latin letters: "ru"
+/ "en"; neither: "other"), so a Russian-and-English bot is sliced by language without
+tagging; `topic` is the id of the trace's topic (`window.TOPIC_LABEL`). Values are cleaned
+like label values (`labels.clean_value`); their number is bounded when explaining (the most
+frequent, the rest as "other")."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from typing import Any
 
 from collector.jobs.windows.labels import DEFAULT_MAX_LENGTH, clean_value
 from collector.jobs.windows.versions import DEFAULT_SOURCES, VERSION_LABEL, version_of
+from collector.jobs.windows.window import TOPIC_LABEL
 
-DEFAULT_DIMENSIONS = ("tenant", "model", "version", "language")
+DEFAULT_DIMENSIONS = ("tenant", "model", "version", "language", TOPIC_LABEL)
 
 
 def language_of(text: str | None) -> str:
@@ -41,11 +42,17 @@ def slice_values(
     dimensions: Sequence[str],
     max_length: int = DEFAULT_MAX_LENGTH,
     version_sources: Sequence[str] = DEFAULT_SOURCES,
+    topic: int | None = None,
 ) -> dict[str, str]:
     """The trace's value of each dimension it has (cleaned); `version` is the trace's
-    version (`versions.version_of`), the same value as its `version` group label."""
+    version (`versions.version_of`), the same value as its `version` group label; `topic`
+    its topic id, as its `topic` group label."""
     out: dict[str, str] = {}
     for dim in dimensions:
+        if dim == TOPIC_LABEL:
+            if topic is not None:
+                out[dim] = str(topic)
+            continue
         if dim == VERSION_LABEL:
             version = version_of(tags, model, version_sources, max_length)
             if version is not None:

@@ -1,11 +1,11 @@
 """Time windows (`1h`, `24h`, `7d`) and the groups a trace is counted in.
 
-A trace counts in the overall group (key "") and, for each configured group label that
-its tags carry (e.g. `tenant`; `version` is derived, `collector.jobs.windows.versions`), in the
-group `label=value`. Groups are one label at a time, not the cross product, so the
-number of series stays proportional to the values, and values are cleaned and bounded
-per label (`collector.jobs.windows.labels`).
-"""
+A trace counts in the overall group (key "") and, for each configured group label that its
+tags carry (e.g. `tenant`; `version` is derived, `collector.jobs.windows.versions`), in the
+group `label=value`. `topic` is not a tag: it is the id of the topic the `topics` job gave
+the trace's question (`collector.store.topics`), as a string. Groups are one label at a
+time, not the cross product, so the number of series stays proportional to the values, and
+values are cleaned and bounded per label (`collector.jobs.windows.labels`)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from collector.jobs.windows.versions import DEFAULT_SOURCES, VERSION_LABEL, vers
 from collector.settings import parse_duration
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
+TOPIC_LABEL = "topic"
+"""The group label and slice dimension whose value is the trace's topic id, not a tag."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,13 +55,17 @@ def group_values(
     *,
     model: str | None = None,
     version_sources: Sequence[str] = DEFAULT_SOURCES,
+    topic: int | None = None,
 ) -> dict[str, str]:
     """The configured labels' values in a trace's tags, cleaned for use as label values
     (`labels.clean_value`); labels it lacks, or whose value cleans to nothing, are left out.
-    `version` is the trace's version (`versions.version_of`), not a tag of that name."""
+    `version` is the trace's version (`versions.version_of`), not a tag of that name;
+    `topic` the trace's topic id (none yet: no topic label)."""
     out = {}
     for label in group_labels:
-        if label == VERSION_LABEL:
+        if label == TOPIC_LABEL:
+            value = None if topic is None else str(topic)
+        elif label == VERSION_LABEL:
             value = version_of(tags, model, version_sources, max_length)
         else:
             raw = None if not tags else tags.get(label)
