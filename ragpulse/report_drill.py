@@ -21,6 +21,7 @@ SHOWN = 5
 def store_drill(settings: Settings, engine: Engine, *, shown: int = SHOWN) -> Drill:
     """A `Drill` over the configured store (each metric and range is read once)."""
     from collector.jobs.queries.explain import explain
+    from collector.store.topics import topic_names
     from collector.store.worst import worst_traces
 
     targets = per_trace_targets(settings)
@@ -54,6 +55,8 @@ def store_drill(settings: Settings, engine: Engine, *, shown: int = SHOWN) -> Dr
                     dimensions=settings.slices.dimensions,
                     max_values=settings.slices.max_values,
                 )
+                if change is not None and "topic" in settings.slices.dimensions:
+                    change = change.named(topic_names(session))
         except Exception:
             logger.exception("could not read the traces of %s from the store", metric)
             return None

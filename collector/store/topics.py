@@ -105,6 +105,13 @@ def get_topic(session: Session, topic_id: int) -> StoredTopic | None:
     return _from_row(row) if row is not None else None
 
 
+def topic_names(session: Session) -> dict[tuple[str, str], str]:
+    """("topic", id) -> "id (label)" of every stored topic: how `explain` and the report
+    show a topic slice, whose value is the bare id."""
+    stored = load_topics(session, active_only=False)
+    return {("topic", str(t.id)): f"{t.id} ({t.label})" for t in stored}
+
+
 def next_topic_id(session: Session) -> int:
     """The first id no topic has ever had (ids are never reused)."""
     top = session.scalar(select(func.max(Topic.id)))

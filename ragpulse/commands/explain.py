@@ -21,10 +21,11 @@ nothing about a change)."""
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "explain",
-        help="rank the slices (tenant, model, version, language) by their share of a change",
+        help="rank the slices (tenant, model, version, language, topic) by their share of a change",
         description="Compare a metric's per-trace scores in the last SINCE with the "
         "baseline before it (slices.baseline, default 7d) and rank the slices of one and "
-        "two dimensions (slices.dimensions: tenant, model, version, language) by their "
+        "two dimensions (slices.dimensions: tenant, model, version, language, topic: the "
+        "id of the `ragpulse topics` topic, shown with its label) by their "
         "contribution to the change: share x delta (the slice got worse) plus mix (its "
         "share of the traffic moved), which add up to the overall change, with 95% "
         "intervals and Welch's test of each slice's own change. On a young store the "
@@ -122,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
                 dimensions=dimensions,
                 max_values=settings.slices.max_values,
             )
+            if found is not None and "topic" in dimensions:
+                from collector.store.topics import topic_names
+
+                found = found.named(topic_names(session))
     finally:
         engine.dispose()
     if found is None:
@@ -159,7 +164,9 @@ def run(args: argparse.Namespace) -> int:
                     "delta": found.delta,
                     "n_window": found.n_window,
                     "n_baseline": found.n_baseline,
-                    "slices": [{"slice": dict(c.slice), **_fields(c)} for c in shown],
+                    "slices": [
+                        {"slice": dict(c.slice), "name": c.name, **_fields(c)} for c in shown
+                    ],
                 },
                 ensure_ascii=False,
             )

@@ -29,6 +29,7 @@ def register(subparsers: Any) -> None:
         "why. `ragpulse traces show ID` prints one trace with every score it got.",
         epilog="examples:\n  ragpulse traces --metric faithfulness --worst 20 --since 1h\n"
         "  ragpulse traces --metric hit_rate@1 --tenant acme --version v7 --json\n"
+        "  ragpulse traces --metric hit_rate@1 --topic 12 --since 24h\n"
         "  ragpulse traces --metric faithfulness --errors\n  ragpulse traces show 4bf92f35",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -44,6 +45,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--tenant", help="only this tenant")
     parser.add_argument("--version", help="only this version (the `version` slice)")
+    parser.add_argument(
+        "--topic",
+        metavar="ID",
+        help="only traces of this topic (its id in `ragpulse topics`; the `topic` slice)",
+    )
     parser.add_argument(
         "--slice",
         action="append",
@@ -90,6 +96,8 @@ def _filters(args: argparse.Namespace) -> dict[str, str]:
         where["tenant"] = args.tenant
     if args.version:
         where["version"] = args.version
+    if args.topic:
+        where["topic"] = args.topic
     return where
 
 

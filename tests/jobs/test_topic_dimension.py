@@ -12,10 +12,12 @@ sums still equal the stored outcomes' sums.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,12 +26,14 @@ from collector.jobs.catalog.topics import definition as topics_definition
 from collector.jobs.queries.explain import explain
 from collector.jobs.run.definition import JobEnvironment
 from collector.jobs.run.engine import IncrementalJob
-from collector.jobs.windows.window import parse_windows
 from collector.jobs.scheduler import definitions
+from collector.jobs.windows.window import parse_windows
 from collector.settings import Settings, TopicSettings, load_settings
 from collector.store.embeddings import SqlEmbeddingStore
 from collector.store.models import JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
+from collector.store.topics import topic_names
+from ragpulse.cli import main
 from ragpulse.job_setup import job_environment
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 
@@ -101,7 +105,9 @@ def _topics_of_outcomes(factory: sessionmaker[Session]) -> dict[str, str | None]
     return out
 
 
-def test_a_drop_in_one_intent_is_attributed_to_its_topic(db_url: str) -> None:
+def test_a_drop_in_one_intent_is_attributed_to_its_topic(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     settings = load_settings(database={"url": db_url}, scheduler={"jobs": [JOB]})
     assert "topic" in settings.scheduler.group_labels
     assert "topic" in settings.slices.dimensions
@@ -154,8 +160,26 @@ def test_a_drop_in_one_intent_is_attributed_to_its_topic(db_url: str) -> None:
             baseline=timedelta(days=7),
             dimensions=("tenant", "topic"),
         )
+        names = topic_names(session)
     engine.dispose()
     assert found is not None and found.delta < -0.1
     assert found.top is not None
     assert found.top.slice == (("topic", topic_of[DROPPED]),), found.top
     assert found.top.fraction > 0.7
+    # the headline names the topic with its label: its top keywords
+    headline = found.named(names).headline()
+    assert f"is topic {topic_of[DROPPED]} (" in headline, headline
+    assert any(word in headline for word in WORDS[DROPPED]), headline
+
+    # the operator's commands: explain by topic as JSON, the topic's worst traces
+    monkeypatch.setenv("RAGPULSE_DATABASE__URL", db_url)
+    until = ["--until", NOW.isoformat()]
+    argv = ["explain", "--metric", "hit_rate@1", "--dimensions", "topic", "--json", *until]
+    assert main(argv) == 0
+    top = json.loads(capsys.readouterr().out)["slices"][0]
+    assert top["slice"] == {"topic": topic_of[DROPPED]}
+    assert top["name"].startswith(f"topic {topic_of[DROPPED]} (")
+    argv = ["traces", "--metric", "hit_rate@1", "--topic", topic_of[DROPPED], "--json", *until]
+    assert main([*argv, "--worst", "100"]) == 0
+    listed = [json.loads(line)["trace_id"] for line in capsys.readouterr().out.splitlines()]
+    assert listed and {intents[t] for t in listed} == {DROPPED}

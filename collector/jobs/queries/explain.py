@@ -6,7 +6,8 @@ each dimension keeps its `max_values` most frequent values (the rest become "oth
 and `evaluators.attribution.attribute` decomposes the change of the mean over the
 slices of every single dimension and every pair of dimensions. The headline names the
 slice with the largest share of the change, narrowed to a pair ("tenant acme, version
-v7") when that pair alone carries at least `NARROW` of the single slice's contribution.
+v7") when that pair alone carries at least `NARROW` of the single slice's contribution;
+`Explanation.named` shows a topic slice with its label ("topic 12 (card, delivery)").
 
 A share beyond ±100% is a mix effect, not an error: the slices of a dimension add up to
 the whole change, so when one moved the mean by more than the net change, the others
@@ -16,8 +17,8 @@ moved it the other way by the difference. The headline and `mix_note` say so in 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from itertools import combinations
 
@@ -53,10 +54,18 @@ class SliceChange:
     fraction: float
     """contribution / overall change."""
     p_value: float | None
+    shown: tuple[str, ...] = ()
+    """How each value of `slice` is shown, when not as itself (a topic id with its label)."""
 
     @property
     def name(self) -> str:
-        return ", ".join(f"{d} {v}" for d, v in self.slice)
+        values = self.shown or tuple(v for _, v in self.slice)
+        return ", ".join(f"{d} {v}" for (d, _), v in zip(self.slice, values, strict=True))
+
+    def named(self, names: Mapping[tuple[str, str], str]) -> SliceChange:
+        """This slice with its values shown by `names` ((dimension, value) -> text)."""
+        shown = tuple(names.get(pair, pair[1]) for pair in self.slice)
+        return self if shown == tuple(v for _, v in self.slice) else replace(self, shown=shown)
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,15 @@ class Explanation:
     @property
     def what(self) -> str:
         return "drop" if self.delta < 0 else "rise"
+
+    def named(self, names: Mapping[tuple[str, str], str]) -> Explanation:
+        """The explanation with slice values shown by `names` ((dimension, value) ->
+        text), e.g. a topic id with its label (`collector.store.topics.topic_names`)."""
+        return replace(
+            self,
+            slices=tuple(c.named(names) for c in self.slices),
+            top=None if self.top is None else self.top.named(names),
+        )
 
     def mix_note(self, shown: Sequence[SliceChange]) -> str | None:
         """Words for the shares beyond ±100% among `shown` (None when there is none)."""
