@@ -4,7 +4,8 @@ The drift rules are generated per tier and direction (`quality_rules.drift_rules
 their tests are too: for each rule, one metric of its tier gets a drifting series for
 tenant `acme` (the alert must fire, with its labels and its annotations as Prometheus
 renders them) next to a steady series for tenant `beta` and, for the detector rules, the
-other detector's series at the same value (which must not fire this rule). Each detector
+other detector's series at the same value (which must not fire this rule) and a topic's
+drifting series (which opens a ticket but never pages). Each detector
 rule also checks `keep_firing_for`: a score that falls back under the threshold keeps the
 alert open (30 minutes for a page, 2 hours for a ticket), so one incident is one page.
 """
@@ -35,6 +36,8 @@ _EXPLAINED = re.compile(
 )
 SLICE = ("tenant acme, version v7", 0.8)
 VERSION = 'version="v7"'
+TOPIC = "7"
+"""A topic's group: its detectors open tickets, never pages."""
 """A version's group (no tenant): its series must never fire a window rule."""
 """The explanation (`ragpulse_change_attribution`, rank 1) the detector tests give."""
 
@@ -82,11 +85,19 @@ def _detector_test(rule: dict[str, Any]) -> dict[str, Any]:
         ),
         (f'ragpulse_drift_score{{detector="{other}",metric="{metric}",tenant="gamma"}}', "1.5x75"),
         (
+            f'ragpulse_drift_score{{detector="{name}",metric="{metric}",topic="{TOPIC}"}}',
+            "0.4x4 1.5x10 0.5x60",
+        ),
+        (
             f'ragpulse_change_attribution{{metric="{metric}",rank="1",slice="{SLICE[0]}"}}',
             f"{SLICE[1]}x75",
         ),
     ]
     fired = _expected(rule, labels, 1.5, SLICE)
+    pages = 'topic=""' in rule["expr"]
+    if not pages:
+        topic = {"metric": metric, "topic": TOPIC, "detector": name}
+        fired += _expected(rule, topic, 1.5, SLICE)
     # Still open 10 minutes after the score fell back (keep_firing_for: one incident is one
     # notification, not one per crossing), closed once keep_firing_for has run out.
     cases = [
@@ -101,7 +112,8 @@ def _detector_test(rule: dict[str, Any]) -> dict[str, Any]:
     ]
     return {
         "name": f"{rule['alert']} ({rule['labels']['tier']}): fires on {metric} of one "
-        f"tenant, not on a steady tenant nor on the other detector",
+        f"tenant, not on a steady tenant nor on the other detector; a topic's "
+        f"{'never' if pages else 'too'}",
         "interval": "1m",
         "input_series": [{"series": s, "values": v} for s, v in series],
         "alert_rule_test": cases,

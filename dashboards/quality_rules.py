@@ -38,13 +38,16 @@ HEADER = """\
 # better); counts (direction "none") have no drift rule.
 """
 
-OVERALL_OR_TENANT = 'version=""'
-"""Alerts read the overall and the tenants' series, not the versions' (`version` groups):
-a version's series starts and ends with its rollout, comparing versions is a canary's
-job, and the alerts' counts stay what they were before versions were a label."""
+OVERALL_OR_TENANT = 'version="",topic=""'
+"""Alerts read the overall and the tenants' series, not the versions' (`version` groups)
+nor the topics': a version's series starts and ends with its rollout, comparing versions is
+a canary's job, a topic's series with a re-clustering, and the alerts' counts stay what
+they were before versions and topics were labels. A topic that got worse opens a ticket
+through its drift detector (`drift_rules`), never a page."""
 
 TENANT = "{{ if $labels.tenant }} for tenant {{ $labels.tenant }}{{ end }}"
 TENANT_PAREN = "{{ if $labels.tenant }} (tenant {{ $labels.tenant }}){{ end }}"
+TOPIC = "{{ if $labels.topic }} in topic {{ $labels.topic }}{{ end }}"
 
 
 @dataclass(frozen=True)
@@ -283,7 +286,8 @@ EXPLAINED = (
 
 TRACES = (
     "The traces behind it: `ragpulse traces --metric {{ $labels.metric }} --since 1h"
-    "{{ if $labels.tenant }} --tenant {{ $labels.tenant }}{{ end }}`. "
+    "{{ if $labels.tenant }} --tenant {{ $labels.tenant }}{{ end }}"
+    "{{ if $labels.topic }} --topic {{ $labels.topic }}{{ end }}`. "
 )
 
 OPEN_PANEL = (
@@ -305,7 +309,7 @@ tested hourly)."""
 
 
 DETECTOR_RULES = (
-    # (alert, detector, severity, keep_firing_for, summary after the metric, lead)
+    # (alert, detector, severity, keep_firing_for, summary after the metric, lead, selector)
     (
         "RagpulseQualityDropPage",
         "page",
@@ -314,24 +318,27 @@ DETECTOR_RULES = (
         " got worse" + TENANT + ': the paging drift detector is at {{ $value | printf "%.1f" }}x '
         "its threshold",
         "A drop a person should look at now.",
+        'topic="",',
     ),
     (
         "RagpulseQualityDriftTicket",
         "ticket",
         WARNING,
         "2h",
-        " is drifting worse" + TENANT,
-        "A slow drift (the ticket detector is tuned to a few percent): no page, but worth a "
-        "look this week.",
+        " is drifting worse" + TENANT + TOPIC,
+        "A slow drift (the ticket detector is tuned to a few percent), or a drop confined to "
+        "one topic of the questions (`ragpulse topics show ID`): no page, but worth a look "
+        "this week.",
+        "",
     ),
 )
 
 
 def drift_rules() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for alert, detector, severity, keep, summary, lead in DETECTOR_RULES:
+    for alert, detector, severity, keep, summary, lead, only in DETECTOR_RULES:
         for t, pattern in tier_patterns("per_sample").items():
-            selector = f'detector="{detector}",metric=~"{pattern}"'
+            selector = f'{only}detector="{detector}",metric=~"{pattern}"'
             out.append(
                 {
                     "alert": alert,

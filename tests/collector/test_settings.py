@@ -164,7 +164,7 @@ def test_versions_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from ragpulse.job_setup import label_limits
 
     defaults = load_settings()
-    assert defaults.scheduler.group_labels == ["tenant", "version"]
+    assert defaults.scheduler.group_labels == ["tenant", "version", "topic"]
     assert (defaults.versions.sources, defaults.versions.max_values) == (["version"], 10)
     monkeypatch.setenv("RAGPULSE_VERSIONS__SOURCES", "retriever_version, prompt_version,model")
     monkeypatch.setenv("RAGPULSE_VERSIONS__MAX_VALUES", "4")

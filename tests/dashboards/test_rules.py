@@ -82,6 +82,6 @@ def test_seed_004_thresholds_are_alerted() -> None:
         ("judge_accuracy", "0.85"),
         ("judge_consistency", "0.85"),
     ]:
-        # overall and tenants only (version=""): no alert reads a version's series
-        raw = f'ragpulse_metric_value{{metric="{metric}",window="24h",version=""}}'
+        # overall and tenants only: no alert reads a version's nor a topic's series
+        raw = f'ragpulse_metric_value{{metric="{metric}",window="24h",version="",topic=""}}'
         assert f"{raw} < {threshold}" in exprs or f"{raw}) < {threshold}" in exprs, metric

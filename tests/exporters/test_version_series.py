@@ -96,7 +96,7 @@ def test_a_job_run_exports_a_series_per_version(db_url: str) -> None:
         QualityCollector(cache, settings.scheduler.group_labels, label_limits(settings))
     )
     text = generate_latest(registry).decode()
-    assert 'tenant="",version="v1/gpt-4o",window="1h"} 0.6' in text
+    assert 'tenant="",topic="",version="v1/gpt-4o",window="1h"} 0.6' in text
     values = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
