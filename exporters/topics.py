@@ -123,10 +123,13 @@ class TopicSeries(Collector):
         except Exception:
             logger.exception("could not read the topics for /metrics")
             return False
-        points = kept_points(seen, self._settings.series)
-        with self._lock:
-            self._points = points
+        self.publish(kept_points(seen, self._settings.series))
         return True
+
+    def publish(self, points: Sequence[TopicPoint]) -> None:
+        """Serve these points from now on (what `refresh` found)."""
+        with self._lock:
+            self._points = list(points)
 
     def current(self) -> Sequence[TopicPoint]:
         with self._lock:

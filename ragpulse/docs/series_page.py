@@ -19,7 +19,7 @@ from exporters.explanations import Explanations
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.score_histograms import ScoreHistograms
-from exporters.topics import TopicSeries
+from exporters.topics import TopicPoint, TopicSeries
 from ragpulse.docs.markdown import BANNER, code, table
 
 INTRO = """# `/metrics` series
@@ -56,7 +56,9 @@ def registry() -> CollectorRegistry:
     reg.register(QualityCollector(ResultsCache()))
     reg.register(ScoreHistograms())
     reg.register(_nothing_explained())
-    reg.register(TopicSeries(lambda: None, TopicSettings(), every_s=1))  # type: ignore[arg-type, return-value]
+    topics = TopicSeries(lambda: None, TopicSettings(), every_s=1)  # type: ignore[arg-type, return-value]
+    topics.publish([TopicPoint("0", "card, delivery", 10, 0.1, 0.0, False)])  # its labels
+    reg.register(topics)
     judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     reg.register(JudgeStateCollector(judge))
