@@ -32,10 +32,17 @@ class Planted:
     examples: tuple[str, ...] = field(default_factory=tuple)
 
 
-def plant(session: Session, now: datetime, topics: Sequence[Planted], seed: int = 1) -> int:
+def plant(
+    session: Session,
+    now: datetime,
+    topics: Sequence[Planted],
+    seed: int = 1,
+    *,
+    outcomes: bool = True,
+) -> int:
     """Store the topics and their traces (spread evenly over each day); returns how many
-    traces. Every trace has a retrieval_health outcome and an answer; every other one a
-    hit_rate@5 outcome."""
+    traces. Every trace has an answer and (`outcomes`) a retrieval_health outcome, every
+    other one a hit_rate@5 outcome."""
     rng = np.random.default_rng(seed)
     for t in topics:
         session.add(
@@ -55,7 +62,7 @@ def plant(session: Session, now: datetime, topics: Sequence[Planted], seed: int 
         )
     traces: list[dict[str, Any]] = []
     assigned: list[dict[str, Any]] = []
-    outcomes: list[dict[str, Any]] = []
+    scored: list[dict[str, Any]] = []
     for t in topics:
         for day, count in enumerate(t.per_day):
             for i in range(count):
@@ -73,18 +80,22 @@ def plant(session: Session, now: datetime, topics: Sequence[Planted], seed: int 
                     {"trace_id": trace_id, "topic_id": t.topic, "similarity": 0.9,
                      "assigned_at": now}
                 )  # fmt: skip
-                outcomes.append(
+                scored.append(
                     {"job": "retrieval_health", "trace_id": trace_id, "trace_updated_at": ts,
                      "ts": ts, "outcomes": {"retrieval_empty_rate": float(empty)}}
                 )  # fmt: skip
                 if i % 2 == 0:
                     hit = {"hit_rate@5": float(rng.random() >= t.miss), "mrr": 0.5}
-                    outcomes.append(
+                    scored.append(
                         {"job": "real_users_benchmark", "trace_id": trace_id,
                          "trace_updated_at": ts, "ts": ts, "outcomes": hit}
                     )  # fmt: skip
     session.flush()
-    for table, rows in ((Trace, traces), (TraceTopic, assigned), (JobOutcome, outcomes)):
+    for table, rows in (
+        (Trace, traces),
+        (TraceTopic, assigned),
+        (JobOutcome, scored if outcomes else []),
+    ):
         for start in range(0, len(rows), 2000):
             session.execute(insert(table), rows[start : start + 2000])
     session.commit()
