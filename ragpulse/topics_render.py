@@ -107,7 +107,8 @@ def gap_json(gap: Gap, label: str, rank: int) -> dict[str, Any]:
 
 
 def _pct(value: float) -> str:
-    return f"{value:.0%}"
+    """A percentage: one decimal below 10% (a 0.4% upper bound is not 0%)."""
+    return f"{value:.1%}" if 0 < value < 0.1 else f"{value:.0%}"
 
 
 def signal_text(e: Estimate) -> str:

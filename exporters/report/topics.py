@@ -29,7 +29,8 @@ table.topics td.num, table.topics th.num { text-align: right; white-space: nowra
   font-weight: 700; color: #fff; background: #bf8700; }
 ol.gaps { background: #fff; border: 1px solid var(--line); border-radius: 6px;
   padding: 8px 12px 8px 34px; margin: 6px 0; }
-ol.gaps li { margin: 0 0 10px; }
+ol.gaps > li { margin: 0 0 10px; }
+ol.gaps ul li { margin: 0; }
 ol.gaps .rate { font-weight: 600; color: #b42318; }
 ol.gaps .signals, ol.gaps .note { color: var(--muted); font-size: 12px; }
 ol.gaps ul { margin: 2px 0 0; padding-left: 18px; font-size: 12px; }
@@ -44,13 +45,18 @@ def _change(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:+.1f} pp"
 
 
+def _rate(value: float) -> str:
+    """A percentage: one decimal below 10% (a 0.4% upper bound is not 0%)."""
+    return f"{value:.1%}" if 0 < value < 0.1 else f"{value:.0%}"
+
+
 def _signal(e: Estimate) -> str:
     what = SIGNALS[e.signal]
     if what.proportion:
-        text = f"{e.value:.0%} [{e.lower:.0%}, {e.upper:.0%}]"
+        text = f"{_rate(e.value)} [{_rate(e.lower)}, {_rate(e.upper)}]"
     else:
         text = f"{e.value:.2f} [{e.lower:.2f}, {e.upper:.2f}]"
-    return f"{e.signal} {text} of {e.n}"
+    return f"{e.signal} {text} of {e.n} ({e.failed} failed)"
 
 
 def topics_table(seen: Overview) -> str:
@@ -80,7 +86,7 @@ def _gap(gap: Gap, label: str) -> str:
     return (
         f'<li data-topic="{gap.topic}"><b>{escape(label)}</b> (topic {gap.topic}) — '
         f'<span class="rate">{gap.failure_rate:.0%} failed</span> '
-        f"[{gap.lower:.0%}, {gap.upper:.0%}] of {gap.measured} measured traces, "
+        f"[{_rate(gap.lower)}, {_rate(gap.upper)}] of {gap.measured} measured traces, "
         f"{gap.volume} traces in all: at least {gap.score:.0f} failed"
         f'<div class="signals">{escape(signals)}</div>'
         + (f"<ul>{examples}</ul>" if examples else "")
