@@ -48,7 +48,9 @@ DRIFT_TESTS = HERE / "prometheus" / "tests" / "drift_test.yml"
 THRESHOLD_TESTS = HERE / "prometheus" / "tests" / "threshold_test.yml"
 HAND_WRITTEN = (
     HERE / "prometheus" / "rules" / "operations.yml",
+    HERE / "prometheus" / "rules" / "topics.yml",
     HERE / "prometheus" / "tests" / "operations_test.yml",
+    HERE / "prometheus" / "tests" / "topics_test.yml",
     HERE / "prometheus" / "tests" / "quality_test.yml",
 )
 """Rule files and promtool tests written by hand: only their `runbook_url` lines are

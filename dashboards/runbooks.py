@@ -344,6 +344,33 @@ _RUNBOOKS = (
     ),
 )
 
+_TOPIC_RUNBOOKS = (
+    Runbook(
+        "RagpulseTopicEmerging",
+        "Users ask about one topic much more than before: its share of the last "
+        "topics.emerging_window (24h) of questions rose beyond chance against the "
+        "topics.emerging_baseline (7 days) before it (Fisher's exact test, corrected over "
+        "the topics, and at least topics.emerging_min_ratio times and "
+        "topics.emerging_min_change above its old share), or a re-clustering found it as a "
+        "new topic that took that much traffic. Nothing is broken: a ticket for whoever "
+        "owns the bot's content. `ragpulse topics show ID` (ID: the alert's `topic` label) "
+        "shows its example questions, its share against the baseline and its signals.",
+        (
+            "ragpulse topics --since 24h",
+            "ragpulse topics gaps --since 24h --limit 10",
+        ),
+        (
+            "A new product, feature, incident or campaign that users now ask about: check "
+            "the corpus covers it (the topic's place in `topics gaps`: empty retrievals, "
+            'misses and "I don\'t know" answers).',
+            "A new tenant or client application sending another kind of question.",
+            "A re-clustering split or renamed a topic (a new id for old questions): then "
+            "its old share moved to it and the parent topic's share fell by as much.",
+        ),
+        ("topic",),
+    ),
+)
+
 _SLO_CONFIRM = (
     "ragpulse slo check",
     "ragpulse traces --metric {metric} --since 6h --tenant {tenant}",
@@ -383,5 +410,5 @@ _SLO_RUNBOOKS = (
     ),
 )
 
-RUNBOOKS: dict[str, Runbook] = {r.alert: r for r in (*_RUNBOOKS, *_SLO_RUNBOOKS)}
+RUNBOOKS: dict[str, Runbook] = {r.alert: r for r in (*_RUNBOOKS, *_SLO_RUNBOOKS, *_TOPIC_RUNBOOKS)}
 """Every shipped alert's runbook by alert name."""

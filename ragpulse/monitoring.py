@@ -37,6 +37,7 @@ from exporters.quality import ResultsCache
 from exporters.refresh import ResultsRefresher
 from exporters.score_histograms import ScoreHistograms
 from exporters.slo import SloCollector
+from exporters.topics import TopicSeries
 from ragpulse.job_setup import (
     JudgmentsFeed,
     job_environment,
@@ -191,12 +192,14 @@ class Monitoring:
         feed = JudgmentsFeed(self.operations, factory)
         feed.sync()
         explanations = self._explanations(factory)
+        topics = self._topics(factory)
 
         def refresh() -> None:
             try:
                 explanations.refresh(self.results.snapshot())
             except Exception:
                 logger.exception("could not explain the metrics that are worse")
+            topics.refresh()  # logs its own errors
             try:
                 feed.sync()
             except Exception:
@@ -223,6 +226,20 @@ class Monitoring:
         )
         self.registry.register(explanations)
         return explanations
+
+    def _topics(self, factory: Any) -> TopicSeries:
+        """The kept topics' share and emerging flag (`ragpulse_topic_*`), for the
+        `RagpulseTopicEmerging` ticket."""
+        from collector.settings import parse_duration
+
+        series = TopicSeries(
+            factory,
+            self.settings.topics,
+            every_s=parse_duration(self.settings.alerting.every),
+        )
+        self.registry.register(series)
+        series.refresh(force=True)
+        return series
 
     def readiness(self) -> Readiness:
         checks: dict[str, str] = {}

@@ -32,8 +32,25 @@ class TopicSettings(Group):
     `topic` group label's bound, unless `labels.per_label.topic` sets one)."""
     examples: int = Field(5, ge=1, le=50)
     """Example questions kept per topic (the sampled questions nearest its centroid)."""
+    series: int = Field(10, ge=0, le=200)
+    """The K largest topics get series of their own; the rest fold into `other`."""
+    emerging_window: str = "24h"
+    """A topic is emerging when its share of this recent window's traffic rose beyond
+    chance against its share in the baseline before it (`emerging_baseline`)."""
+    emerging_baseline: str = "7d"
+    """The window before `emerging_window` that a topic's recent share is compared with."""
+    emerging_alpha: float = Field(0.01, gt=0.0, lt=1.0)
+    """False discovery rate of the rise test (Fisher's exact, Benjamini-Hochberg over the
+    topics)."""
+    emerging_min_ratio: float = Field(1.5, ge=1.0)
+    """A rise worth a ticket: the recent share at least this many times the baseline's."""
+    emerging_min_change: float = Field(0.01, ge=0.0, lt=1.0)
+    """A rise worth a ticket: the recent share at least this much above the baseline's
+    (absolute: 0.01 is one percentage point of the traffic)."""
+    emerging_min_traces: int = Field(20, ge=1)
+    """An emerging topic has at least this many traces in the recent window."""
 
-    @field_validator("recluster_every", "lookback")
+    @field_validator("recluster_every", "lookback", "emerging_window", "emerging_baseline")
     @classmethod
     def _duration(cls, value: str) -> str:
         parse_duration(value)

@@ -402,9 +402,11 @@ def render_report(
     drill: Drill | None = None,
     reasons: Reasons | None = None,
     levels: Levels | None = None,
+    appendix: str = "",
 ) -> tuple[str, ReportSummary]:
     """The whole page and what it holds (panels with data, empty ones and why, failed
-    ones): the verdict first, then the overview dashboard, then the others."""
+    ones): the verdict first, then the overview dashboard, then the others, then
+    `appendix` (HTML from the store: the topics and knowledge gaps)."""
     scrape_s = client.scrape_interval()
     summary = ReportSummary()
     sections = []
@@ -454,7 +456,8 @@ def render_report(
     ]
     if shown_vars:
         header.append("Variables: " + ", ".join(f"{k} = {v}" for k, v in shown_vars.items()))
-    return page("ragpulse quality report", header, first + "".join(sections)), summary
+    body = first + "".join(sections) + appendix
+    return page("ragpulse quality report", header, body), summary
 
 
 def _tier_reason(tier: Tier, board: Dashboard, reasons: Reasons) -> Tier:

@@ -61,8 +61,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-traces",
         action="store_true",
-        help="leave out the worst-traces table under each quality panel (by default they "
-        "are read from the configured database when it is reachable)",
+        help="leave out what is read from the configured database: the worst-traces table "
+        "under each quality panel and the topics and knowledge-gap sections (by default "
+        "they are read when it is reachable)",
     )
     parser.add_argument(
         "--verbose",
@@ -135,12 +136,15 @@ def run(args: argparse.Namespace) -> int:
         client.check()
         engine = None if args.no_traces else _store(args.config)
         drill = None
+        now = time.time()
+        topics = ""
         if engine is not None:
             from collector.settings import load_settings
             from ragpulse.report_drill import store_drill
+            from ragpulse.report_topics import store_topics
 
             drill = store_drill(load_settings(args.config), engine)
-        now = time.time()
+            topics = store_topics(load_settings(args.config), engine, now, since)
         reasons = _reasons(client, args.config, engine, now, since)
         html, summary = render_report(
             client,
@@ -151,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
             drill=drill,
             reasons=reasons,
             levels=threshold_levels,
+            appendix=topics,
         )
         scraped = client.has_series("ragpulse_.+", now - (since or 86400.0), now)
     except PrometheusUnreachable as exc:

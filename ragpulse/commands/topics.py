@@ -1,9 +1,10 @@
-"""`ragpulse topics`, `ragpulse topics show ID` and `ragpulse topics export`.
+"""`ragpulse topics`, `topics show ID`, `topics gaps` and `topics export`.
 
 What the users ask about, as the `topics` job found it (issue 41): the active topics with
-their label (top keywords per language), how many traces of a window each got and their
-share; one topic with its example questions; and every trace's topic as JSON lines for a
-BI tool or a notebook.
+their label (top keywords per language), how many traces of a window each got, their
+share, whether they are emerging and their knowledge-gap signals; one topic with its
+example questions; the knowledge-gap list (`collector.jobs.queries.topic_gaps`); and
+every trace's topic as JSON lines for a BI tool or a notebook.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
 from collector.settings import load_settings
-
-LABEL_CHARS = 60
 
 
 def register(subparsers: Any) -> None:
@@ -29,11 +27,16 @@ def register(subparsers: Any) -> None:
         "embeddings: id (kept across re-clusterings), label (top keywords per language), "
         "traces of the last SINCE given the topic and their share of the window's traces "
         "with an embedding (the rest: no topic near), the topic's size in the last "
-        "clustering, and when it was first found. `ragpulse topics show ID` prints one "
-        "topic with its example questions; `ragpulse topics export` writes every trace's "
-        "topic as JSON lines.",
+        "clustering, when it was first found, whether it is emerging (its share of the "
+        "last topics.emerging_window rose beyond chance against the topics.emerging_baseline "
+        "before: Fisher's exact test, Benjamini-Hochberg over the topics, a minimum rise), "
+        "and the share of its measured traces that failed a knowledge-gap signal. With "
+        "--json each topic carries id, label, volume, share, emerging, change and metrics "
+        "(each gap signal with its 95% interval). `ragpulse topics show ID` prints one "
+        "topic with its example questions; `ragpulse topics gaps` the knowledge-gap list; "
+        "`ragpulse topics export` every trace's topic as JSON lines.",
         epilog="examples:\n  ragpulse topics\n  ragpulse topics --since 24h --json\n"
-        "  ragpulse topics show 3\n"
+        "  ragpulse topics show 3\n  ragpulse topics gaps --since 7d --limit 10\n"
         "  ragpulse topics export --since 7d --output topics.jsonl",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -43,7 +46,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="one JSON object: the window, its traces and the topics with their numbers",
+        help="one JSON object: the window, its traces and the topics with their numbers "
+        "(id, label, volume, share, emerging, change, metrics)",
     )
     sub = parser.add_subparsers(dest="topics_command", metavar="ACTION")
     show = sub.add_parser(
@@ -62,6 +66,38 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", dest="show_json", help="the topic as one JSON object"
     )
     show.set_defaults(func=show_topic)
+    gaps = sub.add_parser(
+        "gaps",
+        help="the knowledge-gap list: topics ranked by what the corpus fails to give them",
+        description="Rank the active topics by what the corpus fails to give them over the "
+        "last SINCE. A trace fails when its retrieval returned nothing "
+        "(retrieval_empty_rate), it missed the relevant document in the top 5 where "
+        "ground truth is known (hit_rate@5), the judge scored its context relevance or "
+        "faithfulness below 0.5 (judged traces), or its answer says it does not know "
+        "(English and Russian phrasings). Each topic shows its volume, the share of its "
+        "measured traces that failed at least one signal with the Wilson 95% interval, "
+        "each signal with its 95% interval (Wilson for rates, Student t for means) and "
+        "example questions of failed traces. The rank: volume x the interval's lower "
+        "bound, the failed traces the topic has at the least, so the biggest sure "
+        "problems come first.",
+        epilog="examples:\n  ragpulse topics gaps\n  ragpulse topics gaps --since 24h --limit 5"
+        "\n  ragpulse topics gaps --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gaps.add_argument(
+        "--since", default="7d", metavar="DURATION", help="window ending now (default 7d)"
+    )
+    gaps.add_argument(
+        "--limit", type=int, default=20, metavar="N", help="the first N topics (default 20)"
+    )
+    gaps.add_argument(
+        "--json",
+        action="store_true",
+        dest="gaps_json",
+        help="one JSON object: the window and the ranked topics with their failure rate, "
+        "signals and examples",
+    )
+    gaps.set_defaults(func=list_gaps)
     export = sub.add_parser(
         "export",
         help="every trace's topic as JSON lines (trace_id, topic_id, topic_label)",
@@ -97,110 +133,140 @@ def _session(args: argparse.Namespace) -> Iterator[Any]:
         engine.dispose()
 
 
-def _time(when: datetime) -> str:
-    return when.isoformat()
+def _overview(args: argparse.Namespace, topic_id: int | None = None) -> Any:
+    """The overview of the last `--since` (None: `topic_id` has no row)."""
+    from collector.jobs.queries.topic_overview import overview
+    from collector.store.topics import get_topic
+    from ragpulse.time_window import window
 
-
-def _numbers(volumes: dict[int | None, int], topic_id: int) -> tuple[int, float | None]:
-    """(volume, share of all assigned traces of the window; None when there are none)."""
-    total = sum(volumes.values())
-    volume = volumes.get(topic_id, 0)
-    return volume, (volume / total if total else None)
-
-
-def _topic_json(topic: Any, volumes: dict[int | None, int], *, whole: bool) -> dict[str, Any]:
-    volume, share = _numbers(volumes, topic.id)
-    out: dict[str, Any] = {
-        "id": topic.id,
-        "label": topic.label,
-        "keywords": {lang: list(words) for lang, words in topic.keywords.items()},
-        "volume": volume,
-        "share": share,
-        "size": topic.size,
-        "first_seen": _time(topic.first_seen),
-        "last_seen": _time(topic.last_seen),
-    }
-    if whole:
-        out |= {
-            "active": topic.active,
-            "examples": list(topic.examples),
-            "model": topic.model,
-            "method": topic.method,
-            "params": dict(topic.params),
-        }
-    return out
+    settings = load_settings(args.config).topics
+    since, until = window(args.since, None)
+    with _session(args) as session:
+        topics = None
+        if topic_id is not None:
+            topic = get_topic(session, topic_id)
+            if topic is None:
+                return None
+            topics = [topic]
+        return overview(session, settings, since, until, signals=True, topics=topics)
 
 
 def list_topics(args: argparse.Namespace) -> int:
-    from collector.store.topics import load_topics, topic_volumes
-    from ragpulse.time_window import window
+    from ragpulse.topics_render import cut, topic_json
 
-    since, until = window(args.since, None)
-    with _session(args) as session:
-        topics = load_topics(session)
-        volumes = topic_volumes(session, since)
-    topics.sort(key=lambda t: (-volumes.get(t.id, 0), t.id))
-    total = sum(volumes.values())
+    seen = _overview(args)
+    since, until = seen.since, seen.until
     if args.json:
         document = {
-            "since": _time(since),
-            "until": _time(until),
-            "traces": total,
-            "without_topic": volumes.get(None, 0),
-            "topics": [_topic_json(t, volumes, whole=False) for t in topics],
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+            "traces": seen.traces,
+            "without_topic": seen.without_topic,
+            "topics": [topic_json(row, whole=False) for row in seen.rows],
         }
         print(json.dumps(document, ensure_ascii=False))
         return 0
     print(
-        f"{len(topics)} topics over {total} traces with an embedding, "
+        f"{len(seen.rows)} topics over {seen.traces} traces with an embedding, "
         f"{since:%Y-%m-%d %H:%M} – {until:%Y-%m-%d %H:%M} UTC"
     )
-    if not topics:
+    if not seen.rows:
         print("  none yet (the `topics` job finds them: `ragpulse jobs run topics`)")
         return 0
-    print(f"  {'id':>5s} {'volume':>7s} {'share':>6s} {'size':>5s}  {'first seen':11s}  label")
-    for topic in topics:
-        volume, share = _numbers(volumes, topic.id)
-        label = topic.label
-        if len(label) > LABEL_CHARS:
-            label = label[: LABEL_CHARS - 1] + "…"
-        shown = f"{share:.1%}" if share is not None else "-"
+    print(
+        f"  {'id':>5s} {'volume':>7s} {'share':>6s} {'size':>5s}  {'first seen':11s}  "
+        f"{'failed':>6s}  label"
+    )
+    for row in seen.rows:
+        topic = row.topic
+        shown = f"{row.share:.1%}" if row.share is not None else "-"
+        failed = f"{row.gap.failure_rate:.0%}" if row.gap is not None else "-"
+        mark = "  EMERGING" if row.emerging else ""
         print(
-            f"  {topic.id:>5d} {volume:>7d} {shown:>6s} {topic.size:>5d}  "
-            f"{topic.first_seen:%m-%d %H:%M}  {label}"
+            f"  {topic.id:>5d} {row.volume:>7d} {shown:>6s} {topic.size:>5d}  "
+            f"{topic.first_seen:%m-%d %H:%M}  {failed:>6s}  {cut(topic.label)}{mark}"
         )
-    if volumes.get(None):
-        print(f"  {'-':>5s} {volumes[None]:>7d} {volumes[None] / total:>6.1%}  (no topic near)")
+    if seen.without_topic:
+        share = seen.without_topic / seen.traces
+        print(f"  {'-':>5s} {seen.without_topic:>7d} {share:>6.1%}  (no topic near)")
+    emerging = [r for r in seen.rows if r.emerging]
+    if emerging:
+        print(
+            f"emerging: {len(emerging)} topics whose share rose beyond chance "
+            "(`ragpulse topics show ID`)"
+        )
     return 0
 
 
 def show_topic(args: argparse.Namespace) -> int:
-    from collector.store.topics import get_topic, topic_volumes
-    from ragpulse.time_window import window
+    from ragpulse.topics_render import signal_text, topic_json
 
-    since, _until = window(args.since, None)
-    with _session(args) as session:
-        topic = get_topic(session, args.topic_id)
-        volumes = topic_volumes(session, since) if topic is not None else {}
-    if topic is None:
+    seen = _overview(args, args.topic_id)
+    if seen is None:
         print(f"ragpulse topics: no topic {args.topic_id}", file=sys.stderr)
         return 1
+    (row,) = seen.rows
+    topic, since = row.topic, seen.since
     if args.show_json or args.json:  # `topics --json show ID` as well as `show ID --json`
-        print(json.dumps(_topic_json(topic, volumes, whole=True), ensure_ascii=False))
+        print(json.dumps(topic_json(row, whole=True), ensure_ascii=False))
         return 0
-    volume, share = _numbers(volumes, topic.id)
     state = "active" if topic.active else "retired"
     print(f"topic {topic.id} ({state}): {topic.label}")
     for lang, words in sorted(topic.keywords.items()):
         print(f"  keywords ({lang}): {', '.join(words)}")
-    shown = f"{share:.1%}" if share is not None else "-"
-    print(f"  traces since {since:%Y-%m-%d %H:%M} UTC: {volume} ({shown} of those embedded)")
+    shown = f"{row.share:.1%}" if row.share is not None else "-"
+    print(f"  traces since {since:%Y-%m-%d %H:%M} UTC: {row.volume} ({shown} of those embedded)")
+    e = row.emergence
+    if e is not None and e.recent_share is not None and e.baseline_share is not None:
+        verdict = "EMERGING" if e.emerging else "not emerging"
+        print(
+            f"  share {e.recent_share:.1%} of the recent window against "
+            f"{e.baseline_share:.1%} before: {verdict}" + (" (new topic)" if e.new else "")
+        )
     print(f"  size in the last clustering: {topic.size} sampled questions")
     print(f"  first found {topic.first_seen:%Y-%m-%d %H:%M}, last {topic.last_seen:%Y-%m-%d %H:%M}")
     print(f"  clustering: {topic.method} on {topic.model}")
+    if row.gap is not None:
+        gap = row.gap
+        print(
+            f"  failed a gap signal: {gap.failed} of {gap.measured} measured traces "
+            f"({gap.failure_rate:.0%} [{gap.lower:.0%}, {gap.upper:.0%}])"
+        )
+        for name, estimate in gap.signals.items():
+            print(f"    {name}: {signal_text(estimate)}")
     print("  examples:")
     for example in topic.examples:
         print(f"    - {' '.join(example.split())}")
+    return 0
+
+
+def list_gaps(args: argparse.Namespace) -> int:
+    from collector.jobs.queries.topic_gaps import topic_gaps
+    from collector.store.topics import load_topics
+    from ragpulse.time_window import window
+    from ragpulse.topics_render import gap_json, print_gaps
+
+    if args.limit < 1:
+        print("ragpulse topics gaps: --limit must be at least 1", file=sys.stderr)
+        return 2
+    examples = load_settings(args.config).topics.examples
+    since, until = window(args.since, None)
+    with _session(args) as session:
+        labels = {t.id: t.label for t in load_topics(session)}
+        found = [
+            g for g in topic_gaps(session, since, until, examples=examples) if g.topic in labels
+        ]
+    shown = found[: args.limit]
+    if args.gaps_json or args.json:
+        document = {
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+            "ranked_by": "volume x lower 95% bound of the failure rate",
+            "topics": [gap_json(g, labels[g.topic], rank) for rank, g in enumerate(shown, 1)],
+        }
+        print(json.dumps(document, ensure_ascii=False))
+        return 0
+    print_gaps(shown, labels, since, until, sys.stdout)
     return 0
 
 

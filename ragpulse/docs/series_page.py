@@ -12,12 +12,14 @@ from prometheus_client.metrics_core import Metric
 
 from collector.ingest.kafka.stats import ConsumerStats
 from collector.ingest.otlp_http.stats import ReceiverStats
+from collector.settings import TopicSettings
 from evaluators.judge import JudgeClient, JudgeConfig
 from exporters.evaluation_counts import EventCounters, EventCounts
 from exporters.explanations import Explanations
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.score_histograms import ScoreHistograms
+from exporters.topics import TopicPoint, TopicSeries
 from ragpulse.docs.markdown import BANNER, code, table
 
 INTRO = """# `/metrics` series
@@ -54,6 +56,9 @@ def registry() -> CollectorRegistry:
     reg.register(QualityCollector(ResultsCache()))
     reg.register(ScoreHistograms())
     reg.register(_nothing_explained())
+    topics = TopicSeries(lambda: None, TopicSettings(), every_s=1)  # type: ignore[arg-type, return-value]
+    topics.publish([TopicPoint("0", "card, delivery", 10, 0.1, 0.0, False)])  # its labels
+    reg.register(topics)
     judge = JudgeClient(JudgeConfig(models=("m",), structured_output="prompt"))
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     reg.register(JudgeStateCollector(judge))

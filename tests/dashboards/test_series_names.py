@@ -46,6 +46,7 @@ from tests.dashboards.test_prometheus_e2e import _traffic
 from tests.exporters.test_report_live import _run_jobs
 from tests.fixtures.llm_server import ScriptedLLM, auto_reply
 from tests.jobs.helpers import add_trace, ok_or_no_vectors
+from tests.jobs.topic_plant import Planted, plant
 
 ROOT = Path(__file__).resolve().parents[2] / "dashboards"
 DASHBOARDS = ROOT / "grafana" / "dashboards"
@@ -164,6 +165,8 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
     engine = make_engine(sqlite_url)
     _traffic(engine)
     _better_baseline(engine)
+    with make_session_factory(engine)() as session:  # topics for ragpulse_topic_*
+        plant(session, datetime.now(UTC), [Planted(0, ("card", "delivery"), [30])], outcomes=False)
     registry = CollectorRegistry()
     stats = ConsumerStats(registry)
     monitoring = Monitoring(settings, engine, registry, role="exporter", embedder=embedder)

@@ -230,6 +230,17 @@ def test_every_shipped_and_generated_alert_routes_by_its_severity(
     )
 
 
+def test_an_emerging_topic_opens_a_ticket() -> None:
+    """`RagpulseTopicEmerging` (dashboards/prometheus/rules/topics.yml), with the labels its
+    expression gives it, reaches the tickets receiver and not the pager."""
+    document = yaml.safe_load((RULE_FILES / "topics.yml").read_text())
+    (rule,) = [r for r in _alert_rules([document]) if r["alert"] == "RagpulseTopicEmerging"]
+    labels = {**rule["labels"], "alertname": rule["alert"], "topic": "9",
+              "label": "crypto, wallet / крипто, кошелек"}  # fmt: skip
+    assert labels["severity"] == WARNING
+    assert _route(labels) == RECEIVER[WARNING] == "tickets"
+
+
 def test_the_inhibition_rules_pass_the_config_check() -> None:
     assert AMTOOL is not None
     done = subprocess.run(

@@ -13,12 +13,14 @@ from prometheus_client import CollectorRegistry
 
 from collector.ingest.kafka.stats import ConsumerStats
 from collector.ingest.otlp_http.stats import ReceiverStats
+from collector.settings import TopicSettings
 from evaluators.judge import JudgeClient, JudgeConfig
 from exporters.evaluation_counts import EventCounters, EventCounts
 from exporters.explanations import Explanations
 from exporters.prometheus import JudgeStateCollector, OperationsMetrics, QualityCollector
 from exporters.quality import ResultsCache
 from exporters.score_histograms import ScoreHistograms
+from exporters.topics import TopicSeries
 
 SERIES = Path(__file__).resolve().parents[2] / "docs" / "concepts" / "series.md"
 
@@ -53,6 +55,7 @@ def _exported() -> set[str]:
     judge.structured_output_fallbacks[("m", "json_schema", "prompt")] = 1
     registry.register(JudgeStateCollector(judge))
     registry.register(EventCounters(EventCounts()))
+    registry.register(TopicSeries(lambda: None, TopicSettings(), every_s=1))  # type: ignore[arg-type, return-value]
     names = set()
     for family in registry.collect():
         # prometheus-client drops `_total` from a counter family's name.

@@ -254,6 +254,8 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     assert all(escape(p.no_value or "") in html for p in by_design)
     # Under each panel of a metric with per-trace scores: its worst traces from the store.
     assert "worst traces of faithfulness" in html and "worst traces of hit_rate@1" in html
+    # The topics from the store, after the dashboards: none yet without stored vectors.
+    assert '<h2 class="dashboard" id="topics">Topics</h2>' in html and "No topics yet" in html
     assert "worst traces of n_clusters" not in html  # a dataset metric: no per-trace scores
     # What the judge said, under a judge metric's traces (a trace judged from the cache,
     # an input judged before, has no call of its own to quote: not every row has one).

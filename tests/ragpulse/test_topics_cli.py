@@ -15,7 +15,10 @@ from collector.store.topics import load_topics
 from tests.jobs.test_topics_job import PHRASES, _job, _plant
 from tests.ragpulse.test_cli_errors import ragpulse
 
-TOPIC_KEYS = {"id", "label", "keywords", "volume", "share", "size", "first_seen", "last_seen"}
+TOPIC_KEYS = {
+    *("id", "label", "keywords", "volume", "share", "size", "first_seen", "last_seen"),
+    *("emerging", "change", "emergence", "metrics", "failure"),
+}
 
 
 def test_topics_list_show_and_export(db_url: str, tmp_path: Path) -> None:
@@ -48,7 +51,10 @@ def test_topics_list_show_and_export(db_url: str, tmp_path: Path) -> None:
     assert sum(t["volume"] for t in listed["topics"]) == len(planted)
     assert abs(sum(t["share"] for t in listed["topics"]) - 1.0) < 1e-9
     assert {t["id"] for t in listed["topics"]} == {t.id for t in topics}
-    assert "emerging" not in listed["topics"][0]  # not computed yet: not shown
+    # no traffic before the last day, no answers, no outcomes: nothing emerging, no signal
+    assert [(t["emerging"], t["metrics"], t["failure"]) for t in listed["topics"]] == [
+        (False, {}, None)
+    ] * 3
     volumes = [t["volume"] for t in listed["topics"]]
     assert volumes == sorted(volumes, reverse=True)
 
