@@ -27,13 +27,11 @@ class TopicSettings(Group):
     min_similarity: float = Field(0.3, ge=-1.0, le=1.0)
     """A trace gets its nearest topic only when the cosine of its question's embedding to
     that topic's centroid is at least this; below, it gets no topic (an outlier)."""
-    series: int = Field(10, ge=1, le=1000)
+    series: int = Field(10, ge=0, le=1000)
     """The K largest topics get series of their own; the rest fold into `other` (the
     `topic` group label's bound, unless `labels.per_label.topic` sets one)."""
     examples: int = Field(5, ge=1, le=50)
     """Example questions kept per topic (the sampled questions nearest its centroid)."""
-    series: int = Field(10, ge=0, le=200)
-    """The K largest topics get series of their own; the rest fold into `other`."""
     emerging_window: str = "24h"
     """A topic is emerging when its share of this recent window's traffic rose beyond
     chance against its share in the baseline before it (`emerging_baseline`)."""

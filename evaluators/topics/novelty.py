@@ -88,7 +88,7 @@ def novel_topics(
         return Novelty(nothing.centroids, (), (), (), (), len(residue))
     clustering = discover(
         recent[residue],
-        [recent_texts[i] for i in residue],
+        [recent_texts[int(i)] for i in residue],
         min_size=min_size,
         max_topics=max_topics,
         seed=seed,

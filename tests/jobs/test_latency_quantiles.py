@@ -58,7 +58,9 @@ def test_the_exporter_serves_the_latency_quantiles(db_url: str) -> None:
         for name, value in want.items():
             for window in ("1h", "24h", "7d"):
                 for tenant in ("", "acme"):
-                    series = f'metric="{name}",tenant="{tenant}",topic="",version="",window="{window}"'
+                    series = (
+                        f'metric="{name}",tenant="{tenant}",topic="",version="",window="{window}"'
+                    )
                     line = f"ragpulse_metric_value{{{series}}} "
                     served_value = float(body.split(line, 1)[1].split("\n", 1)[0])
                     assert served_value == pytest.approx(value, rel=RELATIVE_ACCURACY), series
