@@ -32,6 +32,11 @@ class TopicSettings(Group):
     `topic` group label's bound, unless `labels.per_label.topic` sets one)."""
     examples: int = Field(5, ge=1, le=50)
     """Example questions kept per topic (the sampled questions nearest its centroid)."""
+    novelty_every: str = "1h"
+    """How often, between re-clusterings, the recent window (`emerging_window`) is searched
+    for a new kind of question: questions the topics serve badly that cluster together and
+    were absent before (`evaluators.topics.novelty`); each becomes a topic at once, so a new
+    intent at a few percent of a day's traffic need not wait for the next re-clustering."""
     emerging_window: str = "24h"
     """A topic is emerging when its share of this recent window's traffic rose beyond
     chance against its share in the baseline before it (`emerging_baseline`)."""
@@ -45,10 +50,13 @@ class TopicSettings(Group):
     emerging_min_change: float = Field(0.01, ge=0.0, lt=1.0)
     """A rise worth a ticket: the recent share at least this much above the baseline's
     (absolute: 0.01 is one percentage point of the traffic)."""
-    emerging_min_traces: int = Field(20, ge=1)
-    """An emerging topic has at least this many traces in the recent window."""
+    emerging_min_traces: int = Field(10, ge=1)
+    """An emerging topic has at least this many traces in the recent window (the smallest
+    topic worth reporting, as `min_topic_size`)."""
 
-    @field_validator("recluster_every", "lookback", "emerging_window", "emerging_baseline")
+    @field_validator(
+        "recluster_every", "lookback", "novelty_every", "emerging_window", "emerging_baseline"
+    )
     @classmethod
     def _duration(cls, value: str) -> str:
         parse_duration(value)

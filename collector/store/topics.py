@@ -118,12 +118,17 @@ def next_topic_id(session: Session) -> int:
     return int(top) + 1 if top is not None else 0
 
 
-def last_clustered(session: Session, model: str | None = None) -> datetime | None:
+def last_clustered(
+    session: Session, model: str | None = None, besides: str | None = None
+) -> datetime | None:
     """When the active topics (of embedding `model`, when given) were last found: their
-    latest `last_seen`; None when there are none."""
+    latest `last_seen`, not counting topics found by the method `besides` (born between
+    re-clusterings); None when there are none."""
     query = select(func.max(Topic.last_seen)).where(Topic.active.is_(True))
     if model is not None:
         query = query.where(Topic.model == model)
+    if besides is not None:
+        query = query.where(Topic.method != besides)
     when: datetime | None = session.scalar(query)
     return when
 

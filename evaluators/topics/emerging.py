@@ -37,7 +37,7 @@ from scipy.stats import false_discovery_control, hypergeom
 ALPHA = 0.01
 MIN_RATIO = 1.5
 MIN_CHANGE = 0.01
-MIN_TRACES = 20
+MIN_TRACES = 10
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,13 @@ Every run
    stored with its keywords per language (c-TF-IDF), example questions (the sampled ones
    nearest its centroid), centroid and size. Topics of another embedding model (the model
    changed) are retired and the topics found afresh;
+1b. between re-clusterings, every `topics.novelty_every` (an hour), looks for a new kind of
+   question in the recent window (`topics.emerging_window`, a day): a sample of it against a
+   sample of the older look-back, by `evaluators.topics.novelty` (questions the topics serve
+   badly that cluster together and were absent before). Each one found is stored at once as
+   a topic with a new id (method `NOVELTY_METHOD` until a re-clustering finds it again), and
+   the recent window's traces are assigned again: a daily re-clustering of a week's sample
+   would not see a new intent at a few percent of one day's traffic;
 2. assigns topics: after a re-clustering every trace of the look-back (a row is rewritten
    only when the topic changed), otherwise those without a topic yet (the traces embedded
    since the last run), each to its nearest active topic's centroid (a matrix product,
@@ -40,7 +47,7 @@ import heapq
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -67,6 +74,7 @@ from collector.store.topics import (
 )
 from evaluators.topics import SpaceOptions, nearest_topic, topic_keywords
 from evaluators.topics.evolve import Topics, recluster
+from evaluators.topics.novelty import novel_topics
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +82,9 @@ NAME = "topics"
 METRICS: tuple[str, ...] = ()
 METHOD = "hdbscan-count+ward+anchored"
 """The clustering's name in a topic's signature (`evaluators.topics.evolve.recluster`)."""
+NOVELTY_METHOD = "residue-novelty"
+"""The method of a topic born between re-clusterings (`evaluators.topics.novelty`), until
+a re-clustering finds it again."""
 PAGE = 2000
 """Traces read, looked up and assigned at a time."""
 RETRY_S = 3600.0
@@ -133,6 +144,7 @@ class TopicsJob(IncrementalJob):
         self.recluster_every = timedelta(seconds=parse_duration(self.settings.recluster_every))
         self.lookback = timedelta(seconds=parse_duration(self.settings.lookback))
         self._tried_at: datetime | None = None
+        self._novelty_at: datetime | None = None
 
     @property
     def signature(self) -> dict[str, object]:
@@ -149,14 +161,24 @@ class TopicsJob(IncrementalJob):
         started = time.perf_counter()
         now = now or datetime.now(UTC)
         with self.env.session_factory() as session:
-            last = last_clustered(session, self.model)
+            last = last_clustered(session, self.model, besides=NOVELTY_METHOD)
             done: Reclustered | None = None
             if self._due(last, now):
                 self._tried_at = now
                 done = self.recluster(session, now)
                 session.commit()
             every = done is not None and not done.too_few
+            born: list[int] = []
+            if not every and last is not None and self._novelty_due(now):
+                self._novelty_at = now
+                born = self.discover_new(session, now)
+                session.commit()
             assigned = self.assign(session, now, every=every, started=started)
+            if born:
+                window = timedelta(seconds=parse_duration(self.settings.emerging_window))
+                assigned += self.assign(
+                    session, now, every=True, started=started, since=now - window
+                )
             prune_assignments(session, now - max(self.lookback, self.env.retention))
             status, message = "ok", f"{assigned} traces given a topic"
             if done is not None and done.too_few and last is None:
@@ -166,6 +188,8 @@ class TopicsJob(IncrementalJob):
                     f"; re-clustered {done.clustered} questions: {done.kept} topics kept, "
                     f"{done.new} new, {done.retired} retired"
                 )
+            if born:
+                message += f"; new kind of question: topic {', '.join(map(str, born))}"
             record_run(
                 session,
                 load_state(session, self.name),
@@ -194,14 +218,18 @@ class TopicsJob(IncrementalJob):
 
     # -- re-clustering --------------------------------------------------------------------
 
-    def sample(self, session: Session, now: datetime) -> list[tuple[str, str]]:
-        """(trace_id, question) of the look-back's traces with the smallest `sample_key`s,
-        at most `sample_size` (a bounded heap over the streamed rows)."""
+    def sample(
+        self, session: Session, now: datetime, since: datetime | None = None
+    ) -> list[tuple[str, str]]:
+        """(trace_id, question) of the look-back's traces (from `since` when given) with
+        the smallest `sample_key`s, at most `sample_size` (a bounded heap over the
+        streamed rows)."""
         size = self.settings.sample_size
         heap: list[tuple[int, str, str]] = []  # (-key, trace_id, question): a max-heap
+        start = now - self.lookback if since is None else since
         query = (
             select(Trace.trace_id, Trace.question)
-            .where(Trace.timestamp >= now - self.lookback, Trace.timestamp <= now)
+            .where(Trace.timestamp >= start, Trace.timestamp <= now)
             .where(Trace.not_request.is_(None))
             .execution_options(yield_per=PAGE)
         )
@@ -310,18 +338,80 @@ class TopicsJob(IncrementalJob):
             )
         return out
 
+    # -- new kinds of question between re-clusterings -------------------------------------
+
+    def _novelty_due(self, now: datetime) -> bool:
+        every = timedelta(seconds=parse_duration(self.settings.novelty_every))
+        return self._novelty_at is None or not timedelta(0) <= now - self._novelty_at < every
+
+    def discover_new(self, session: Session, now: datetime) -> list[int]:
+        """Topics for a new kind of question of the recent window (`emerging_window`), not
+        served by the active topics and absent before it (`evaluators.topics.novelty`):
+        stored with new ids; returns them."""
+        cfg = self.settings
+        window = timedelta(seconds=parse_duration(cfg.emerging_window))
+        active = [t for t in load_topics(session) if t.model == self.model]
+        if not active:
+            return []
+        recent = self.sample(session, now, since=now - window)
+        older = self.sample(session, now - window, since=now - self.lookback)
+        stored = self.vectors(self.model, [q for _, q in recent] + [q for _, q in older])
+        recent_texts = [q for _, q in recent if q in stored]
+        older_texts = [q for _, q in older if q in stored]
+        if len(recent_texts) < 2 * cfg.min_topic_size or not older_texts:
+            return []
+        dim = len(active[0].centroid)
+        rows = np.vstack([stored[q] for q in recent_texts]).astype(np.float32)
+        if rows.shape[1] != dim:
+            return []
+        before = np.vstack([stored[q] for q in older_texts]).astype(np.float32)
+        session.commit()  # the clustering of the residue takes seconds: no snapshot held
+        centroids = np.vstack([t.centroid for t in active])
+        found = novel_topics(rows, recent_texts, before, centroids, min_size=cfg.min_topic_size)
+        if not found.new:
+            return []
+        first = next_topic_id(session)
+        ids = tuple([t.id for t in active] + [first + i for i in range(len(found.new))])
+        every = np.vstack([centroids, found.new_centroids()])
+        labels = np.asarray(ids, dtype=np.int64)[nearest_topic(rows, every).topics]
+        described = self._described(
+            Topics(ids, every, labels, ids[len(active) :], (), first + len(found.new)),
+            rows,
+            recent_texts,
+            {t.id: t for t in active},
+            now,
+        )
+        born = [replace(t, method=NOVELTY_METHOD) for t in described if t.id >= first]
+        save_topics(session, born, [])
+        logger.info(
+            "job %s: %d new kind(s) of question in the last %s: topic %s",
+            self.name,
+            len(born),
+            cfg.emerging_window,
+            ", ".join(str(t.id) for t in born),
+        )
+        return [t.id for t in born]
+
     # -- assignment -----------------------------------------------------------------------
 
     def assign(
-        self, session: Session, now: datetime, *, every: bool, started: float | None = None
+        self,
+        session: Session,
+        now: datetime,
+        *,
+        every: bool,
+        started: float | None = None,
+        since: datetime | None = None,
     ) -> int:
         """Give the look-back's traces their nearest topic (module docstring, step 2):
         `every` trace, or only those without a topic yet; returns how many got a new or
         changed row. A row is stamped with `now` plus the time since `started` (the run's
         start): the jobs move outcomes of traces assigned since their last run
         (`collector.jobs.recording.regroup`), so a stamp must not be much older than its
-        commit, and a trace whose topic did not change keeps its row and stamp."""
+        commit, and a trace whose topic did not change keeps its row and stamp. `since`:
+        only the traces from then (default: the look-back)."""
         started = time.perf_counter() if started is None else started
+        start = now - self.lookback if since is None else since
         topics = [t for t in load_topics(session) if t.model == self.model]
         if not topics:
             return 0
@@ -332,7 +422,7 @@ class TopicsJob(IncrementalJob):
         while True:
             query = (
                 select(Trace.id, Trace.trace_id, Trace.question)
-                .where(Trace.timestamp >= now - self.lookback, Trace.timestamp <= now)
+                .where(Trace.timestamp >= start, Trace.timestamp <= now)
                 .where(Trace.not_request.is_(None), Trace.id > after)
                 .order_by(Trace.id)
                 .limit(PAGE)
