@@ -1,0 +1,158 @@
+"""Escalation: the user asks for a person instead of the bot, or the application says so.
+
+A message is split into clauses (at punctuation and "but"/"но"/"а"), so "no, get me an
+operator" and "I don't get it, оператора позовите" are read clause by clause. A clause
+asks for a person when, its words stemmed (`evaluators.conversations.words`; one typo
+forgiven in words of five letters or more, repeated letters squeezed: "оператооор"), it
+- names a person ("оператор", "человек", "менеджер", "human", "agent", "representative",
+  "someone", ...) together with a contact verb ("позовите", "соедините", "переключите",
+  "поговорить", "нужен", "talk", "speak", "connect", "transfer", "need", "want", ...)
+  that is not in the past tense ("I talked to an agent yesterday" reports, not asks), or
+- qualifies the person as live ("живой человек", "real person", "live agent"), or
+- is a short call: at most two content words, one of them a person ("agent please",
+  "оператора!"), or says "escalate" / "эскалируйте";
+and no negation ("не", "без", "no", "not", "don't", "without", "never") stands up to three
+words before the first trigger, unless a "why"/"почему" precedes it ("why can't I talk to
+a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes") is an escalation
+whatever it says; a tag of "false", "0" or "no" is not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from evaluators.conversations.words import CONTENT_STOPS, normalise, stem, word_set
+
+PERSONS = word_set(
+    """
+    оператор человек менеджер специалист сотрудник консультант агент поддержк люд
+    oper human person peopl agent repres rep manag someon somebodi staff employe specialist
+    support
+    """
+)
+"""Stems naming a person (or the people behind "support")."""
+LIVE = word_set("жив настоя реальн real live actual")
+CONTACT = word_set(
+    """
+    позов позва соедин соединя переключ перевед перевест свяж связа поговор говор хоч
+    хотел нуж нужн дайт да позвон вызов вызва приглас обрат подключ
+    talk speak connect transfer get need want call contact reach chat put let give
+    pass hand forward
+    """
+)
+ESCALATE = frozenset({"escal", "эскалир", "эскалац"})
+NEGATIONS = word_set(
+    """
+    не нет без ни нельзя never no not without don't dont doesn't doesnt didn't didnt won't
+    wont can't cant cannot nor
+    """
+)
+WHY = frozenset({"why", "почему", "зачем", "отчего"})
+INTERROGATIVES = word_set(
+    "какой какая какие каких какого кто что сколько где когда what which who how where when"
+)
+"""A short clause with one of these, or one right before the person ("какой оператор связи
+нужен?"), asks about a person, not for one."""
+POSSESSIVES = word_set(
+    """
+    my our his her their your мой моя мое моего моему моим моей мои моих наш нашего нашему
+    нашим свой своего своему своим своей свою
+    """
+)
+"""A person after one of these is somebody's own ("talk to my manager"), not the help desk's."""
+PROCEDURE = frozenset({"do", "does", "should", "must", "ли"})
+"""A clause opening with "do/should/must" (or "нужно ли") asks whether one has to."""
+RAW_PERSONS = frozenset({"operator", "human", "manager", "representative", "person", "agent"})
+TRUE_TAGS = frozenset({"true", "1", "yes", "y", "on"})
+FALSE_TAGS = frozenset({"false", "0", "no", "n", "off", ""})
+NEGATION_REACH = 3
+SHORT_CALL = 2
+_CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|but|но|а|however|однако)\b")
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+_REPEATS = re.compile(r"(\w)\1{2,}")
+_EN_PAST = frozenset({"spoke", "spoken", "talked", "called", "contacted", "got", "wanted"})
+
+
+def tagged_escalated(tags: Mapping[str, Any]) -> bool:
+    """Did the application tag the trace escalated? Strings are read as booleans."""
+    value = tags.get("escalated")
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in FALSE_TAGS:
+            return False
+        return text in TRUE_TAGS or bool(text)
+    return bool(value)
+
+
+def is_escalation(question: str, tags: Mapping[str, Any]) -> bool:
+    """Does this turn ask for a person, or did the application tag it escalated?"""
+    if tagged_escalated(tags):
+        return True
+    text = _REPEATS.sub(r"\1", normalise(question))
+    return any(_clause_asks(clause) for clause in _CLAUSE.split(text) if clause)
+
+
+def _clause_asks(clause: str) -> bool:
+    words = _TOKEN.findall(clause)
+    if not words:
+        return False
+    stems = [stem(w) for w in words]
+    person = [
+        i
+        for i, (w, s) in enumerate(zip(words, stems, strict=True))
+        if _is_person(w, s) and not (i and words[i - 1] in POSSESSIVES | INTERROGATIVES)
+    ]
+    escalate = [i for i, s in enumerate(stems) if s in ESCALATE]
+    if not person and not escalate:
+        return False
+    contact = [i for i, (w, s) in enumerate(zip(words, stems, strict=True)) if _is_contact(w, s)]
+    live = [i for i, s in enumerate(stems) if s in LIVE]
+    content = [w for w in words if w not in CONTENT_STOPS]
+    short = len(content) <= SHORT_CALL and not INTERROGATIVES.intersection(words)
+    procedure = words[0] in PROCEDURE or "ли" in words[:4]
+    asks = bool(escalate) or bool(
+        person and (live or (contact and not procedure) or (short and not procedure))
+    )
+    if not asks:
+        return False
+    first = min(person + escalate + contact + live)
+    return not _negated(words, first)
+
+
+def _negated(words: list[str], first: int) -> bool:
+    window = words[max(0, first - NEGATION_REACH) : first + 1]
+    negator = next((i for i, w in enumerate(window) if w in NEGATIONS), None)
+    if negator is None:
+        return False
+    before = words[: max(0, first - NEGATION_REACH) + negator]
+    return not any(w in WHY for w in before)
+
+
+def _is_person(word: str, s: str) -> bool:
+    if s in PERSONS:
+        return True
+    if len(s) >= 5 and any(_one_edit(s, p) for p in PERSONS if len(p) >= 5):
+        return True
+    return len(word) >= 5 and any(_one_edit(word, p) for p in RAW_PERSONS if len(p) >= 5)
+
+
+def _is_contact(word: str, s: str) -> bool:
+    if s not in CONTACT:
+        return False
+    if word.isascii():
+        return word not in _EN_PAST and not word.endswith("ed")
+    return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось)$", word)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Are a and b at most one insertion, deletion or substitution apart?"""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
