@@ -80,7 +80,7 @@ def test_abandoned_after_a_bad_last_answer_only() -> None:
     turns = _turns("What is the fee?", "And for business accounts?", bad_last=True)
     out = session_outcome(turns, _rows(0, 90), THRESHOLD)
     assert out.abandoned
-    early = [Turn("a", "What is the fee?", None, 1.0, {}, bad_answer=True)] + _turns("thanks")
+    early = [Turn("a", "What is the fee?", None, 1.0, {}, bad_answer=True), *_turns("thanks")]
     assert not session_outcome(early, _rows(0, 90), THRESHOLD).abandoned
 
 
