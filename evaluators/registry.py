@@ -223,6 +223,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.judge.answer_relevance",
     "evaluators.judge.e2e_score",
     "evaluators.judge_quality",
+    "evaluators.conversation_metrics",
 ]
 
 

@@ -31,6 +31,7 @@ from collector.jobs.catalog import (
     rag_quality,
     real_users_benchmark,
     retrieval_health,
+    sessions,
     text_quality,
     topics,
     ux,
@@ -65,6 +66,7 @@ JOB_MODULES = (
     retrieval_health,
     external,
     canary,
+    sessions,
     topics,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)

@@ -1,0 +1,312 @@
+"""The sessions job on SQLite and PostgreSQL: sessions close when idle or at the turn limit,
+a late turn reopens one and its outcome is recomputed once (bucket sums checked), a new
+job instance (a restart, another worker) carries on alike, and the outcomes are series."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, Text, cast, select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from collector.jobs.catalog import sessions as sessions_job
+from collector.jobs.catalog.sessions import SessionsJob
+from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.windows.window import parse_windows
+from collector.settings import SessionSettings, Settings
+from collector.store.models import JobOutcome, MetricResult, Trace
+from collector.store.session import make_engine, make_session_factory
+from exporters.prometheus import QualityCollector
+from exporters.quality import ResultsCache
+from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes, bucket_rows
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+TOPICS = {
+    "How do I reset my password?": 0,
+    "I forgot my password, how can I change it?": 0,
+    "What is the delivery time to Moscow?": 1,
+    "Thanks, that helped": 2,
+    "Can I pay by card?": 3,
+    "Как заблокировать карту?": 4,
+    "Соедините меня с оператором, пожалуйста": 5,
+    "Where is my order?": 6,
+    "Do you ship abroad?": 7,
+    "What are your opening hours?": 8,
+}
+
+
+class TopicEmbedder:
+    """Each question -> the unit vector of its topic: paraphrases share one (cosine 1),
+    other questions are orthogonal (cosine 0)."""
+
+    model_name = "test-topics"
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), 16), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i, TOPICS[text]] = 1.0
+        return out
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+def _job(engine: Engine, cache: ResultsCache | None = None, **cfg: Any) -> SessionsJob:
+    settings = Settings(sessions=SessionSettings(**cfg))
+    definition = sessions_job.definition(settings)
+    env = JobEnvironment(
+        session_factory=make_session_factory(engine),
+        windows=parse_windows(["1h", "24h"]),
+        group_labels=["tenant"],
+        embedder=TopicEmbedder(),
+        results=cache,
+    )
+    assert definition.factory is not None
+    job = definition.factory(definition, env)
+    assert isinstance(job, SessionsJob)
+    return job
+
+
+def _turn(
+    session: Session,
+    sid: str,
+    trace_id: str,
+    question: str,
+    ts: datetime,
+    tenant: str = "acme",
+    **fields: Any,
+) -> None:
+    add_trace(
+        session,
+        trace_id,
+        ts,
+        question=question,
+        answer="an answer",
+        session_id=sid,
+        tags={"tenant": tenant},
+        **fields,
+    )
+
+
+def _rows(engine: Engine) -> dict[str, dict[str, Any]]:
+    """trace_id -> stored outcomes of the sessions job."""
+    import orjson
+
+    with make_session_factory(engine)() as session:
+        query = select(JobOutcome.trace_id, cast(JobOutcome.outcomes, Text)).where(
+            JobOutcome.job == "sessions"
+        )
+        return {t: orjson.loads(o) for t, o in session.execute(query)}
+
+
+def _check_sums(engine: Engine) -> None:
+    with make_session_factory(engine)() as session:
+        assert_buckets_match_outcomes(session, "sessions")
+
+
+def _latest(engine: Engine, metric: str, window: str, group: str = "") -> MetricResult:
+    with make_session_factory(engine)() as session:
+        found = session.scalars(
+            select(MetricResult)
+            .where(
+                MetricResult.metric == metric,
+                MetricResult.window == window,
+                MetricResult.group_key == group,
+            )
+            .order_by(MetricResult.computed_at.desc(), MetricResult.id.desc())
+            .limit(1)
+        ).first()
+    assert found is not None
+    return found
+
+
+def _plant(factory: sessionmaker[Session]) -> None:
+    """s1: a re-ask, idle since NOW-18m; s2: resolved, idle since NOW-30m (tenant beta);
+    s3: still open (its last turn NOW-2m)."""
+    with factory() as session:
+        _turn(session, "s1", "a1", "How do I reset my password?", NOW - timedelta(minutes=20))
+        _turn(
+            session,
+            "s1",
+            "a2",
+            "I forgot my password, how can I change it?",
+            NOW - timedelta(minutes=19),
+        )
+        _turn(session, "s1", "a3", "Thanks, that helped", NOW - timedelta(minutes=18))
+        _turn(session, "s2", "b1", "Can I pay by card?", NOW - timedelta(minutes=31), "beta")
+        _turn(session, "s2", "b2", "Do you ship abroad?", NOW - timedelta(minutes=30), "beta")
+        _turn(session, "s3", "c1", "Where is my order?", NOW - timedelta(minutes=2))
+        session.commit()
+
+
+def test_idle_sessions_close_and_open_ones_wait(engine: Engine) -> None:
+    factory = make_session_factory(engine)
+    _plant(factory)
+    cache = ResultsCache()
+    job = _job(engine, cache)
+    report = job.run(NOW)
+    job.publish()
+    assert report.status == "ok" and report.new_traces == 2
+    rows = _rows(engine)
+    assert set(rows) == {"a1", "a2", "a3", "b1", "b2"}  # s3 is still open
+    assert rows["a1"]["session_resolved"] == 0.0 and rows["a1"]["session_re_asked"] == 1.0
+    assert rows["a1"]["turn_re_asked"] == 1.0 and rows["a2"]["turn_re_asked"] == 0.0
+    assert rows["a1"]["turns_to_resolution"] == {"skipped": "not resolved"}
+    assert "session_resolved" not in rows["a2"]
+    assert rows["b1"]["session_resolved"] == 1.0 and rows["b1"]["turns_to_resolution"] == 2.0
+    _check_sums(engine)
+
+    resolved = _latest(engine, "session_resolved", "1h")
+    assert resolved.n == 2 and resolved.value == pytest.approx(0.5)
+    assert resolved.ci_lower is not None and resolved.ci_lower < 0.5 < resolved.ci_upper
+    assert _latest(engine, "session_resolved", "1h", "tenant=beta").value == pytest.approx(1.0)
+    turns = _latest(engine, "turn_re_asked", "1h")
+    assert turns.n == 5 and turns.value == pytest.approx(0.2)
+    body = QualityCollector(cache, ["tenant"]).render().decode()
+    assert 'ragpulse_metric_value{metric="session_resolved",tenant="beta",window="1h"} 1.0' in body
+    assert 'ragpulse_metric_value{metric="session_re_asked",tenant="acme",window="1h"} 1.0' in body
+
+    # five minutes on, s3 has been idle long enough; nothing else is stored again
+    again = job.run(NOW + timedelta(minutes=5))
+    assert again.new_traces == 1 and set(_rows(engine)) == {"a1", "a2", "a3", "b1", "b2", "c1"}
+    assert _latest(engine, "session_resolved", "1h").n == 3
+    _check_sums(engine)
+    assert job.run(NOW + timedelta(minutes=6)).new_traces == 0
+
+
+def test_a_session_closes_at_the_turn_limit_and_later_turns_do_not_reopen_it(
+    engine: Engine,
+) -> None:
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i, q in enumerate(["Can I pay by card?", "Do you ship abroad?", "Where is my order?"]):
+            _turn(session, "s", f"t{i}", q, NOW - timedelta(minutes=3 - i))
+        session.commit()
+    job = _job(engine, max_turns=3)
+    assert job.run(NOW).new_traces == 1  # closed at once, not idle yet
+    before = _rows(engine)
+    assert set(before) == {"t0", "t1", "t2"} and before["t0"]["turns_to_resolution"] == 3.0
+    with factory() as session:
+        _turn(session, "s", "t3", "Соедините меня с оператором, пожалуйста", NOW)
+        session.commit()
+    assert job.run(NOW + timedelta(minutes=10)).new_traces == 0
+    assert _rows(engine) == before
+    _check_sums(engine)
+
+
+def test_a_late_turn_reopens_the_session_and_it_is_counted_once(engine: Engine) -> None:
+    factory = make_session_factory(engine)
+    _plant(factory)
+    job = _job(engine)
+    job.run(NOW)
+    with factory() as session:
+        sums_before = bucket_rows(session, "sessions")
+    # s2 gets a late escalation: open again until it has been idle for 5 minutes
+    late = NOW + timedelta(minutes=1)
+    with factory() as session:
+        _turn(session, "s2", "b3", "Соедините меня с оператором, пожалуйста", late, "beta")
+        session.commit()
+    assert job.run(NOW + timedelta(minutes=2)).new_traces == 0
+    assert "b3" not in _rows(engine)
+    with factory() as session:
+        assert bucket_rows(session, "sessions") == sums_before
+
+    report = job.run(NOW + timedelta(minutes=7))
+    assert report.new_traces == 2  # s2 recomputed, s3 closed
+    rows = _rows(engine)
+    assert rows["b1"]["session_escalated"] == 1.0 and rows["b1"]["session_resolved"] == 0.0
+    assert rows["b3"]["turn_escalation"] == 1.0
+    _check_sums(engine)
+    day = _latest(engine, "session_escalated", "24h", "tenant=beta")
+    assert day.n == 1 and day.value == pytest.approx(1.0)  # one session, not two
+    assert _latest(engine, "session_resolved", "24h").n == 3
+
+    # feedback folded into a turn later is a new version: recomputed once more
+    with factory() as session:
+        session.execute(
+            update(Trace)
+            .where(Trace.trace_id == "c1")
+            .values(feedback_rating=1.0, updated_at=NOW + timedelta(minutes=8))
+        )
+        session.commit()
+    assert job.run(NOW + timedelta(minutes=9)).new_traces == 1
+    assert _rows(engine)["c1"]["session_resolved"] == 0.0
+    assert job.run(NOW + timedelta(minutes=10)).new_traces == 0
+    assert _latest(engine, "session_resolved", "24h").n == 3
+    _check_sums(engine)
+
+
+def test_an_earlier_late_turn_moves_the_session_start(engine: Engine) -> None:
+    factory = make_session_factory(engine)
+    _plant(factory)
+    job = _job(engine)
+    job.run(NOW)
+    with factory() as session:  # a turn of s1 before its first, stored late
+        _turn(
+            session,
+            "s1",
+            "a0",
+            "What are your opening hours?",
+            NOW - timedelta(minutes=25),
+            updated_at=NOW + timedelta(minutes=1),
+        )
+        session.commit()
+    job.run(NOW + timedelta(minutes=2))
+    rows = _rows(engine)
+    assert "session_resolved" in rows["a0"] and "session_resolved" not in rows["a1"]
+    assert _latest(engine, "session_resolved", "1h").n == 2  # s1 and s2, s3 still open
+    _check_sums(engine)
+
+
+def test_a_new_instance_carries_on_like_the_one_before(engine: Engine) -> None:
+    """A restart, or the next run on another worker: the state is in the database."""
+    factory = make_session_factory(engine)
+    _plant(factory)
+    _job(engine).run(NOW)
+    with factory() as session:
+        _turn(session, "s1", "a4", "Соедините меня с оператором, пожалуйста", NOW)
+        session.commit()
+    second = _job(engine)
+    assert second.run(NOW + timedelta(minutes=1)).new_traces == 0  # s1 open again
+    assert _job(engine).run(NOW + timedelta(minutes=6)).new_traces == 2  # s1 again, s3
+    assert _job(engine).run(NOW + timedelta(minutes=7)).new_traces == 0
+    rows = _rows(engine)
+    assert rows["a1"]["session_escalated"] == 1.0 and rows["a4"]["turn_escalation"] == 1.0
+    assert _latest(engine, "session_resolved", "1h").n == 3
+    _check_sums(engine)
+
+
+def test_two_workers_store_what_one_stores(tmp_path: Any, sqlite_template: Any) -> None:
+    """Two instances taking turns on one database end with the rows and sums one instance
+    makes alone on another."""
+    import shutil
+
+    outcomes: list[Mapping[str, Any]] = []
+    sums = []
+    for name, workers in (("two", 2), ("one", 1)):
+        path = tmp_path / f"{name}.db"
+        shutil.copyfile(sqlite_template, path)
+        eng = make_engine(f"sqlite:///{path}")
+        factory = make_session_factory(eng)
+        _plant(factory)
+        jobs = [_job(eng) for _ in range(workers)]
+        for step in range(8):
+            if step == 3:
+                with factory() as session:
+                    late = NOW + timedelta(minutes=3)
+                    _turn(session, "s2", "b3", "Thanks, that helped", late, "beta")
+                    session.commit()
+            jobs[step % workers].run(NOW + timedelta(minutes=2 * step))
+        outcomes.append(_rows(eng))
+        with factory() as session:
+            sums.append(bucket_rows(session, "sessions"))
+        eng.dispose()
+    assert outcomes[0] == outcomes[1] and sums[0] == sums[1]
