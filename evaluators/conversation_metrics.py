@@ -46,6 +46,7 @@ declare(
         "no negative feedback in the session.",
         direction="higher",
         unit="ratio",
+        per_trace=True,
     )
 )
 declare(
@@ -56,6 +57,7 @@ declare(
         "threshold).",
         direction="lower",
         unit="ratio",
+        per_trace=True,
     )
 )
 declare(
@@ -65,6 +67,7 @@ declare(
         "human, оператор) or the application tagged a turn `escalated`.",
         direction="lower",
         unit="ratio",
+        per_trace=True,
     )
 )
 declare(
@@ -74,6 +77,7 @@ declare(
         "(judge, empty retrieval) or after a re-ask.",
         direction="lower",
         unit="ratio",
+        per_trace=True,
     )
 )
 declare(
@@ -82,6 +86,7 @@ declare(
         "Mean number of turns of the resolved conversations (the unresolved are skipped).",
         direction="lower",
         unit="count",
+        per_trace=True,
     )
 )
 declare(
@@ -91,6 +96,7 @@ declare(
         "paraphrases this turn's question (the answer did not help).",
         direction="lower",
         unit="ratio",
+        per_trace=True,
     )
 )
 declare(
@@ -99,5 +105,6 @@ declare(
         "Share of turns asking for a person or tagged `escalated` by the application.",
         direction="lower",
         unit="ratio",
+        per_trace=True,
     )
 )

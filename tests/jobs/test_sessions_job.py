@@ -4,8 +4,11 @@ job instance (a restart, another worker) carries on alike, and the outcomes are 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,13 +18,16 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from collector.jobs.catalog import sessions as sessions_job
 from collector.jobs.catalog.sessions import SessionsJob
+from collector.jobs.drift.detector import DriftConfig
 from collector.jobs.run.definition import JobEnvironment
+from collector.jobs.scheduler import JobRunner
 from collector.jobs.windows.window import parse_windows
 from collector.settings import SessionSettings, Settings
 from collector.store.models import JobOutcome, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
+from tests.fixtures.db import create_postgres_database, drop_postgres_database
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes, bucket_rows
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -38,6 +44,8 @@ TOPICS = {
     "What are your opening hours?": 8,
 }
 
+PARAPHRASE = "I forgot my password, how can I change it?"
+
 
 class TopicEmbedder:
     """Each question -> the unit vector of its topic: paraphrases share one (cosine 1),
@@ -45,7 +53,7 @@ class TopicEmbedder:
 
     model_name = "test-topics"
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), 16), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i, TOPICS[text]] = 1.0
@@ -59,15 +67,22 @@ def engine(db_url: str) -> Iterator[Engine]:
     eng.dispose()
 
 
-def _job(engine: Engine, cache: ResultsCache | None = None, **cfg: Any) -> SessionsJob:
+def _job(
+    engine: Engine,
+    cache: ResultsCache | None = None,
+    windows: tuple[str, ...] = ("1h", "24h"),
+    drift: DriftConfig | None = None,
+    **cfg: Any,
+) -> SessionsJob:
     settings = Settings(sessions=SessionSettings(**cfg))
     definition = sessions_job.definition(settings)
     env = JobEnvironment(
         session_factory=make_session_factory(engine),
-        windows=parse_windows(["1h", "24h"]),
+        windows=parse_windows(list(windows)),
         group_labels=["tenant"],
         embedder=TopicEmbedder(),
         results=cache,
+        drift=drift,
     )
     assert definition.factory is not None
     job = definition.factory(definition, env)
@@ -166,7 +181,8 @@ def test_idle_sessions_close_and_open_ones_wait(engine: Engine) -> None:
 
     resolved = _latest(engine, "session_resolved", "1h")
     assert resolved.n == 2 and resolved.value == pytest.approx(0.5)
-    assert resolved.ci_lower is not None and resolved.ci_lower < 0.5 < resolved.ci_upper
+    assert resolved.ci_lower is not None and resolved.ci_upper is not None
+    assert resolved.ci_lower < 0.5 < resolved.ci_upper
     assert _latest(engine, "session_resolved", "1h", "tenant=beta").value == pytest.approx(1.0)
     turns = _latest(engine, "turn_re_asked", "1h")
     assert turns.n == 5 and turns.value == pytest.approx(0.2)
@@ -284,29 +300,77 @@ def test_a_new_instance_carries_on_like_the_one_before(engine: Engine) -> None:
     _check_sums(engine)
 
 
-def test_two_workers_store_what_one_stores(tmp_path: Any, sqlite_template: Any) -> None:
-    """Two instances taking turns on one database end with the rows and sums one instance
-    makes alone on another."""
-    import shutil
+@pytest.fixture(params=["sqlite", "postgresql"])
+def two_urls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """Two freshly migrated databases of one kind."""
+    if request.param == "sqlite":
+        template = request.getfixturevalue("sqlite_template")
+        paths = [tmp_path / "a.db", tmp_path / "b.db"]
+        for path in paths:
+            shutil.copyfile(template, path)
+        yield f"sqlite:///{paths[0]}", f"sqlite:///{paths[1]}"
+        return
+    template = request.getfixturevalue("postgres_template")
+    urls = [create_postgres_database(template=template) for _ in range(2)]
+    try:
+        yield urls[0], urls[1]
+    finally:
+        for url in urls:
+            drop_postgres_database(url)
 
+
+def test_two_workers_racing_store_what_one_stores(two_urls: tuple[str, str]) -> None:
+    """Two workers (each its runner and job instance) run the job at the same moments on
+    one database: the job's lock lets one through at a time, and they end with the rows
+    and sums one worker makes alone on another database."""
+    now = datetime.now(UTC)
     outcomes: list[Mapping[str, Any]] = []
     sums = []
-    for name, workers in (("two", 2), ("one", 1)):
-        path = tmp_path / f"{name}.db"
-        shutil.copyfile(sqlite_template, path)
-        eng = make_engine(f"sqlite:///{path}")
+    for url, workers in zip(two_urls, (2, 1), strict=True):
+        eng = make_engine(url)
         factory = make_session_factory(eng)
-        _plant(factory)
-        jobs = [_job(eng) for _ in range(workers)]
-        for step in range(8):
-            if step == 3:
-                with factory() as session:
-                    late = NOW + timedelta(minutes=3)
-                    _turn(session, "s2", "b3", "Thanks, that helped", late, "beta")
-                    session.commit()
-            jobs[step % workers].run(NOW + timedelta(minutes=2 * step))
+        with factory() as session:
+            for i in range(30):
+                # 26 sessions idle for 14-40 minutes, 4 still open
+                start = now - timedelta(minutes=40 - i if i < 26 else 1)
+                _turn(session, f"s{i}", f"q{i}", "Can I pay by card?", start, f"t{i % 3}")
+                second = PARAPHRASE if i % 4 else "Where is my order?"
+                _turn(session, f"s{i}", f"r{i}", "How do I reset my password?", start)
+                _turn(session, f"s{i}", f"u{i}", second, start + timedelta(seconds=30))
+            session.commit()
+        runners = [JobRunner({"sessions": _job(eng)}, eng) for _ in range(workers)]
+        for _ in range(3):
+            with ThreadPoolExecutor(workers) as pool:
+                reports = list(pool.map(lambda r: r.run("sessions"), runners))
+            assert {r.status for r in reports} <= {"ok", "locked"}
         outcomes.append(_rows(eng))
         with factory() as session:
             sums.append(bucket_rows(session, "sessions"))
+            assert_buckets_match_outcomes(session, "sessions")
         eng.dispose()
+    assert len(outcomes[1]) == 3 * 26  # the sessions idle for 5 minutes, every turn
     assert outcomes[0] == outcomes[1] and sums[0] == sums[1]
+
+
+def test_the_outcomes_have_drift_detectors(engine: Engine) -> None:
+    """The session metrics are watched like per-sample ones: the job publishes the page and
+    ticket detectors' points for them (the generated rules alert on those)."""
+    from ragpulse.job_setup import drift_config
+
+    factory = make_session_factory(engine)
+    with factory() as session:
+        for i in range(120):
+            start = NOW - timedelta(hours=140 - i)
+            _turn(session, f"s{i}", f"q{i}", "Can I pay by card?", start)
+            if i % 5 == 0:
+                _turn(session, f"s{i}", f"r{i}", "Соедините меня с оператором, пожалуйста", start)
+        session.commit()
+    cache = ResultsCache()
+    drift = drift_config(Settings())
+    job = _job(engine, cache, ("1h", "24h", "7d"), drift, lookback="7d")
+    assert job.run(NOW).new_traces == 120
+    job.publish()
+    windows = {p.window for p in cache.snapshot() if p.metric == "session_resolved"}
+    assert {"24h", "7d", "drift:ticket"} <= windows
+    body = QualityCollector(cache, ["tenant"]).render().decode()
+    assert 'ragpulse_drift_score{detector="ticket",metric="session_resolved"' in body

@@ -83,7 +83,13 @@ from evaluators.thresholds import similarity_threshold, threshold_signature
 logger = logging.getLogger(__name__)
 
 NAME = "sessions"
-METRICS = SESSION_METRICS + TURN_METRICS
+CONVERSATION_METRICS = SESSION_METRICS + TURN_METRICS
+"""What the job stores and aggregates (its definition's metrics)."""
+METRICS: tuple[str, ...] = ()
+"""No automatic row of the overview dashboard (`dashboards/metrics_view.py` builds one per
+job listing `METRICS`): the seven metrics' generic panels would push the overview past
+Kubernetes' ConfigMap size limit; the conversation row is built by a section of
+`dashboards/panels/`."""
 NO_EMBEDDER = "no embedder configured (re-asks are found by the questions' embeddings)"
 NOT_RESOLVED = "not resolved"
 THRESHOLD = "cache_similarity_threshold"
@@ -96,7 +102,7 @@ BAD_SCORE = 0.5
 def definition(settings: Settings) -> JobDefinition:
     return JobDefinition(
         name=NAME,
-        metrics=METRICS,
+        metrics=CONVERSATION_METRICS,
         description="conversation outcomes of closed sessions: resolved, re-asked, escalated",
         factory=partial(SessionsJob, sessions=settings.sessions),
     )
@@ -163,7 +169,7 @@ class SessionsJob(IncrementalJob):
         self._longest = max(w.seconds for w in env.windows)
         self._cursor = TraceCursor(
             self.name,
-            METRICS,
+            CONVERSATION_METRICS,
             env.group_labels,
             self._longest,
             env.slice_dimensions,
@@ -172,7 +178,7 @@ class SessionsJob(IncrementalJob):
         )
         self.per_sample = []
         self.dataset = []
-        facts = {m: describe(m) for m in METRICS}
+        facts = {m: describe(m) for m in CONVERSATION_METRICS}
         self._facts = [MetricFacts(m, f.direction or "none", f.unit) for m, f in facts.items()]
         self._drift_cache = None
         self._labels: tuple[Folding, ...] = ()
@@ -358,7 +364,7 @@ class SessionsJob(IncrementalJob):
         query = select(
             JobOutcome.ts, sql_cast(JobOutcome.groups, Text), sql_cast(JobOutcome.outcomes, Text)
         ).where(*where)
-        delta = Contributions(frozenset(METRICS))
+        delta = Contributions(frozenset(CONVERSATION_METRICS))
         found = session.execute(query).all()
         for ts, groups, outcomes in found:
             delta.add(epoch(ts), read_groups(groups), read_outcomes(outcomes), -1)
@@ -385,9 +391,9 @@ class SessionsJob(IncrementalJob):
         points = window_points(
             source,
             env.windows,
-            METRICS,
-            {m: m in PROPORTIONS for m in METRICS},
-            dict.fromkeys(METRICS, sign),
+            CONVERSATION_METRICS,
+            {m: m in PROPORTIONS for m in CONVERSATION_METRICS},
+            dict.fromkeys(CONVERSATION_METRICS, sign),
             kept,
             at_s,
         )
