@@ -19,12 +19,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from collector.jobs.catalog import sessions as sessions_job
 from collector.jobs.catalog.sessions import SessionsJob
 from collector.jobs.drift.detector import DriftConfig
+from collector.jobs.recording.observers import Evaluated
 from collector.jobs.run.definition import JobEnvironment
 from collector.jobs.scheduler import JobRunner
 from collector.jobs.windows.window import parse_windows
 from collector.settings import SessionSettings, Settings
 from collector.store.models import JobOutcome, MetricResult, Trace
 from collector.store.session import make_engine, make_session_factory
+from evaluators.conversation_metrics import SESSION_METRICS
 from exporters.prometheus import QualityCollector
 from exporters.quality import ResultsCache
 from tests.fixtures.db import create_postgres_database, drop_postgres_database
@@ -72,6 +74,7 @@ def _job(
     cache: ResultsCache | None = None,
     windows: tuple[str, ...] = ("1h", "24h"),
     drift: DriftConfig | None = None,
+    observers: Sequence[Any] = (),
     **cfg: Any,
 ) -> SessionsJob:
     settings = Settings(sessions=SessionSettings(**cfg))
@@ -83,6 +86,7 @@ def _job(
         embedder=TopicEmbedder(),
         results=cache,
         drift=drift,
+        observers=observers,
     )
     assert definition.factory is not None
     job = definition.factory(definition, env)
@@ -374,3 +378,35 @@ def test_the_outcomes_have_drift_detectors(engine: Engine) -> None:
     assert {"24h", "7d", "drift:ticket"} <= windows
     body = QualityCollector(cache, ["tenant"]).render().decode()
     assert 'ragpulse_drift_score{detector="ticket",metric="session_resolved"' in body
+
+
+class Heard:
+    """An outcome observer keeping what it is told: (trace_id, metric) pairs."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, str]] = []
+
+    def observe(self, evaluated: Sequence[Evaluated]) -> None:
+        self.told += [(e.trace_id, m) for e in evaluated for m in e.outcomes]
+
+
+def test_the_observers_hear_of_each_outcome_once(engine: Engine) -> None:
+    """SLO events and score histograms count what the observers are told: a recomputed
+    session tells them only of what is new (its new turn, a session row that moved)."""
+    factory = make_session_factory(engine)
+    _plant(factory)
+    heard = Heard()
+    job = _job(engine, observers=[heard])
+    job.run(NOW)
+    first = sorted(heard.told)
+    assert ("a1", "session_resolved") in first and ("b2", "turn_re_asked") in first
+    assert len(first) == len(set(first)) == 5 * 2 + 2 * 5
+    with factory() as session:
+        _turn(session, "s2", "b3", "Соедините меня с оператором, пожалуйста", NOW, "beta")
+        session.commit()
+    heard.told.clear()
+    job.run(NOW + timedelta(minutes=6))
+    assert sorted(heard.told) == sorted(
+        [("b3", "turn_re_asked"), ("b3", "turn_escalation")]
+        + [("c1", m) for m in ("turn_re_asked", "turn_escalation", *SESSION_METRICS)]
+    )

@@ -31,25 +31,32 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
 import numpy as np
-from sqlalchemy import Row, Text, delete, select
-from sqlalchemy import cast as sql_cast
+from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
-from collector.jobs.buckets.bulk_write import apply_changes
-from collector.jobs.buckets.contributions import Contributions
 from collector.jobs.buckets.history import BucketHistory
 from collector.jobs.buckets.window_points import foldings, window_points
 from collector.jobs.buckets.window_source import from_db
+from collector.jobs.catalog.session_rows import (
+    JUDGED,
+    TurnRow,
+    feedback_score,
+    judged_bad,
+    remove_rows,
+    stored_metrics,
+    stored_versions,
+    turn_outcomes,
+)
 from collector.jobs.drift.detector import MetricFacts
-from collector.jobs.outcomes.codec import read_groups, read_outcomes
 from collector.jobs.recording.cursor import GRACE, Span, TraceCursor, epoch
+from collector.jobs.recording.observers import Evaluated
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.run.job_state import load_state, record_run
@@ -60,22 +67,14 @@ from collector.jobs.windows.labels import Folding, warn_folding
 from collector.jobs.windows.window import Window
 from collector.settings import SessionSettings, Settings, parse_duration
 from collector.store.conversations import pages, touched, turns_of
-from collector.store.models import JobOutcome
 from evaluators.conversation_metrics import (
     PROPORTIONS,
-    SESSION_ABANDONED,
-    SESSION_ESCALATED,
     SESSION_METRICS,
-    SESSION_RE_ASKED,
-    SESSION_RESOLVED,
-    TURN_ESCALATION,
     TURN_METRICS,
-    TURN_RE_ASKED,
-    TURNS_TO_RESOLUTION,
 )
-from evaluators.conversations import SessionOutcome, Turn, session_outcome
+from evaluators.conversations import Turn, session_outcome
 from evaluators.embedder import TextEncoder
-from evaluators.outcome import Outcome, Score, Skipped
+from evaluators.outcome import Outcome
 from evaluators.registry import describe
 from evaluators.signature import Signature
 from evaluators.thresholds import similarity_threshold, threshold_signature
@@ -91,12 +90,8 @@ job listing `METRICS`): the seven metrics' generic panels would push the overvie
 Kubernetes' ConfigMap size limit; the conversation row is built by a section of
 `dashboards/panels/`."""
 NO_EMBEDDER = "no embedder configured (re-asks are found by the questions' embeddings)"
-NOT_RESOLVED = "not resolved"
 THRESHOLD = "cache_similarity_threshold"
 """Two questions of a session this similar are one asked again: the semantic cache's."""
-JUDGED = ("answer_relevance", "e2e_score", "faithfulness_rating")
-"""Judge metrics whose low score (below `BAD_SCORE`) makes an answer bad (abandonment)."""
-BAD_SCORE = 0.5
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -106,47 +101,6 @@ def definition(settings: Settings) -> JobDefinition:
         description="conversation outcomes of closed sessions: resolved, re-asked, escalated",
         factory=partial(SessionsJob, sessions=settings.sessions),
     )
-
-
-def feedback_score(rating: float | None) -> float | None:
-    """A stored feedback rating as the detectors read it (negative = bad): ratings are on
-    the 1-5 scale of the demo and the docs, 3 neutral (`(rating - 3) / 2`)."""
-    return None if rating is None else (float(rating) - 3.0) / 2.0
-
-
-@dataclass(frozen=True)
-class TurnRow:
-    """What `TraceCursor.record_each` stores of a turn (`updated_at`: the version the row
-    stands for, the session's own on its first turn)."""
-
-    trace_id: str
-    timestamp: datetime
-    updated_at: datetime
-    tags: Mapping[str, Any] | None
-    model: str | None
-    question: str
-
-
-def turn_outcomes(outcome: SessionOutcome) -> list[dict[str, Outcome]]:
-    """One row of outcomes per turn; the first also carries the session's."""
-    rows: list[dict[str, Outcome]] = [
-        {
-            TURN_RE_ASKED: Score(float(t.re_asked)),
-            TURN_ESCALATION: Score(float(t.escalation)),
-        }
-        for t in outcome.turns
-    ]
-    steps = outcome.turns_to_resolution
-    rows[0].update(
-        {
-            SESSION_RESOLVED: Score(float(outcome.resolved)),
-            SESSION_RE_ASKED: Score(float(outcome.re_asks > 0)),
-            SESSION_ESCALATED: Score(float(outcome.escalated)),
-            SESSION_ABANDONED: Score(float(outcome.abandoned)),
-            TURNS_TO_RESOLUTION: Skipped(NOT_RESOLVED) if steps is None else Score(float(steps)),
-        }
-    )
-    return rows
 
 
 class SessionsJob(IncrementalJob):
@@ -184,7 +138,7 @@ class SessionsJob(IncrementalJob):
         self._labels: tuple[Folding, ...] = ()
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
-        self._evaluated = []
+        self._evaluated: list[Evaluated] = []
 
     @property
     def threshold(self) -> float:
@@ -241,6 +195,7 @@ class SessionsJob(IncrementalJob):
         for page in pages(ids):
             done += self._close_page(session, embedder, page, now)
             session.commit()
+            self.notify()
         if newest is not None and (
             self._cursor.watermark is None or epoch(newest) > epoch(self._cursor.watermark)
         ):
@@ -263,7 +218,7 @@ class SessionsJob(IncrementalJob):
             kept = [r for r in rows if epoch(r.timestamp) <= end][: self.max_turns]
             if self._is_closed(kept, now):
                 due.append((kept, rows[len(kept) :]))
-        stored = self._versions(session, [kept[0].trace_id for kept, _ in due])
+        stored = stored_versions(session, self.name, [kept[0].trace_id for kept, _ in due])
         due = [
             (kept, extra) for kept, extra in due if stored.get(kept[0].trace_id) != _version(kept)
         ]
@@ -280,19 +235,6 @@ class SessionsJob(IncrementalJob):
             kept[0].timestamp
         ) + self.lookback.total_seconds() <= epoch(now)
 
-    def _versions(self, session: Session, first_ids: Sequence[str]) -> dict[str, float]:
-        """First trace id -> the version of the session outcome stored on its row."""
-        if not first_ids:
-            return {}
-        query = select(
-            JobOutcome.trace_id, JobOutcome.trace_updated_at, sql_cast(JobOutcome.outcomes, Text)
-        ).where(JobOutcome.job == self.name, JobOutcome.trace_id.in_(first_ids))
-        return {
-            trace_id: epoch(updated)
-            for trace_id, updated, outcomes in session.execute(query)
-            if SESSION_RESOLVED in read_outcomes(outcomes)
-        }
-
     def _record(
         self,
         session: Session,
@@ -304,7 +246,7 @@ class SessionsJob(IncrementalJob):
         questions = [r.question for kept, _ in due for r in kept]
         vectors = np.asarray(embedder.encode(questions), dtype=np.float64)
         all_ids = [r.trace_id for kept, _ in due for r in kept]
-        bad = self._judged_bad(session, all_ids)
+        bad = judged_bad(session, self._judge_jobs(), all_ids)
         threshold = self.threshold
         rows: list[TurnRow] = []
         outcomes: list[dict[str, Outcome]] = []
@@ -337,40 +279,25 @@ class SessionsJob(IncrementalJob):
                     )
                 )
             outcomes.extend(turn_outcomes(outcome))
-        self._cursor.record_each(session, cast(Sequence[Row[Any]], rows), outcomes)
-        self._remove(session, [r.trace_id for _, extra in due for r in extra])
-
-    def _judged_bad(self, session: Session, trace_ids: Sequence[str]) -> set[str]:
-        """The traces a judge job scored below `BAD_SCORE` on an answer metric."""
-        jobs = sorted({j for m in JUDGED for j in self.env.options.metric_jobs.get(m, ())})
-        if not jobs or not trace_ids:
-            return set()
-        query = select(JobOutcome.trace_id, sql_cast(JobOutcome.outcomes, Text)).where(
-            JobOutcome.job.in_(jobs), JobOutcome.trace_id.in_(trace_ids)
+        before = stored_metrics(session, self.name, all_ids)
+        evaluated = self._cursor.record_each(session, cast(Sequence[Row[Any]], rows), outcomes)
+        remove_rows(
+            session,
+            self.name,
+            CONVERSATION_METRICS,
+            [r.trace_id for _, extra in due for r in extra],
         )
-        bad = set()
-        for trace_id, outcomes in session.execute(query):
-            stored = read_outcomes(outcomes)
-            values = [stored.get(m) for m in JUDGED]
-            if any(isinstance(v, float | int) and v < BAD_SCORE for v in values):
-                bad.add(trace_id)
-        return bad
+        # the observers (SLO events, score histograms) hear of each trace's metric once:
+        # a recomputed session's outcomes were handed over when it first closed
+        for e in evaluated:
+            told = before.get(e.trace_id, frozenset())
+            fresh = {m: o for m, o in e.outcomes.items() if m not in told}
+            if fresh:
+                self._evaluated.append(replace(e, outcomes=fresh))
 
-    def _remove(self, session: Session, trace_ids: Sequence[str]) -> None:
-        """Delete this job's rows of `trace_ids` and take their contributions out."""
-        if not trace_ids:
-            return
-        where = JobOutcome.job == self.name, JobOutcome.trace_id.in_(trace_ids)
-        query = select(
-            JobOutcome.ts, sql_cast(JobOutcome.groups, Text), sql_cast(JobOutcome.outcomes, Text)
-        ).where(*where)
-        delta = Contributions(frozenset(CONVERSATION_METRICS))
-        found = session.execute(query).all()
-        for ts, groups, outcomes in found:
-            delta.add(epoch(ts), read_groups(groups), read_outcomes(outcomes), -1)
-        if found:
-            apply_changes(session, self.name, delta.changes())
-            session.execute(delete(JobOutcome).where(*where))
+    def _judge_jobs(self) -> list[str]:
+        """The jobs storing the judge metrics that make an answer bad."""
+        return sorted({j for m in JUDGED for j in self.env.options.metric_jobs.get(m, ())})
 
     # -- windows ----------------------------------------------------------------------------
 
