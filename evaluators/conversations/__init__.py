@@ -7,15 +7,24 @@ feedback; and the judged outcome's prompts (`evaluators.conversations.judged`).
 
 from evaluators.conversations.escalation import is_escalation
 from evaluators.conversations.outcome import session_outcome
-from evaluators.conversations.reask import is_follow_up, re_ask_pairs
+from evaluators.conversations.reask import (
+    DEFAULT_RULE,
+    ReaskRule,
+    is_follow_up,
+    is_re_ask,
+    re_ask_pairs,
+)
 from evaluators.conversations.types import SessionOutcome, Turn, TurnOutcome
 
 __all__ = [
+    "DEFAULT_RULE",
+    "ReaskRule",
     "SessionOutcome",
     "Turn",
     "TurnOutcome",
     "is_escalation",
     "is_follow_up",
+    "is_re_ask",
     "re_ask_pairs",
     "session_outcome",
 ]

@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evaluators.conversations.words import CONTENT_STOPS, normalise, stem, word_set
+from evaluators.conversations.words import CONTENT_STOPS, normalise, one_edit, stem, word_set
 
 PERSONS = word_set(
     """
@@ -62,9 +62,12 @@ POSSESSIVES = word_set(
     """
 )
 """A person after one of these is somebody's own ("talk to my manager"), not the help desk's."""
-PROCEDURE = frozenset({"do", "does", "should", "must", "ли"})
-"""A clause opening with "do/should/must" (or "нужно ли") asks whether one has to."""
-RAW_PERSONS = frozenset({"operator", "human", "manager", "representative", "person", "agent"})
+PROCEDURE = frozenset({"do", "does", "should", "must"})
+OBLIGATION = word_set("нужно надо должен должна должны обязательно стоит")
+"""A clause opening with "do/should/must", or saying "нужно ли", asks whether one has to
+("do I need to call an operator to close the account?"); "можно ли" is a polite request."""
+_SOMEONE = re.compile(r"\b(?:кто|кого|кем|кому)[- ](?:нибудь|то|либо)\b")
+RAW_PERSONS = word_set("operator human manager representative person agent someone specialist")
 TRUE_TAGS = frozenset({"true", "1", "yes", "y", "on"})
 FALSE_TAGS = frozenset({"false", "0", "no", "n", "off", ""})
 NEGATION_REACH = 3
@@ -90,7 +93,7 @@ def is_escalation(question: str, tags: Mapping[str, Any]) -> bool:
     """Does this turn ask for a person, or did the application tag it escalated?"""
     if tagged_escalated(tags):
         return True
-    text = _REPEATS.sub(r"\1", normalise(question))
+    text = _SOMEONE.sub("someone", _REPEATS.sub(r"\1", normalise(question)))
     return any(_clause_asks(clause) for clause in _CLAUSE.split(text) if clause)
 
 
@@ -111,7 +114,9 @@ def _clause_asks(clause: str) -> bool:
     live = [i for i, s in enumerate(stems) if s in LIVE]
     content = [w for w in words if w not in CONTENT_STOPS]
     short = len(content) <= SHORT_CALL and not INTERROGATIVES.intersection(words)
-    procedure = words[0] in PROCEDURE or "ли" in words[:4]
+    procedure = words[0] in PROCEDURE or any(
+        w == "ли" and i and words[i - 1] in OBLIGATION for i, w in enumerate(words)
+    )
     asks = bool(escalate) or bool(
         person and (live or (contact and not procedure) or (short and not procedure))
     )
@@ -131,28 +136,18 @@ def _negated(words: list[str], first: int) -> bool:
 
 
 def _is_person(word: str, s: str) -> bool:
+    """A person's stem; a typo forgiven in a Russian stem or a whole English word of five
+    letters or more (English stems are too short to forgive one: "employ" is not "employe")."""
     if s in PERSONS:
         return True
-    if len(s) >= 5 and any(_one_edit(s, p) for p in PERSONS if len(p) >= 5):
-        return True
-    return len(word) >= 5 and any(_one_edit(word, p) for p in RAW_PERSONS if len(p) >= 5)
+    if word.isascii():
+        return len(word) >= 5 and any(one_edit(word, p) for p in RAW_PERSONS)
+    return len(s) >= 5 and any(one_edit(s, p) for p in PERSONS if len(p) >= 5)
 
 
 def _is_contact(word: str, s: str) -> bool:
     if s not in CONTACT:
         return False
     if word.isascii():
-        return word not in _EN_PAST and not word.endswith("ed")
+        return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))
     return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось)$", word)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Are a and b at most one insertion, deletion or substitution apart?"""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]

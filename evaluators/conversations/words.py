@@ -65,3 +65,15 @@ def stem(token: str) -> str:
 def content_stems(text: str) -> tuple[str, ...]:
     """Stems of the message's content words (stop and courtesy words dropped), in order."""
     return tuple(stem(t) for t in tokens(text) if t not in CONTENT_STOPS and len(t) > 1)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Are a and b at most one insertion, deletion or substitution apart (a typo)?"""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
