@@ -224,6 +224,7 @@ def report(convs: list[Conversation], rows: dict[str, np.ndarray], model: str, t
         ("cosine > τ and not a follow-up", cosine_follow_up),
         ("shipped without the marker bar", shipped(ReaskRule(marker=0.0))),
         ("shipped without the cross-script bar", shipped(ReaskRule(cross_script=0.0))),
+        ("shipped without the question kinds", shipped(ReaskRule(kinds=False))),
     ]
     for split, group in by_split.items():
         product, esc = score_product(group, rows, thr)

@@ -4,10 +4,13 @@ The embeddings lead: two questions are a re-ask pair when the cosine of their st
 embeddings is above the embedding model's calibrated paraphrase threshold τ (the one the
 semantic cache uses). Embeddings alone confuse re-asks with follow-ups: "how long is
 delivery to Moscow?" and "... to Kazan?" sit closer than many true paraphrases. The
-content words (`evaluators.conversations.words`: stemmed, stop and courtesy words dropped,
-one typo forgiven in words of five letters or more) decide what the cosine cannot:
+content words (`evaluators.conversations.words`: stemmed, stop and courtesy words dropped;
+two stems of five letters or more match despite one typo or when one extends the other)
+decide what the cosine cannot:
 
 - a follow-up, never a re-ask (`is_follow_up`):
+  - another kind of question on the same subject: "how do I request parental leave?"
+    then "how long is it?" (`evaluators.conversations.kinds`);
   - a template edit: the content words differ (an entity swapped, a detail added: "can I
     pay by card?" -> "... on delivery?") while the stemmed word sequences still align to
     difflib's ratio >= `template` (a paraphrase rewords, so its sequence aligns less);
@@ -35,7 +38,15 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from evaluators.conversations.words import content_stems, normalise, one_edit, stem, tokens
+from evaluators.conversations.kinds import different_kinds
+from evaluators.conversations.words import (
+    COURTESY,
+    content_stems,
+    normalise,
+    one_edit,
+    stem,
+    tokens,
+)
 from evaluators.scripts import dominant_script
 
 TYPO_MIN_LENGTH = 5
@@ -56,13 +67,20 @@ class ReaskRule:
     ellipsis: float = 0.5
     marker: float = 0.9
     cross_script: float = 0.35
+    kinds: bool = True
+    """Questions wanting different kinds of answer are follow-ups (`kinds.py`)."""
 
 
 DEFAULT_RULE = ReaskRule()
 
 
 def _same(a: str, b: str) -> bool:
-    return a == b or (min(len(a), len(b)) >= TYPO_MIN_LENGTH and one_edit(a, b))
+    if a == b:
+        return True
+    if min(len(a), len(b)) < TYPO_MIN_LENGTH:
+        return False
+    # a typo, or one stem the other's derivation ("достав"-ить / "доставк"-а)
+    return one_edit(a, b) or a.startswith(b) or b.startswith(a)
 
 
 def _unmatched(words: frozenset[str], other: frozenset[str]) -> frozenset[str]:
@@ -70,9 +88,12 @@ def _unmatched(words: frozenset[str], other: frozenset[str]) -> frozenset[str]:
 
 
 def template_similarity(earlier: str, later: str) -> float:
-    """How much of the two questions' stemmed word sequences align (difflib ratio, 0-1)."""
-    a = [stem(t) for t in tokens(earlier)]
-    b = [stem(t) for t in tokens(later)]
+    """How much of the two questions' stemmed word sequences align (difflib ratio, 0-1):
+    all words but the courtesy ones ("ещё раз", "please"), a later stem matching an earlier
+    one (typo, derivation) read as that one."""
+    a = [stem(t) for t in tokens(earlier) if t not in COURTESY]
+    b = [stem(t) for t in tokens(later) if t not in COURTESY]
+    b = [next((x for x in a if _same(x, y)), y) for y in b]
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
@@ -86,6 +107,8 @@ def is_follow_up(earlier: str, later: str, rule: ReaskRule = DEFAULT_RULE) -> bo
     and ellipsis rules? True also when either has no content words."""
     a, b = frozenset(content_stems(earlier)), frozenset(content_stems(later))
     if not a or not b:
+        return True
+    if rule.kinds and different_kinds(earlier, later):
         return True
     only_a, only_b = _unmatched(a, b), _unmatched(b, a)
     if (only_a or only_b) and template_similarity(earlier, later) >= rule.template:

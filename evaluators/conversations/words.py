@@ -27,14 +27,14 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_COURTESY = word_set(
+COURTESY = word_set(
     """
     please pls plz thanks thank thx hi hello hey ok okay again still yes no sorry
     спасибо пожалуйста пжл пж здравствуйте привет добрый день вечер утро ок окей хорошо
     ещё еще снова опять раз да нет извините так всё все
     """
 )
-CONTENT_STOPS = RUSSIAN_STOP_WORDS | STOP_WORDS["en"] | _COURTESY
+CONTENT_STOPS = RUSSIAN_STOP_WORDS | STOP_WORDS["en"] | COURTESY
 
 
 @lru_cache(maxsize=2)
