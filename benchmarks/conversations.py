@@ -84,7 +84,23 @@ class Counts:
         return 2 * p * r / (p + r) if p + r else 0.0
 
     def cell(self) -> str:
-        return f"{self.precision:.3f} | {self.recall:.3f} | {self.tp + self.fn}"
+        """precision, recall (each with its Wilson 95% interval) and the positives."""
+        p_lo, p_hi = wilson(self.tp, self.tp + self.fp)
+        r_lo, r_hi = wilson(self.tp, self.tp + self.fn)
+        return (
+            f"{self.precision:.3f} ({p_lo:.2f}-{p_hi:.2f}) | "
+            f"{self.recall:.3f} ({r_lo:.2f}-{r_hi:.2f}) | {self.tp + self.fn}"
+        )
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of k successes in n trials ((0, 1) for n = 0)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def load(path: Path) -> list[Conversation]:
@@ -203,6 +219,22 @@ def score_product(
     return Scores(asked, asking), esc
 
 
+def missed_by_cosine(convs: Sequence[Conversation], rows: dict[str, np.ndarray], thr: float) -> str:
+    """How the labelled re-ask pairs the shipped rule misses spread over the cosine."""
+    bins = {"< 0.5": 0, "0.5-0.6": 0, f"0.6-{thr:g}": 0, f"> {thr:g} (a rule said no)": 0}
+    for c in convs:
+        sims = rows[c.id] @ rows[c.id].T
+        found = _pairs(c, rows[c.id], thr, shipped())
+        for j, refs in enumerate(c.re_ask_of):
+            for i in refs:
+                if (i, j) in found:
+                    continue
+                cos = float(sims[i, j])
+                key = list(bins)[int(cos >= 0.5) + int(cos >= 0.6) + int(cos > thr)]
+                bins[key] += 1
+    return ", ".join(f"{k}: {v}" for k, v in bins.items())
+
+
 def keyword_escalation(convs: Sequence[Conversation]) -> Counts:
     counts = Counts()
     for c in convs:
@@ -226,7 +258,7 @@ def report(convs: list[Conversation], rows: dict[str, np.ndarray], model: str, t
         ("shipped without the cross-script bar", shipped(ReaskRule(cross_script=0.0))),
         ("shipped without the question kinds", shipped(ReaskRule(kinds=False))),
     ]
-    for split, group in by_split.items():
+    for split, group in [*by_split.items(), ("all", convs)]:
         product, esc = score_product(group, rows, thr)
         print(f"| {split} | **re-asked answers** (shipped) | {product.re_asked.cell()} |")
         print(f"| {split} | **re-asking turns** (shipped) | {product.re_asking.cell()} |")
@@ -235,6 +267,8 @@ def report(convs: list[Conversation], rows: dict[str, np.ndarray], model: str, t
             print(f"| {split} | re-asked answers, {name} | {s.re_asked.cell()} |")
         print(f"| {split} | **escalations** (shipped) | {esc.cell()} |")
         print(f"| {split} | escalations, keyword baseline | {keyword_escalation(group).cell()} |")
+    for split, group in by_split.items():
+        print(f"\nmissed re-ask pairs on {split} by cosine: {missed_by_cosine(group, rows, thr)}")
 
 
 def sweep(convs: list[Conversation], rows: dict[str, np.ndarray], thr: float) -> None:
@@ -243,7 +277,7 @@ def sweep(convs: list[Conversation], rows: dict[str, np.ndarray], thr: float) ->
     print(f"\ndev F1 of re-asked answers, one constant varied (shipped: {DEFAULT_RULE})\n")
     print("| constant | value | precision | recall | F1 |")
     print("|---|---|---|---|---|")
-    grid = {
+    grid: dict[str, tuple[float, ...]] = {
         "template": (0.5, 0.6, 0.7, 0.8, 0.9, 2.0),
         "ellipsis": (0.0, 0.34, 0.5, 0.67),
         "marker": (0.0, 0.5, 0.7, 0.9, 1.1, 1.3),
@@ -251,7 +285,7 @@ def sweep(convs: list[Conversation], rows: dict[str, np.ndarray], thr: float) ->
     }
     for name, values in grid.items():
         for value in values:
-            rule = replace(DEFAULT_RULE, **{name: value})
+            rule = replace(DEFAULT_RULE, **{name: value})  # type: ignore[arg-type]
             sc = score_re_asks(dev, rows, thr, shipped(rule)).re_asked
             print(f"| {name} | {value:g} | {sc.precision:.3f} | {sc.recall:.3f} | {sc.f1:.3f} |")
     for t in (0.62, 0.65, 0.68, 0.71, 0.74):
