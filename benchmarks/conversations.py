@@ -34,9 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.conversations import Turn, is_escalation, session_outcome
+from evaluators.conversations import Turn, is_escalation, re_ask_threshold, session_outcome
 from evaluators.conversations.reask import DEFAULT_RULE, ReaskRule, is_follow_up, is_re_ask
-from evaluators.thresholds import similarity_threshold
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "conversations_ru_en.jsonl"
 CACHE = Path("/tmp/ragpulse-conversations-embeddings")
@@ -322,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for c in convs:
         rows[c.id] = matrix[at : at + len(c.questions)]
         at += len(c.questions)
-    thr = similarity_threshold({}, "cache_similarity_threshold", model)
+    thr = re_ask_threshold({}, model)
     report(convs, rows, model, thr)
     if args.sweep:
         sweep(convs, rows, thr)

@@ -14,6 +14,7 @@ from evaluators.conversations.reask import (
     is_re_ask,
     re_ask_pairs,
 )
+from evaluators.conversations.threshold import outcome_signature, re_ask_threshold
 from evaluators.conversations.types import SessionOutcome, Turn, TurnOutcome
 
 __all__ = [
@@ -25,6 +26,8 @@ __all__ = [
     "is_escalation",
     "is_follow_up",
     "is_re_ask",
+    "outcome_signature",
     "re_ask_pairs",
+    "re_ask_threshold",
     "session_outcome",
 ]
