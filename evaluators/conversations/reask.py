@@ -35,10 +35,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+from functools import lru_cache
 
 import numpy as np
 
-from evaluators.conversations.kinds import different_kinds
+from evaluators.conversations.kinds import question_kind
 from evaluators.conversations.words import (
     COURTESY,
     content_stems,
@@ -74,6 +75,28 @@ class ReaskRule:
 DEFAULT_RULE = ReaskRule()
 
 
+@dataclass(frozen=True)
+class _Question:
+    """What the rules read of one question, computed once per text."""
+
+    content: frozenset[str]
+    template: tuple[str, ...]
+    kind: str | None
+    again: bool
+    script: str | None
+
+
+@lru_cache(maxsize=1 << 13)
+def _question(text: str) -> _Question:
+    return _Question(
+        content=frozenset(content_stems(text)),
+        template=tuple(stem(t) for t in tokens(text) if t not in COURTESY),
+        kind=question_kind(text),
+        again=_MARKERS.search(normalise(text)) is not None,
+        script=dominant_script(text),
+    )
+
+
 def _same(a: str, b: str) -> bool:
     if a == b:
         return True
@@ -84,31 +107,33 @@ def _same(a: str, b: str) -> bool:
 
 
 def _unmatched(words: frozenset[str], other: frozenset[str]) -> frozenset[str]:
-    return frozenset(w for w in words if not any(_same(w, o) for o in other))
+    if words == other:
+        return frozenset()
+    return frozenset(w for w in words if w not in other and not any(_same(w, o) for o in other))
 
 
 def template_similarity(earlier: str, later: str) -> float:
     """How much of the two questions' stemmed word sequences align (difflib ratio, 0-1):
     all words but the courtesy ones ("ещё раз", "please"), a later stem matching an earlier
     one (typo, derivation) read as that one."""
-    a = [stem(t) for t in tokens(earlier) if t not in COURTESY]
-    b = [stem(t) for t in tokens(later) if t not in COURTESY]
-    b = [next((x for x in a if _same(x, y)), y) for y in b]
+    a = _question(earlier).template
+    b = [next((x for x in a if _same(x, y)), y) for y in _question(later).template]
     return SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
 def says_again(question: str) -> bool:
     """Does the question say it is asked again ("still", "ещё раз", "не помогло")?"""
-    return _MARKERS.search(normalise(question)) is not None
+    return _question(question).again
 
 
 def is_follow_up(earlier: str, later: str, rule: ReaskRule = DEFAULT_RULE) -> bool:
-    """Is `later` about something else than `earlier` (never a re-ask), by the template
-    and ellipsis rules? True also when either has no content words."""
-    a, b = frozenset(content_stems(earlier)), frozenset(content_stems(later))
+    """Is `later` about something else than `earlier` (never a re-ask), by the kinds,
+    template and ellipsis rules? True also when either has no content words."""
+    qa, qb = _question(earlier), _question(later)
+    a, b = qa.content, qb.content
     if not a or not b:
         return True
-    if rule.kinds and different_kinds(earlier, later):
+    if rule.kinds and qa.kind is not None and qb.kind is not None and qa.kind != qb.kind:
         return True
     only_a, only_b = _unmatched(a, b), _unmatched(b, a)
     if (only_a or only_b) and template_similarity(earlier, later) >= rule.template:
@@ -118,16 +143,17 @@ def is_follow_up(earlier: str, later: str, rule: ReaskRule = DEFAULT_RULE) -> bo
 
 def same_words(earlier: str, later: str) -> bool:
     """Do the two questions have the same content words (typos forgiven)?"""
-    a, b = frozenset(content_stems(earlier)), frozenset(content_stems(later))
+    a, b = _question(earlier).content, _question(later).content
     return bool(a) and not _unmatched(a, b) and not _unmatched(b, a)
 
 
 def pair_threshold(earlier: str, later: str, threshold: float, rule: ReaskRule) -> float:
     """The cosine bar for this pair: τ, lowered by the marker or cross-script rule."""
+    qa, qb = _question(earlier), _question(later)
     k = 0.0
-    if says_again(later):
+    if qb.again:
         k = max(k, rule.marker)
-    if dominant_script(earlier) != dominant_script(later):
+    if qa.script != qb.script:
         k = max(k, rule.cross_script)
     return threshold - k * (1.0 - threshold)
 
@@ -135,12 +161,12 @@ def pair_threshold(earlier: str, later: str, threshold: float, rule: ReaskRule) 
 def is_re_ask(
     earlier: str, later: str, cosine: float, threshold: float, rule: ReaskRule = DEFAULT_RULE
 ) -> bool:
-    """Does `later` ask `earlier` again, given their embeddings' cosine and the model's τ?"""
-    if is_follow_up(earlier, later, rule):
+    """Does `later` ask `earlier` again, given their embeddings' cosine and the model's τ?
+    Not a follow-up, and the same words again or the cosine above the pair's bar."""
+    close = cosine > pair_threshold(earlier, later, threshold, rule)
+    if not close and not same_words(earlier, later):
         return False
-    if same_words(earlier, later):
-        return True
-    return cosine > pair_threshold(earlier, later, threshold, rule)
+    return not is_follow_up(earlier, later, rule)
 
 
 def re_ask_pairs(
