@@ -1,6 +1,6 @@
 """Conversation outcomes against human labels: re-ask and escalation precision and recall.
 
-    python -m benchmarks.conversations [FILE] [--sweep] [--errors dev|test]
+    python -m benchmarks.conversations [FILE] [--sweep] [--errors dev|test] [--cost]
 
 FILE (default `benchmarks/data/conversations_ru_en.jsonl`, written for this repository) has
 one conversation a line: `id`, `split` ("dev" to tune on, "test" held out), `kind` (a note)
@@ -18,7 +18,8 @@ Reported per split, precision and recall of
 beside ablations: the cosine alone (no follow-up rule), each follow-up rule alone, and a
 keyword baseline for escalation (a person's name anywhere, no stemming, no negation).
 `--sweep` prints the dev split's F1 over the threshold and the follow-up constants (how
-they were chosen); `--errors` lists the misses and false alarms of one split.
+they were chosen); `--errors` lists the misses and false alarms of one split; `--cost`
+times `session_outcome` on sessions of 3-50 turns drawn from the set.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import hashlib
 import json
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -308,11 +310,28 @@ def errors(convs: list[Conversation], rows: dict[str, np.ndarray], thr: float, s
                 print(f"  {c.id} {'missed' if want else 'false'} escalation: {q!r}")
 
 
+def cost(convs: list[Conversation], matrix: np.ndarray, thr: float) -> None:
+    """Milliseconds per `session_outcome` of 200 n-turn sessions drawn from the set's
+    questions with their real embeddings, one process (the per-question cache holds the
+    set's questions after the report: the stemming of a new question is not in these)."""
+    texts = [q for c in convs for q in c.questions]
+    rng = np.random.default_rng(0)
+    print("\n| turns | ms per session |\n|---|---|")
+    for n in (3, 5, 10, 20, 50):
+        sessions = [rng.choice(len(texts), size=n, replace=False) for _ in range(200)]
+        start = time.perf_counter()
+        for pick in sessions:
+            turns = [Turn(str(i), texts[i], "a", float(k), {}) for k, i in enumerate(pick)]
+            session_outcome(turns, matrix[pick], thr)
+        print(f"| {n} | {(time.perf_counter() - start) / len(sessions) * 1000:.2f} |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--sweep", action="store_true", help="dev F1 over the constants")
     parser.add_argument("--errors", choices=SPLITS, help="list one split's errors")
+    parser.add_argument("--cost", action="store_true", help="time session_outcome")
     args = parser.parse_args(argv)
     convs = load(args.file)
     texts = [q for c in convs for q in c.questions]
@@ -327,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweep(convs, rows, thr)
     if args.errors:
         errors(convs, rows, thr, args.errors)
+    if args.cost:
+        cost(convs, matrix, thr)
     return 0
 
 
