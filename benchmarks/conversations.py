@@ -94,7 +94,7 @@ class Counts:
         )
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """The Wilson score interval of k successes in n trials ((0, 1) for n = 0)."""
     if n == 0:
         return 0.0, 1.0
