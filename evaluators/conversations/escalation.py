@@ -7,10 +7,11 @@ forgiven in words of five letters or more, repeated letters squeezed: "опер�
 - names a person ("оператор", "человек", "менеджер", "human", "agent", "representative",
   "someone", ...) together with a contact verb ("позовите", "соедините", "переключите",
   "поговорить", "нужен", "talk", "speak", "connect", "transfer", "need", "want", ...)
-  that is not in the past tense ("I talked to an agent yesterday" reports, not asks), or
+  that is not in the past tense or the third person plural ("I talked to an agent
+  yesterday", "операторы говорят" report, not ask), or
 - qualifies the person as live ("живой человек", "real person", "live agent"), or
-- is a short call: at most two content words, one of them a person ("agent please",
-  "оператора!"), or says "escalate" / "эскалируйте";
+- is a short call: at most two content words, all of them the call, one a person ("agent
+  please", "оператора!", not "операторы говорят"), or says "escalate" / "эскалируйте";
 and no negation ("не", "без", "no", "not", "don't", "without", "never") stands up to three
 words before the first trigger, unless a "why"/"почему" precedes it ("why can't I talk to
 a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes") is an escalation
@@ -112,8 +113,15 @@ def _clause_asks(clause: str) -> bool:
         return False
     contact = [i for i, (w, s) in enumerate(zip(words, stems, strict=True)) if _is_contact(w, s)]
     live = [i for i, s in enumerate(stems) if s in LIVE]
-    content = [w for w in words if w not in CONTENT_STOPS]
-    short = len(content) <= SHORT_CALL and not INTERROGATIVES.intersection(words)
+    calls = set(person + escalate + live + contact)
+    content = [i for i, w in enumerate(words) if w not in CONTENT_STOPS or i in calls]
+    # a short call says nothing but the call: "agent please", "оператора!", not
+    # "операторы говорят", "support SBP?" or "какой оператор связи?"
+    short = (
+        len(content) <= SHORT_CALL
+        and calls.issuperset(content)
+        and not INTERROGATIVES.intersection(words)
+    )
     procedure = words[0] in PROCEDURE or any(
         w == "ли" and i and words[i - 1] in OBLIGATION for i, w in enumerate(words)
     )
@@ -146,8 +154,10 @@ def _is_person(word: str, s: str) -> bool:
 
 
 def _is_contact(word: str, s: str) -> bool:
-    if s not in CONTACT:
+    """A contact verb asking now: not in the past ("I talked to an agent"), nor in the
+    third person plural ("операторы говорят, что ..."), and "да" only as "дай" (not "yes")."""
+    if s not in CONTACT or (s == "да" and word != "дай"):
         return False
     if word.isascii():
         return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))
-    return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось)$", word)
+    return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось|ят|ют|ут|ат)$", word)

@@ -24,6 +24,10 @@ ASKS = [
     "escalate this",
     "I want a human, not a bot",
     "можно мне operator?",
+    "дай оператора",
+    "support!",
+    "можно мне с кем-нибудь из HR поговорить?",
+    "Здравствуйте, можно ли соединить с сотрудником банка?",
 ]
 NOT_ASKS = [
     "I don't need an operator",
@@ -35,6 +39,13 @@ NOT_ASKS = [
     "Do I need to talk to my manager to approve leave?",
     "Нужно ли звонить оператору, чтобы закрыть счёт?",
     "How long is delivery to Moscow?",
+    "Да, оператор вчера сказал, что карта готова",
+    "Операторы говорят, что карта готова",
+    "support SBP?",
+    "Does your app support Apple Pay?",
+    "operator fees?",
+    "No need for a human, how do I track my order?",
+    "How do I get a certificate of employment?",
 ]
 
 
