@@ -34,6 +34,9 @@ from evaluators.signature import Signature, text_hash
 
 logger = logging.getLogger(__name__)
 
+MAX_MESSAGE_CHARS = 2000
+"""A message or answer longer than this is cut (its start kept) for the judge: a 50-turn
+session of RAG answers would otherwise run to ~150,000 characters a request."""
 NO_INTENTIONS = "no intentions"
 NO_MESSAGES = "no user messages"
 LANGUAGES = ("en", "ru")
@@ -70,14 +73,19 @@ def conversation_language(turns: Sequence[Turn]) -> str:
     return "ru" if counts["Cyrillic"] > counts["Latin"] else "en"
 
 
-def transcript(turns: Sequence[Turn]) -> str:
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]} [... {len(text) - limit} chars cut]"
+
+
+def transcript(turns: Sequence[Turn], max_chars: int = MAX_MESSAGE_CHARS) -> str:
     """The session as the judge reads it: per turn the user's message and the answer,
-    each in its own fence numbered by turn (a turn without answer says so outside)."""
+    each in its own fence numbered by turn (a turn without answer says so outside), each
+    cut to `max_chars`."""
     parts = []
     for number, turn in enumerate(turns, start=1):
-        parts.append(fence("user", turn.question, turn=number))
+        parts.append(fence("user", _cut(turn.question, max_chars), turn=number))
         if turn.answer and turn.answer.strip():
-            parts.append(fence("assistant", turn.answer, turn=number))
+            parts.append(fence("assistant", _cut(turn.answer, max_chars), turn=number))
         else:
             parts.append(f"(turn {number}: the assistant gave no answer)")
     return "\n\n".join(parts)

@@ -145,3 +145,11 @@ def test_the_generic_test_judge_answers_both_tasks(llm_server: ScriptedLLM) -> N
     llm_server.fallback = auto_reply
     out = run(make_judge(llm_server), EN_SESSION)
     assert isinstance(out.completeness, JudgeScore) and isinstance(out.frustration, JudgeScore)
+
+
+def test_long_messages_are_cut_for_the_judge() -> None:
+    from evaluators.conversations.judged import transcript
+
+    text = transcript([Turn("l", "q" * 10, "a" * 5000, 1.0)], max_chars=100)
+    assert "a" * 100 + " [... 4900 chars cut]" in text and "a" * 101 not in text
+    assert "q" * 10 in text
