@@ -28,17 +28,17 @@ from evaluators.conversations.words import CONTENT_STOPS, normalise, one_edit, s
 
 PERSONS = word_set(
     """
-    оператор человек менеджер специалист сотрудник консультант агент поддержк люд
+    оператор человек менеджер специалист сотрудник консультант агент поддержк люд жив
     oper human person peopl agent repres rep manag someon somebodi staff employe specialist
     support
     """
 )
-"""Stems naming a person (or the people behind "support")."""
+"""Stems naming a person (or the people behind "support"; "живой" alone: "есть кто живой?")."""
 LIVE = word_set("жив настоя реальн real live actual")
 CONTACT = word_set(
     """
     позов позва соедин соединя переключ перевед перевест свяж связа поговор говор хоч
-    хотел нуж нужн дайт да позвон вызов вызва приглас обрат подключ
+    хотел нуж нужн дайт да позвон вызов вызва приглас обрат подключ зов зват пообща обща чат
     talk speak connect transfer get need want call contact reach chat put let give
     pass hand forward
     """
@@ -76,6 +76,10 @@ SHORT_CALL = 2
 _CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|but|но|а|however|однако)\b")
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _REPEATS = re.compile(r"(\w)\1{2,}")
+_RU_REPORTING = re.compile(r"(?:л|ла|ли|ло|лся|лась|лись|лось|ят|ют|ут|ат)$")
+"""Endings the stemmer strips off a past or third-person plural verb ("звонил", "говорят")."""
+_ANYONE_ALIVE = re.compile(r"\bкто(?:[- ]?(?:нибудь|то|либо))?\s+жив\w*")
+""""есть кто живой?": is anybody (a person) there."""
 _EN_PAST = frozenset({"spoke", "spoken", "talked", "called", "contacted", "got", "wanted"})
 
 
@@ -94,7 +98,8 @@ def is_escalation(question: str, tags: Mapping[str, Any]) -> bool:
     """Does this turn ask for a person, or did the application tag it escalated?"""
     if tagged_escalated(tags):
         return True
-    text = _SOMEONE.sub("someone", _REPEATS.sub(r"\1", normalise(question)))
+    text = _REPEATS.sub(r"\1", normalise(question))
+    text = _SOMEONE.sub("someone", _ANYONE_ALIVE.sub("someone live", text))
     return any(_clause_asks(clause) for clause in _CLAUSE.split(text) if clause)
 
 
@@ -112,7 +117,8 @@ def _clause_asks(clause: str) -> bool:
     if not person and not escalate:
         return False
     contact = [i for i, (w, s) in enumerate(zip(words, stems, strict=True)) if _is_contact(w, s)]
-    live = [i for i, s in enumerate(stems) if s in LIVE]
+    # "live" qualifies another word: "живая" alone is no call ("карта ещё жива?")
+    live = [i for i, s in enumerate(stems) if s in LIVE and any(p != i for p in person)]
     calls = set(person + escalate + live + contact)
     content = [i for i, w in enumerate(words) if w not in CONTENT_STOPS or i in calls]
     # a short call says nothing but the call: "agent please", "оператора!", not
@@ -160,4 +166,5 @@ def _is_contact(word: str, s: str) -> bool:
         return False
     if word.isascii():
         return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))
-    return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось|ят|ют|ут|ат)$", word)
+    ending = word[len(s) :] if word.startswith(s) else word
+    return not _RU_REPORTING.search(ending)
