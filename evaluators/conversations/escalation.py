@@ -14,8 +14,8 @@ forgiven in words of five letters or more, repeated letters squeezed: "опер�
   please", "оператора!", not "операторы говорят"), or says "escalate" / "эскалируйте";
 and no negation ("не", "без", "no", "not", "don't", "without", "never") stands up to three
 words before the first trigger, unless a "why"/"почему" precedes it ("why can't I talk to
-a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes") is an escalation
-whatever it says; a tag of "false", "0" or "no" is not.
+a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes", any other
+string) is an escalation whatever it says; a tag of "false", "0", "no" or "" is not.
 """
 
 from __future__ import annotations
@@ -69,11 +69,10 @@ OBLIGATION = word_set("нужно надо должен должна должн�
 ("do I need to call an operator to close the account?"); "можно ли" is a polite request."""
 _SOMEONE = re.compile(r"\b(?:кто|кого|кем|кому)[- ](?:нибудь|то|либо)\b")
 RAW_PERSONS = word_set("operator human manager representative person agent someone specialist")
-TRUE_TAGS = frozenset({"true", "1", "yes", "y", "on"})
 FALSE_TAGS = frozenset({"false", "0", "no", "n", "off", ""})
 NEGATION_REACH = 3
 SHORT_CALL = 2
-_CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|but|но|а|however|однако)\b")
+_CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|но|а|however|однако)\b")
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _REPEATS = re.compile(r"(\w)\1{2,}")
 _RU_REPORTING = re.compile(r"(?:л|ла|ли|ло|лся|лась|лись|лось|ят|ют|ут|ат)$")
@@ -84,13 +83,11 @@ _EN_PAST = frozenset({"spoke", "spoken", "talked", "called", "contacted", "got",
 
 
 def tagged_escalated(tags: Mapping[str, Any]) -> bool:
-    """Did the application tag the trace escalated? Strings are read as booleans."""
+    """Did the application tag the trace escalated? A string is, unless it reads as false
+    ("false", "0", "no", "off", empty): JSON booleans arrive as "true"/"false" tags."""
     value = tags.get("escalated")
     if isinstance(value, str):
-        text = value.strip().lower()
-        if text in FALSE_TAGS:
-            return False
-        return text in TRUE_TAGS or bool(text)
+        return value.strip().lower() not in FALSE_TAGS
     return bool(value)
 
 
@@ -160,9 +157,14 @@ def _is_person(word: str, s: str) -> bool:
 
 
 def _is_contact(word: str, s: str) -> bool:
-    """A contact verb asking now: not in the past ("I talked to an agent"), nor in the
-    third person plural ("операторы говорят, что ..."), and "да" only as "дай" (not "yes")."""
-    if s not in CONTACT or (s == "да" and word != "дай"):
+    """A contact verb asking now (a Russian stem may extend a listed one: "позовет"): not
+    in the past ("I talked to an agent"), nor in the third person plural ("операторы
+    говорят, что ..."), and "да" only as "дай" (not "yes")."""
+    if s == "да":
+        return word == "дай"
+    if s not in CONTACT and not (
+        not word.isascii() and any(len(c) >= 4 and s.startswith(c) for c in CONTACT)
+    ):
         return False
     if word.isascii():
         return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))
