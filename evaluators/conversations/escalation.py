@@ -7,14 +7,15 @@ forgiven in words of five letters or more, repeated letters squeezed: "опер�
 - names a person ("оператор", "человек", "менеджер", "human", "agent", "representative",
   "someone", ...) together with a contact verb ("позовите", "соедините", "переключите",
   "поговорить", "нужен", "talk", "speak", "connect", "transfer", "need", "want", ...)
-  that is not in the past tense ("I talked to an agent yesterday" reports, not asks), or
+  that is not in the past tense or the third person plural ("I talked to an agent
+  yesterday", "операторы говорят" report, not ask), or
 - qualifies the person as live ("живой человек", "real person", "live agent"), or
-- is a short call: at most two content words, one of them a person ("agent please",
-  "оператора!"), or says "escalate" / "эскалируйте";
+- is a short call: at most two content words, all of them the call, one a person ("agent
+  please", "оператора!", not "операторы говорят"), or says "escalate" / "эскалируйте";
 and no negation ("не", "без", "no", "not", "don't", "without", "never") stands up to three
 words before the first trigger, unless a "why"/"почему" precedes it ("why can't I talk to
-a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes") is an escalation
-whatever it says; a tag of "false", "0" or "no" is not.
+a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes", any other
+string) is an escalation whatever it says; a tag of "false", "0", "no" or "" is not.
 """
 
 from __future__ import annotations
@@ -23,21 +24,21 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from evaluators.conversations.words import CONTENT_STOPS, normalise, stem, word_set
+from evaluators.conversations.words import CONTENT_STOPS, normalise, one_edit, stem, word_set
 
 PERSONS = word_set(
     """
-    оператор человек менеджер специалист сотрудник консультант агент поддержк люд
+    оператор человек менеджер специалист сотрудник консультант агент поддержк люд жив
     oper human person peopl agent repres rep manag someon somebodi staff employe specialist
     support
     """
 )
-"""Stems naming a person (or the people behind "support")."""
+"""Stems naming a person (or the people behind "support"; "живой" alone: "есть кто живой?")."""
 LIVE = word_set("жив настоя реальн real live actual")
 CONTACT = word_set(
     """
     позов позва соедин соединя переключ перевед перевест свяж связа поговор говор хоч
-    хотел нуж нужн дайт да позвон вызов вызва приглас обрат подключ
+    хотел нуж нужн дайт да позвон вызов вызва приглас обрат подключ зов зват пообща обща чат
     talk speak connect transfer get need want call contact reach chat put let give
     pass hand forward
     """
@@ -62,27 +63,31 @@ POSSESSIVES = word_set(
     """
 )
 """A person after one of these is somebody's own ("talk to my manager"), not the help desk's."""
-PROCEDURE = frozenset({"do", "does", "should", "must", "ли"})
-"""A clause opening with "do/should/must" (or "нужно ли") asks whether one has to."""
-RAW_PERSONS = frozenset({"operator", "human", "manager", "representative", "person", "agent"})
-TRUE_TAGS = frozenset({"true", "1", "yes", "y", "on"})
+PROCEDURE = frozenset({"do", "does", "should", "must"})
+OBLIGATION = word_set("нужно надо должен должна должны обязательно стоит")
+"""A clause opening with "do/should/must", or saying "нужно ли", asks whether one has to
+("do I need to call an operator to close the account?"); "можно ли" is a polite request."""
+_SOMEONE = re.compile(r"\b(?:кто|кого|кем|кому)[- ](?:нибудь|то|либо)\b")
+RAW_PERSONS = word_set("operator human manager representative person agent someone specialist")
 FALSE_TAGS = frozenset({"false", "0", "no", "n", "off", ""})
 NEGATION_REACH = 3
 SHORT_CALL = 2
-_CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|but|но|а|however|однако)\b")
+_CLAUSE = re.compile(r"[,.;:!?()\n—–]+|\s-\s|\b(?:but|но|а|however|однако)\b")
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _REPEATS = re.compile(r"(\w)\1{2,}")
+_RU_REPORTING = re.compile(r"(?:л|ла|ли|ло|лся|лась|лись|лось|ят|ют|ут|ат)$")
+"""Endings the stemmer strips off a past or third-person plural verb ("звонил", "говорят")."""
+_ANYONE_ALIVE = re.compile(r"\bкто(?:[- ]?(?:нибудь|то|либо))?\s+жив\w*")
+""""есть кто живой?": is anybody (a person) there."""
 _EN_PAST = frozenset({"spoke", "spoken", "talked", "called", "contacted", "got", "wanted"})
 
 
 def tagged_escalated(tags: Mapping[str, Any]) -> bool:
-    """Did the application tag the trace escalated? Strings are read as booleans."""
+    """Did the application tag the trace escalated? A string is, unless it reads as false
+    ("false", "0", "no", "off", empty): JSON booleans arrive as "true"/"false" tags."""
     value = tags.get("escalated")
     if isinstance(value, str):
-        text = value.strip().lower()
-        if text in FALSE_TAGS:
-            return False
-        return text in TRUE_TAGS or bool(text)
+        return value.strip().lower() not in FALSE_TAGS
     return bool(value)
 
 
@@ -91,6 +96,7 @@ def is_escalation(question: str, tags: Mapping[str, Any]) -> bool:
     if tagged_escalated(tags):
         return True
     text = _REPEATS.sub(r"\1", normalise(question))
+    text = _SOMEONE.sub("someone", _ANYONE_ALIVE.sub("someone live", text))
     return any(_clause_asks(clause) for clause in _CLAUSE.split(text) if clause)
 
 
@@ -108,10 +114,20 @@ def _clause_asks(clause: str) -> bool:
     if not person and not escalate:
         return False
     contact = [i for i, (w, s) in enumerate(zip(words, stems, strict=True)) if _is_contact(w, s)]
-    live = [i for i, s in enumerate(stems) if s in LIVE]
-    content = [w for w in words if w not in CONTENT_STOPS]
-    short = len(content) <= SHORT_CALL and not INTERROGATIVES.intersection(words)
-    procedure = words[0] in PROCEDURE or "ли" in words[:4]
+    # "live" qualifies another word: "живая" alone is no call ("карта ещё жива?")
+    live = [i for i, s in enumerate(stems) if s in LIVE and any(p != i for p in person)]
+    calls = set(person + escalate + live + contact)
+    content = [i for i, w in enumerate(words) if w not in CONTENT_STOPS or i in calls]
+    # a short call says nothing but the call: "agent please", "оператора!", not
+    # "операторы говорят", "support SBP?" or "какой оператор связи?"
+    short = (
+        len(content) <= SHORT_CALL
+        and calls.issuperset(content)
+        and not INTERROGATIVES.intersection(words)
+    )
+    procedure = words[0] in PROCEDURE or any(
+        w == "ли" and i and words[i - 1] in OBLIGATION for i, w in enumerate(words)
+    )
     asks = bool(escalate) or bool(
         person and (live or (contact and not procedure) or (short and not procedure))
     )
@@ -131,28 +147,26 @@ def _negated(words: list[str], first: int) -> bool:
 
 
 def _is_person(word: str, s: str) -> bool:
+    """A person's stem; a typo forgiven in a Russian stem or a whole English word of five
+    letters or more (English stems are too short to forgive one: "employ" is not "employe")."""
     if s in PERSONS:
         return True
-    if len(s) >= 5 and any(_one_edit(s, p) for p in PERSONS if len(p) >= 5):
-        return True
-    return len(word) >= 5 and any(_one_edit(word, p) for p in RAW_PERSONS if len(p) >= 5)
+    if word.isascii():
+        return len(word) >= 5 and any(one_edit(word, p) for p in RAW_PERSONS)
+    return len(s) >= 5 and any(one_edit(s, p) for p in PERSONS if len(p) >= 5)
 
 
 def _is_contact(word: str, s: str) -> bool:
-    if s not in CONTACT:
+    """A contact verb asking now (a Russian stem may extend a listed one: "позовет"): not
+    in the past ("I talked to an agent"), nor in the third person plural ("операторы
+    говорят, что ..."), and "да" only as "дай" (not "yes")."""
+    if s == "да":
+        return word == "дай"
+    if s not in CONTACT and not (
+        not word.isascii() and any(len(c) >= 4 and s.startswith(c) for c in CONTACT)
+    ):
         return False
     if word.isascii():
-        return word not in _EN_PAST and not word.endswith("ed")
-    return not re.search(r"(?:л|ла|ли|ло|лся|лась|лись|лось)$", word)
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Are a and b at most one insertion, deletion or substitution apart?"""
-    if abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]
+        return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))
+    ending = word[len(s) :] if word.startswith(s) else word
+    return not _RU_REPORTING.search(ending)

@@ -35,6 +35,9 @@ def session_outcome(
         raise ValueError(
             f"embeddings must be one row per turn: {len(turns)} turns, shape {rows.shape}"
         )
+    # unit rows are promised; stored vectors (float16, bfloat16) drift a little off it
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    rows = np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
     escalation = [is_escalation(t.question, t.tags) for t in turns]
     pairs = re_ask_pairs([t.question for t in turns], rows, threshold, skip=escalation)
     re_asked = {i for i, _ in pairs}

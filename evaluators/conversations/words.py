@@ -27,14 +27,14 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_COURTESY = word_set(
+COURTESY = word_set(
     """
     please pls plz thanks thank thx hi hello hey ok okay again still yes no sorry
     спасибо пожалуйста пжл пж здравствуйте привет добрый день вечер утро ок окей хорошо
     ещё еще снова опять раз да нет извините так всё все
     """
 )
-CONTENT_STOPS = RUSSIAN_STOP_WORDS | STOP_WORDS["en"] | _COURTESY
+CONTENT_STOPS = RUSSIAN_STOP_WORDS | STOP_WORDS["en"] | COURTESY
 
 
 @lru_cache(maxsize=2)
@@ -65,3 +65,15 @@ def stem(token: str) -> str:
 def content_stems(text: str) -> tuple[str, ...]:
     """Stems of the message's content words (stop and courtesy words dropped), in order."""
     return tuple(stem(t) for t in tokens(text) if t not in CONTENT_STOPS and len(t) > 1)
+
+
+def one_edit(a: str, b: str) -> bool:
+    """Are a and b at most one insertion, deletion or substitution apart (a typo)?"""
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + 1 :] == b[i + 1 :] if len(a) == len(b) else a[i:] == b[i + 1 :]

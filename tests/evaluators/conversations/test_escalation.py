@@ -24,6 +24,16 @@ ASKS = [
     "escalate this",
     "I want a human, not a bot",
     "можно мне operator?",
+    "дай оператора",
+    "support!",
+    "мне бы с живым пообщаться",
+    "есть кто живой?",
+    "оператора в чат",
+    "хватит, зовите человека",
+    "Please transfer me to a live agent",
+    "let me talk to someone",
+    "можно мне с кем-нибудь из HR поговорить?",
+    "Здравствуйте, можно ли соединить с сотрудником банка?",
 ]
 NOT_ASKS = [
     "I don't need an operator",
@@ -35,6 +45,15 @@ NOT_ASKS = [
     "Do I need to talk to my manager to approve leave?",
     "Нужно ли звонить оператору, чтобы закрыть счёт?",
     "How long is delivery to Moscow?",
+    "Да, оператор вчера сказал, что карта готова",
+    "Операторы говорят, что карта готова",
+    "support SBP?",
+    "Карта ещё жива?",
+    "я звонил оператору вчера",
+    "Does your app support Apple Pay?",
+    "operator fees?",
+    "No need for a human, how do I track my order?",
+    "How do I get a certificate of employment?",
 ]
 
 

@@ -96,3 +96,21 @@ def test_inputs_checked() -> None:
         session_outcome([], np.zeros((0, 2)), THRESHOLD)
     with pytest.raises(ValueError, match="one row per turn"):
         session_outcome(_turns("a", "b"), _rows(0), THRESHOLD)
+
+
+def test_the_threshold_is_the_models_cache_threshold_and_signed() -> None:
+    from evaluators.conversations import outcome_signature, re_ask_threshold
+
+    assert re_ask_threshold({}, "use-multilingual-v3") == 0.71
+    assert re_ask_threshold({"threshold_mode": "strict"}, "use-multilingual-v3") == 0.77
+    assert re_ask_threshold({"cache_similarity_threshold": 0.8}, "use-multilingual-v3") == 0.8
+    sig = outcome_signature({}, "use-multilingual-v3")
+    assert str(sig).endswith("|emb:use-multilingual-v3|thr:cache=0.71(cal)")
+
+
+def test_rows_are_read_as_directions() -> None:
+    turns = _turns("How do I reset my password?", "I forgot my password, what should I do?")
+    scaled = _rows(0, 20) * np.array([[3.0], [0.5]])
+    assert session_outcome(turns, scaled, THRESHOLD).re_asks == 1
+    zero = np.vstack([_rows(0), np.zeros((1, 2))])
+    assert session_outcome(turns, zero, THRESHOLD).re_asks == 0
