@@ -75,6 +75,14 @@ def test_sessions_list_worst_show_and_export(db_url: str, tmp_path: Path) -> Non
     missing = ragpulse("sessions", "show", "nope", cwd=tmp_path, env=env)
     assert missing.returncode == 1 and "no session 'nope'" in missing.stderr
 
+    # the series' traces: the sessions' first turns, the unresolved first
+    traced = ragpulse(
+        "traces", "--metric", "session_resolved", "--since", "1d", cwd=tmp_path, env=env
+    )
+    assert traced.returncode == 0, traced.stderr
+    listed = [line.split()[0] for line in traced.stdout.splitlines()[1:]]
+    assert listed == ["a1", "c1", "b1"]
+
     out = tmp_path / "sessions.jsonl"
     exported = ragpulse(
         "sessions", "export", "--since", "7d", "--output", str(out), cwd=tmp_path, env=env

@@ -72,12 +72,10 @@ from evaluators.conversation_metrics import (
     SESSION_METRICS,
     TURN_METRICS,
 )
-from evaluators.conversations import Turn, session_outcome
+from evaluators.conversations import Turn, outcome_signature, re_ask_threshold, session_outcome
 from evaluators.embedder import TextEncoder
 from evaluators.outcome import Outcome
 from evaluators.registry import describe
-from evaluators.signature import Signature
-from evaluators.thresholds import similarity_threshold, threshold_signature
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +88,6 @@ job listing `METRICS`): the seven metrics' generic panels would push the overvie
 Kubernetes' ConfigMap size limit; the conversation row is built by a section of
 `dashboards/panels/`."""
 NO_EMBEDDER = "no embedder configured (re-asks are found by the questions' embeddings)"
-THRESHOLD = "cache_similarity_threshold"
-"""Two questions of a session this similar are one asked again: the semantic cache's."""
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -144,7 +140,7 @@ class SessionsJob(IncrementalJob):
     def threshold(self) -> float:
         """The cosine above which a later question re-asks an earlier one."""
         model = getattr(self.env.embedder, "model_name", None)
-        return similarity_threshold(self.env.options.metric_options, THRESHOLD, model)
+        return re_ask_threshold(self.env.options.metric_options, model)
 
     def run(self, now: datetime | None = None) -> JobReport:
         started = time.perf_counter()
@@ -228,12 +224,11 @@ class SessionsJob(IncrementalJob):
         return len(due)
 
     def _is_closed(self, kept: Sequence[Row[Any]], now: datetime) -> bool:
-        if len(kept) >= self.max_turns:
-            return True
-        last = epoch(kept[-1].timestamp)
-        return last + self.idle.total_seconds() <= epoch(now) or epoch(
-            kept[0].timestamp
-        ) + self.lookback.total_seconds() <= epoch(now)
+        """At the turn limit, idle since its last turn, or followed for the look-back."""
+        at = epoch(now)
+        idle = epoch(kept[-1].timestamp) + self.idle.total_seconds() <= at
+        over = epoch(kept[0].timestamp) + self.lookback.total_seconds() <= at
+        return len(kept) >= self.max_turns or idle or over
 
     def _record(
         self,
@@ -311,10 +306,7 @@ class SessionsJob(IncrementalJob):
         kept = foldings(source.sums, at_s - self._longest, env.group_labels, env.label_limits)
         self._last_folds = list(kept.values())
         model = getattr(env.embedder, "model_name", None)
-        sign = Signature(
-            embedding_model=model,
-            thresholds=threshold_signature("cache_hit_rate", env.options.metric_options, model),
-        )
+        sign = outcome_signature(env.options.metric_options, model)
         points = window_points(
             source,
             env.windows,
