@@ -410,3 +410,45 @@ def test_the_observers_hear_of_each_outcome_once(engine: Engine) -> None:
         [("b3", "turn_re_asked"), ("b3", "turn_escalation")]
         + [("c1", m) for m in ("turn_re_asked", "turn_escalation", *SESSION_METRICS)]
     )
+
+
+def test_a_conversation_slo_counts_each_session_once(engine: Engine) -> None:
+    """`95% of conversations resolved` as a quality SLO: its events are the sessions'
+    outcomes, recorded by the observer as they close; a reopened session adds none."""
+    from collector.settings.slo_spec import SloSpec, validate
+    from collector.slo.events import SloEventRecorder, read_counts
+
+    spec = validate(
+        SloSpec(
+            name="conversations-resolved",
+            metric="session_resolved",
+            target=0.95,
+            window="28d",
+            kind="threshold",
+            op="==",
+            threshold=1.0,
+        )
+    )
+    factory = make_session_factory(engine)
+    _plant(factory)
+    recorder = SloEventRecorder([spec], factory, max_tenants=10)
+    job = _job(engine, observers=[recorder])
+    job.run(NOW)
+
+    def counted() -> list[tuple[str, str, str, int]]:
+        with factory() as session:
+            return [c for c in read_counts(session) if c[3]]
+
+    assert counted() == [
+        ("conversations-resolved", "acme", "bad", 1),
+        ("conversations-resolved", "beta", "good", 1),
+    ]
+    with factory() as session:
+        _turn(session, "s2", "b3", "Соедините меня с оператором, пожалуйста", NOW, "beta")
+        session.commit()
+    job.run(NOW + timedelta(minutes=6))  # s2 recomputed, s3 closed (resolved)
+    assert counted() == [
+        ("conversations-resolved", "acme", "bad", 1),
+        ("conversations-resolved", "acme", "good", 1),
+        ("conversations-resolved", "beta", "good", 1),
+    ]
