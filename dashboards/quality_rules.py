@@ -229,6 +229,7 @@ TIERS = (
     ("ux", ("cache_hit_rate", "context_preservation", "multi_turn_consistency")),
     ("text", ("rouge", "bleu", "semantic_similarity")),
     ("embedding", ("intra_cluster", "inter_cluster", "silhouette", "n_clusters", "total_pairs")),
+    ("conversation", ("session_", "turn_", "turns_to_resolution")),
 )
 """Which part of the RAG system a metric watches, by family prefix; LLM-judge metrics of
 answers and contexts (faithfulness, context_relevance, ...) are `generation`."""
@@ -245,8 +246,9 @@ def _families(
     direction: str | None = None, *, kind: str | None = None
 ) -> list[tuple[str, str, str]]:
     """(family, cutoff, tier) of every registered metric with a direction (or that one):
-    `kind` "per_sample" (scored per trace: the jobs' detectors run on them) or "dataset"
-    (computed over a set of traces, and the job-computed metrics)."""
+    `kind` "per_sample" (scored per trace: the jobs' detectors run on them; job metrics
+    declared `per_trace`) or "dataset" (computed over a set of traces, and the other
+    job-computed metrics)."""
     known_names()
     out = []
     for name, spec in FAMILIES.items():
@@ -255,17 +257,16 @@ def _families(
             continue
         if spec.direction in ("higher", "lower") and direction in (None, spec.direction):
             out.append((name, spec.cutoff, tier(name)))
-    if kind in (None, "dataset"):
-        for name, job_spec in JOB_METRICS.items():
-            # the window rule's bar is in standard errors of the 24h interval: a job metric
-            # without one (the window quantiles, `latency_ms_p95`) could never fire it
-            if not job_spec.interval:
-                continue
-            if job_spec.direction in ("higher", "lower") and direction in (
-                None,
-                job_spec.direction,
-            ):
-                out.append((name, "none", tier(name)))
+    for name, job_spec in JOB_METRICS.items():
+        # a job metric stored per trace has detectors like a per-sample one (`per_trace`)
+        if kind is not None and job_spec.per_trace != (kind == "per_sample"):
+            continue
+        # the window rule's bar is in standard errors of the 24h interval: a job metric
+        # without one (the window quantiles, `latency_ms_p95`) could never fire it
+        if not job_spec.interval:
+            continue
+        if job_spec.direction in ("higher", "lower") and direction in (None, job_spec.direction):
+            out.append((name, "none", tier(name)))
     return sorted(out)
 
 

@@ -143,6 +143,10 @@ class JobMetric:
     interval: bool = True
     quantile_of: str | None = None
     """A window quantile's per-sample metric (`latency_ms` for `latency_ms_p95`)."""
+    per_trace: bool = False
+    """Stored per trace (or per session) in the job's outcomes and bucket sums, like a
+    per-sample metric: the jobs' drift detectors run on it, and the generated page and
+    ticket rules cover it (else it is compared window against window)."""
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:
@@ -223,6 +227,7 @@ _METRIC_MODULES: list[str] = [
     "evaluators.judge.answer_relevance",
     "evaluators.judge.e2e_score",
     "evaluators.judge_quality",
+    "evaluators.conversation_metrics",
 ]
 
 

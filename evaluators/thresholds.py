@@ -25,6 +25,7 @@ from evaluators.embedding_models import (
 METRIC_THRESHOLDS: Mapping[str, tuple[str, ...]] = {
     "cache_hit_rate": ("cache_similarity_threshold",),
     "multi_turn_consistency": ("duplicate_question_threshold", "answer_agreement_threshold"),
+    "conversation_outcome": ("cache_similarity_threshold",),
 }
 _SHORT = {
     "cache_similarity_threshold": "cache",

@@ -35,6 +35,7 @@ COMMANDS = (
     "plan",
     "traces",
     "topics",
+    "sessions",
     "explain",
     "compare",
     "inspect",

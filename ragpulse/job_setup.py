@@ -31,6 +31,7 @@ from collector.store.models import Judgment
 from collector.store.session import make_session_factory
 from evaluators.embedder import TextEncoder
 from evaluators.judge.protocol import Judge
+from evaluators.registry import JobMetric, describe
 from ragpulse.judge import make_judge
 
 
@@ -129,6 +130,12 @@ def drift_config(settings: Settings) -> DriftConfig | None:
     watched: list[tuple[str, bool]] = []  # (metric, judged) of every per-sample metric
     for definition in definitions(settings).values():
         if definition.factory is not None:
+            # a job computing its own metrics: those it stores per trace have detectors
+            for name in definition.metrics:
+                facts = describe(name)
+                per_trace = isinstance(facts, JobMetric) and facts.per_trace
+                if per_trace and facts.direction in ("higher", "lower"):
+                    watched.append((name, False))
             continue
         for m in JobMetrics.resolve(definition.metrics).per_sample:
             if m.spec.direction in ("higher", "lower"):

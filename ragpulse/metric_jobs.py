@@ -38,7 +38,7 @@ def metric_target(settings: Settings, name: str, *, from_traces: bool = False) -
     the caller also reads the per-trace forms of window metrics from the traces
     (`evaluators.classification.DECISION_SCORES`: `ragpulse compare --a/--b`)."""
     from collector.errors import UserError
-    from collector.jobs.scheduler import definitions
+    from collector.jobs.scheduler import definitions, stored_per_trace
     from evaluators.classification import DECISION_SCORES
     from evaluators.errors import UnknownMetricError
     from evaluators.registry import describe
@@ -50,7 +50,7 @@ def metric_target(settings: Settings, name: str, *, from_traces: bool = False) -
     jobs = tuple(
         job
         for job, definition in definitions(settings).items()
-        if definition.factory is None and name in definition.metrics
+        if name in stored_per_trace(definition)
     )
     readable = from_traces and name in DECISION_SCORES
     if jobs and _window_only(name) and not readable:
@@ -77,8 +77,7 @@ def metric_target(settings: Settings, name: str, *, from_traces: bool = False) -
             {
                 m
                 for d in definitions(settings).values()
-                if d.factory is None
-                for m in d.metrics
+                for m in stored_per_trace(d)
                 if not _window_only(m)
             }
         )

@@ -31,6 +31,7 @@ from collector.jobs.catalog import (
     rag_quality,
     real_users_benchmark,
     retrieval_health,
+    sessions,
     text_quality,
     topics,
     ux,
@@ -49,7 +50,7 @@ from collector.settings import Settings
 from collector.store.job_lock import job_lock
 from evaluators.errors import UnknownMetricError
 from evaluators.judge.errors import JudgeConnectionError
-from evaluators.registry import resolve
+from evaluators.registry import JOB_METRICS, resolve
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,7 @@ JOB_MODULES = (
     retrieval_health,
     external,
     canary,
+    sessions,
     topics,
 )
 JOB_NAMES = tuple(m.NAME for m in JOB_MODULES)
@@ -97,13 +99,20 @@ def _with_metrics(definition: JobDefinition, metrics: tuple[str, ...]) -> JobDef
     return replace(definition, metrics=metrics)
 
 
+def stored_per_trace(definition: JobDefinition) -> tuple[str, ...]:
+    """The metrics whose per-trace outcomes a job stores: every metric of a per-trace job;
+    of a job computing its own metrics, those declared `per_trace` (`sessions`)."""
+    if definition.factory is None:
+        return definition.metrics
+    return tuple(m for m in definition.metrics if m in JOB_METRICS and JOB_METRICS[m].per_trace)
+
+
 def metric_jobs(settings: Settings) -> dict[str, list[str]]:
     """Metric -> the jobs storing its per-trace outcomes."""
     out: dict[str, list[str]] = {}
     for job, definition in definitions(settings).items():
-        if definition.factory is None:
-            for metric in definition.metrics:
-                out.setdefault(metric, []).append(job)
+        for metric in stored_per_trace(definition):
+            out.setdefault(metric, []).append(job)
     return out
 
 

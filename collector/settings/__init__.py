@@ -10,7 +10,8 @@ One module per area, each holding its groups with their defaults and checks: `da
 `ingest` (kafka, decode, sampling, ground_truth), `judge`, `embeddings` (embeddings, ux),
 `scheduler` (scheduler, external), `labels` (labels, versions), `alerting` (alerting,
 canary, slices), `exporter` (exporter, otel, evaluation_events), `receiver` (the OTLP/HTTP
-receiver), `slo` (quality SLOs: `slo_spec`, `openslo`), `topics` (topic discovery);
+receiver), `slo` (quality SLOs: `slo_spec`, `openslo`), `topics` (topic discovery),
+`sessions` (when a conversation is over);
 `root` joins them into `Settings`, `loading` builds one (`load_settings`).
 Import everything from here.
 """
@@ -45,6 +46,7 @@ from collector.settings.loading import ConfigError, load_settings
 from collector.settings.receiver import ReceiverSettings
 from collector.settings.root import ENV_PREFIX, Settings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+from collector.settings.sessions import SessionSettings
 from collector.settings.slo import SloObjective, SloSettings
 from collector.settings.slo_spec import DEFAULT_ALERTS, BurnAlert, SloSpec, SloSpecError
 from collector.settings.topics import TopicSettings
@@ -74,6 +76,7 @@ __all__ = [
     "ReceiverSettings",
     "SamplingSettings",
     "SchedulerSettings",
+    "SessionSettings",
     "Settings",
     "SliceSettings",
     "SloObjective",

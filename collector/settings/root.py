@@ -27,6 +27,7 @@ from collector.settings.judge import JudgeSettings
 from collector.settings.labels import LabelSettings, VersionSettings
 from collector.settings.receiver import ReceiverSettings
 from collector.settings.scheduler import ExternalScoresSettings, SchedulerSettings
+from collector.settings.sessions import SessionSettings
 from collector.settings.slo import SloSettings
 from collector.settings.topics import TopicSettings
 
@@ -66,6 +67,7 @@ class Settings(BaseSettings):
     ground_truth: GroundTruthSettings = GroundTruthSettings()
     slo: SloSettings = SloSettings()
     topics: TopicSettings = TopicSettings()
+    sessions: SessionSettings = SessionSettings()
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """The logging level of every ragpulse logger (`--log-level` overrides it)."""
 

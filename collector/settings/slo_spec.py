@@ -44,7 +44,8 @@ from collector.settings.severity import (
     rule_severity,
 )
 from evaluators.errors import UnknownMetricError
-from evaluators.registry import resolve
+from evaluators.registry import JobMetric, resolve
+from evaluators.registry import declared as known_metrics
 from evaluators.rule import OPS, is_good
 
 Kind = Literal["threshold", "success", "latency", "agreement"]
@@ -121,6 +122,10 @@ def validate(spec: SloSpec) -> SloSpec:
         raise SloSpecError(f"{where}: kind {spec.kind!r} must be one of {', '.join(KINDS)}")
     if spec.kind in KIND_METRICS:
         spec = _implied(where, spec)
+    declared = known_metrics().get(spec.metric.strip())
+    if isinstance(declared, JobMetric) and declared.per_trace:
+        # a job's own metric stored per trace (a session's outcome on its first turn)
+        return _checked(where, replace(spec, metric=declared.family))
     try:
         resolved = resolve(spec.metric)
     except UnknownMetricError as exc:
@@ -131,6 +136,12 @@ def validate(spec: SloSpec) -> SloSpec:
             f"{where}: metric {metric!r} is computed over sets of traces: no per-trace "
             "event to count"
         )
+    return _checked(where, replace(spec, metric=metric))
+
+
+def _checked(where: str, spec: SloSpec) -> SloSpec:
+    """`spec` (its metric known to have per-trace events) with its target, window, rule
+    and alerts checked."""
     if not 0.0 < spec.target < 1.0:
         raise SloSpecError(f"{where}: target {spec.target} must lie in (0, 1)")
     _duration(where, "window", spec.window)
@@ -165,7 +176,7 @@ def validate(spec: SloSpec) -> SloSpec:
                 "error ratio of 1: the alert could never fire"
             )
     alerts = tuple(replace(a, severity=spec_word(a.severity)) for a in alerts)
-    return replace(spec, metric=metric, alerts=alerts)
+    return replace(spec, alerts=alerts)
 
 
 def spec_word(severity: str) -> Severity:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -71,6 +72,17 @@ class Trace(Base):
     """
 
     __tablename__ = "traces"
+    __table_args__ = (
+        # the sessions job reads a conversation's turns by its session (rev. 0017); partial,
+        # so traces without a session cost the index nothing
+        Index(
+            "ix_traces_session_ts",
+            "session_id",
+            "timestamp",
+            postgresql_where=text("session_id IS NOT NULL"),
+            sqlite_where=text("session_id IS NOT NULL"),
+        ),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     trace_id: Mapped[str] = mapped_column(String(128), unique=True)
@@ -86,7 +98,7 @@ class Trace(Base):
     reference: Mapped[str | None] = mapped_column(Text)
     relevant_ids: Mapped[list[Any] | None] = mapped_column(JSONType)
     relevance: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
-    # not indexed: no query looks traces up by session (rev. 0005 dropped the index)
+    # indexed with the timestamp where set (rev. 0017; rev. 0005 had dropped a plain index)
     session_id: Mapped[str | None] = mapped_column(String(256))
     user_id: Mapped[str | None] = mapped_column(String(256))
     turn: Mapped[int | None] = mapped_column(Integer)

