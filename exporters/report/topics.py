@@ -1,14 +1,13 @@
 """The report's topics sections: what users ask about, and what the corpus lacks.
 
-"Topics": one row per active topic of the window (largest first, at most `TOPICS`):
-id, label, traces, share of the window, change of share (the last
-`topics.emerging_window` against the `topics.emerging_baseline` before, in percentage
-points) and an EMERGING badge. "Knowledge gaps": the topics ranked by the failed traces
-they have at the least (`evaluators.topics.gaps`), each with its failure rate and 95%
-interval, volume, the signals that failed and example questions of failed traces: the
-list a content team works from. Made from `collector.jobs.queries.topic_overview`; the
-HTML only here.
-"""
+"Topics": one row per active topic of the window (largest first, at most `TOPICS`): id,
+label, traces, share of the window, change of share (the last `topics.emerging_window`
+against the `topics.emerging_baseline` before, in percentage points), an EMERGING badge and
+each tier's headline metric with its 95% interval. "Knowledge gaps": the topics ranked by
+the failed traces they have at the least (`evaluators.topics.gaps`), each with its failure
+rate and 95% interval, volume, the signals that failed and example questions of failed
+traces: the list a content team works from. Made from
+`collector.jobs.queries.topic_overview`; the HTML only here."""
 
 from __future__ import annotations
 
@@ -59,23 +58,42 @@ def _signal(e: Estimate) -> str:
     return f"{e.signal} {text} of {e.n} ({e.failed} failed)"
 
 
+HEADLINES = ("hit_rate@5", "context_relevance", "faithfulness")
+"""Each tier's headline metric in the table (retrieval, and the judge's two), per topic
+with its 95% interval, where the window measured it."""
+
+
+def _headline(gap: Gap | None, signal: str) -> str:
+    e = None if gap is None else gap.signals.get(signal)
+    if e is None:
+        return "–"
+    if SIGNALS[signal].proportion:
+        return f"{_rate(e.value)} [{_rate(e.lower)}, {_rate(e.upper)}]"
+    return f"{e.value:.2f} [{e.lower:.2f}, {e.upper:.2f}]"
+
+
 def topics_table(seen: Overview) -> str:
     rows = []
     for row in seen.rows[:TOPICS]:
         change = row.emergence.change if row.emergence is not None else None
         badge = ' <span class="emerging">EMERGING</span>' if row.emerging else ""
+        metrics = "".join(f'<td class="num">{_headline(row.gap, m)}</td>' for m in HEADLINES)
         rows.append(
             f'<tr data-topic="{row.topic.id}"><td class="num">{row.topic.id}</td>'
             f"<td>{escape(row.topic.label)}{badge}</td>"
             f'<td class="num">{row.volume}</td><td class="num">{_pct(row.share)}</td>'
-            f'<td class="num">{_change(change)}</td></tr>'
+            f'<td class="num">{_change(change)}</td>{metrics}</tr>'
         )
     more = len(seen.rows) - TOPICS
     tail = f'<p class="meta">{more} smaller topics not shown (`ragpulse topics`).</p>'
+    heads = "".join(f'<th class="num">{m} [95% CI]</th>' for m in HEADLINES)
     return (
         '<table class="topics"><tr><th class="num">id</th><th>topic</th>'
         '<th class="num">traces</th><th class="num">share</th>'
-        '<th class="num">change</th></tr>' + "".join(rows) + "</table>" + (tail if more > 0 else "")
+        f'<th class="num">change</th>{heads}</tr>'
+        + "".join(rows)
+        + "</table>"
+        + (tail if more > 0 else "")
     )
 
 

@@ -42,6 +42,9 @@ def test_topics_table_and_gap_list(db_url: str) -> None:
     assert [int(t) for t, _ in rows] == [0, 1, 2, 3, 9]  # largest first
     first = dict(rows)["0"]
     assert f'<td class="num">{7 * STEADY}</td>' in first and "card, delivery" in first
+    # each tier's headline metric with its 95% interval where measured (retrieval here)
+    assert '<th class="num">hit_rate@5 [95% CI]</th>' in html
+    assert re.search(r'<td class="num">\d+(\.\d)?% \[\d+(\.\d)?%, \d+(\.\d)?%\]</td>', first)
     emerging = [t for t, cells in rows if "EMERGING" in cells]
     assert emerging == ["9"]
     assert "+" in dict(rows)["9"] and " pp<" in dict(rows)["9"]
