@@ -44,5 +44,6 @@ def test_jobs_run_json_reports_label_folding(tmp_path: Path) -> None:
     assert report["labels"] == {
         "tenant": {"seen": 5, "kept": 2, "folded": 3},
         "version": {"seen": 0, "kept": 0, "folded": 0},  # a group label by default
+        "topic": {"seen": 0, "kept": 0, "folded": 0},  # no topics without stored vectors
     }
     assert "fold into 'other'" in done.stderr
