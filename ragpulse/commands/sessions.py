@@ -72,7 +72,8 @@ def register(subparsers: Any) -> None:
         description="Write one JSON line per session closed by the `sessions` job that "
         'started in the last SINCE, in start order: {"session_id", "started_at", '
         '"turns" (how many), "resolved", "re_asks", "escalated", "abandoned", '
-        '"turns_to_resolution", "groups", "judged" (judged outcomes when present), '
+        '"turns_to_resolution", "groups", "judged" ({"completeness", "frustration"} when '
+        "the judge rated the session), "
         '"turn_outcomes": [{"trace_id", "re_asked", "escalation"}, ...]}.',
     )
     export.add_argument(
