@@ -27,6 +27,7 @@ from collector.store.models import HumanLabel, JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from ragpulse.judge import make_judge
 from tests.fixtures.llm_server import Reply, ScriptedLLM, prompt_text
+from tests.fixtures.prometheus import free_port
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 from tests.jobs.test_sessions_job import NOW, TopicEmbedder
 
@@ -73,12 +74,15 @@ def engine(db_url: str) -> Iterator[Engine]:
     eng.dispose()
 
 
-def _job(engine: Engine, server: ScriptedLLM, **cfg: Any) -> SessionsJob:
-    """A fresh job object (as after a restart) with a judge over the scripted server."""
+def _job(
+    engine: Engine, server: ScriptedLLM, api_base: str | None = None, **cfg: Any
+) -> SessionsJob:
+    """A fresh job object (as after a restart) with a judge over the scripted server (or
+    `api_base`)."""
     settings = load_settings(
         judge={
             "models": ["openai/judge-a"],
-            "api_base": server.base_url,
+            "api_base": api_base or server.base_url,
             "api_key": "sk-x",
             "max_retries": 0,
             "timeout_s": 2.0,
@@ -315,3 +319,19 @@ def test_agreement_with_labels_on_the_first_turn(engine: Engine, llm_server: Scr
     # judge mean over 8 sessions 0.5, rectified by the labelled six (judge - human: 0.5/6)
     assert corrected.n == 6
     assert corrected.value == pytest.approx(0.5 - 0.5 / 6)
+
+
+def test_an_unreachable_judge_leaves_the_sessions_owed(
+    engine: Engine, llm_server: ScriptedLLM
+) -> None:
+    judged = Judged(llm_server)
+    _plant(engine)
+    down = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    _job(engine, llm_server, api_base=down, judge_rate=1.0).run(NOW)
+    rows = _rows(engine)
+    assert rows["a1"]["session_resolved"] == 1.0
+    assert not any("session_completeness" in o for o in rows.values())
+    _job(engine, llm_server, judge_rate=1.0).run(NOW + timedelta(minutes=1))
+    rows = _rows(engine)
+    assert rows["a1"]["session_completeness"] == 1.0 and judged.count() == 2
+    _check_sums(engine)

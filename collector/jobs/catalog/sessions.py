@@ -73,6 +73,7 @@ from collector.jobs.recording.cursor import GRACE, Span, TraceCursor, epoch
 from collector.jobs.recording.observers import Evaluated
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.engine import IncrementalJob
+from collector.jobs.run.evaluation import judge_unreachable
 from collector.jobs.run.job_state import load_state, record_run
 from collector.jobs.run.publish import quality_points
 from collector.jobs.run.result_store import write_results
@@ -336,9 +337,18 @@ class SessionsJob(IncrementalJob):
             outcomes.extend(turn_outcomes(outcome))
         if to_judge and self.env.judge is not None:
             found = judge_all(self.env.judge, [turns for _, turns in to_judge])
-            for (at, _), judged in zip(to_judge, found, strict=True):
-                outcomes[at].update(judged_outcomes(judged))
-            self._judged += len(found)
+            made = [judged_outcomes(j) for j in found]
+            if judge_unreachable({"judged": [o for m in made for o in m.values()]}):
+                # an outage measured nothing: the sessions stay owed, their retries unused
+                logger.warning(
+                    "sessions: the judge could not be reached for any of %d sessions; "
+                    "a later run judges them",
+                    len(made),
+                )
+            else:
+                for (at, _), judged in zip(to_judge, made, strict=True):
+                    outcomes[at].update(judged)
+                self._judged += len(made)
         before = stored_metrics(session, self.name, all_ids)
         evaluated = self._cursor.record_each(session, cast(Sequence[Row[Any]], rows), outcomes)
         remove_rows(
