@@ -232,7 +232,19 @@ def show_session(args: argparse.Namespace) -> int:
             f"escalated={view.escalated} abandoned={view.abandoned}"
             + (f" turns_to_resolution={steps}" if steps is not None else "")
         )
+        if view.judged:
+            judged = "  ".join(f"{k}={_judged(v)}" for k, v in sorted(view.judged.items()))
+            print(f"  judged: {judged}")
     return 0
+
+
+def _judged(value: Any) -> str:
+    """A stored judged outcome for people: the number, else why there is none."""
+    if isinstance(value, float | int):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return str(value.get("skipped") or value.get("error") or value)
+    return str(value)
 
 
 def _turn_json(trace: Any, view: Any) -> dict[str, Any]:

@@ -6,9 +6,11 @@ the judged sessions with human labels on their first turns."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -30,6 +32,7 @@ from tests.fixtures.llm_server import Reply, ScriptedLLM, prompt_text
 from tests.fixtures.prometheus import free_port
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 from tests.jobs.test_sessions_job import NOW, TopicEmbedder
+from tests.ragpulse.test_cli_errors import ragpulse
 
 _TASK = re.compile(r"ragpulse judge task: (conversation_[a-z]+)")
 OPERATOR = "Соедините меня с оператором, пожалуйста"
@@ -335,3 +338,27 @@ def test_an_unreachable_judge_leaves_the_sessions_owed(
     rows = _rows(engine)
     assert rows["a1"]["session_completeness"] == 1.0 and judged.count() == 2
     _check_sums(engine)
+
+
+@pytest.mark.slow
+def test_sessions_show_and_export_the_judged_outcome(
+    engine: Engine, llm_server: ScriptedLLM, db_url: str, tmp_path: Path
+) -> None:
+    Judged(llm_server)
+    _plant(engine)
+    _job(engine, llm_server, judge_rate=1.0).run(NOW)
+    env = {"RAGPULSE_DATABASE__URL": db_url}
+    shown = ragpulse("sessions", "show", "s1", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "judged: completeness=1  frustration=0.1" in shown.stdout
+    one = json.loads(ragpulse("sessions", "show", "s1", "--json", cwd=tmp_path, env=env).stdout)
+    assert one["outcome"]["judged"] == {"completeness": 1.0, "frustration": pytest.approx(0.1)}
+    out = tmp_path / "sessions.jsonl"
+    since = f"{(datetime.now(UTC) - NOW).days + 2}d"
+    done = ragpulse(
+        "sessions", "export", "--since", since, "--output", str(out), cwd=tmp_path, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    written = {r["session_id"]: r for r in map(json.loads, out.read_text("utf-8").splitlines())}
+    assert set(written) == {"s1", "s2"}
+    assert written["s2"]["judged"]["completeness"] == 1.0
