@@ -4,7 +4,8 @@ They are computed by the job from closed sessions (`evaluators.conversations` de
 re-asks, escalations and abandonment), not from samples through `compute`, so they are
 `JobMetric`s: the drift rules, dashboards and docs read their direction and unit here.
 Session metrics count once per closed session, at its first turn's time; turn metrics once
-per turn, at the turn's time.
+per turn, at the turn's time. The judged session metrics (completeness, frustration) count
+once per judged session (a sample of the closed ones, with a judge configured).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ SESSION_ABANDONED = "session_abandoned"
 TURNS_TO_RESOLUTION = "turns_to_resolution"
 TURN_RE_ASKED = "turn_re_asked"
 TURN_ESCALATION = "turn_escalation"
+SESSION_COMPLETENESS = "session_completeness"
+SESSION_FRUSTRATION = "session_frustration"
 
 SESSION_METRICS = (
     SESSION_RESOLVED,
@@ -27,6 +30,9 @@ SESSION_METRICS = (
     TURNS_TO_RESOLUTION,
 )
 TURN_METRICS = (TURN_RE_ASKED, TURN_ESCALATION)
+JUDGED_SESSION_METRICS = (SESSION_COMPLETENESS, SESSION_FRUSTRATION)
+"""The judged outcome of a sampled closed session (LLM judge), on the session's first turn
+like the session metrics; means (Student's t), not shares."""
 PROPORTIONS = frozenset(
     (
         SESSION_RESOLVED,
@@ -103,6 +109,26 @@ declare(
     JobMetric(
         TURN_ESCALATION,
         "Share of turns asking for a person or tagged `escalated` by the application.",
+        direction="lower",
+        unit="ratio",
+        per_trace=True,
+    )
+)
+declare(
+    JobMetric(
+        SESSION_COMPLETENESS,
+        "LLM judge: mean share of the user's intentions a sampled closed conversation "
+        "satisfied (the judge lists what the user came for and a verdict for each).",
+        direction="higher",
+        unit="ratio",
+        per_trace=True,
+    )
+)
+declare(
+    JobMetric(
+        SESSION_FRUSTRATION,
+        "LLM judge: mean 0-1 rating of how frustrated the user became with the assistant "
+        "in a sampled closed conversation (0 none, 0.5 repeated or complained, 1 strong).",
         direction="lower",
         unit="ratio",
         per_trace=True,

@@ -81,6 +81,9 @@ LABEL_SCALES: Mapping[str, LabelScale] = MappingProxyType(
         "answer_relevance": _SHARE,
         "e2e_score": _SHARE,
         "response_relevancy": LabelScale("continuous", -1.0, 1.0),
+        # a conversation's labels sit on its first turn's trace (the sessions job's row)
+        "session_completeness": _SHARE,
+        "session_frustration": _SHARE,
     }
 )
 """Every LLM-judge metric and the scale of its human labels."""

@@ -1,5 +1,6 @@
 """Conversations (`sessions`): when a session counts as over, so that its outcome (resolved,
-re-asked, escalated, abandoned) is computed (`collector/jobs/catalog/sessions.py`, issue 42)."""
+re-asked, escalated, abandoned) is computed, and which of them the LLM judge rates
+(`collector/jobs/catalog/sessions.py`, issue 42)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ class SessionSettings(Group):
     lookback: str = "24h"
     """How long after its first turn a session is followed: turns later than this are not
     part of it, and sessions that started earlier are not closed or reopened any more."""
+
+    judge_rate: float = Field(0.1, ge=0.0, le=1.0)
+    """Share of closed sessions (0-1, decided on the session id's hash) whose outcome the
+    LLM judge also rates: completeness and frustration. Only with a judge configured; a
+    reopened session is judged again."""
+    judge_per_run: int = Field(20, ge=1)
+    """At most this many sampled sessions are judged per run of the sessions job (two
+    judge calls per model each); the rest are judged by the next runs. The judge's own
+    call and spend budgets apply on top."""
 
     @field_validator("idle", "lookback")
     @classmethod

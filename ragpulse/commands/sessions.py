@@ -72,7 +72,8 @@ def register(subparsers: Any) -> None:
         description="Write one JSON line per session closed by the `sessions` job that "
         'started in the last SINCE, in start order: {"session_id", "started_at", '
         '"turns" (how many), "resolved", "re_asks", "escalated", "abandoned", '
-        '"turns_to_resolution", "groups", "judged" (judged outcomes when present), '
+        '"turns_to_resolution", "groups", "judged" ({"completeness", "frustration"} when '
+        "the judge rated the session), "
         '"turn_outcomes": [{"trace_id", "re_asked", "escalation"}, ...]}.',
     )
     export.add_argument(
@@ -231,7 +232,19 @@ def show_session(args: argparse.Namespace) -> int:
             f"escalated={view.escalated} abandoned={view.abandoned}"
             + (f" turns_to_resolution={steps}" if steps is not None else "")
         )
+        if view.judged:
+            judged = "  ".join(f"{k}={_judged(v)}" for k, v in sorted(view.judged.items()))
+            print(f"  judged: {judged}")
     return 0
+
+
+def _judged(value: Any) -> str:
+    """A stored judged outcome for people: the number, else why there is none."""
+    if isinstance(value, float | int):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return str(value.get("skipped") or value.get("error") or value)
+    return str(value)
 
 
 def _turn_json(trace: Any, view: Any) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from evaluators.agreement import Stat, Undefined
+from evaluators.conversation_metrics import JUDGED_SESSION_METRICS
 from evaluators.correction import Corrected
 from evaluators.judge.metric import JudgeScore
 from evaluators.labelled import compare_with_labels
@@ -20,9 +21,11 @@ def test_every_judge_metric_has_a_label_scale_in_its_range() -> None:
         for name, spec in declared().items()
         if isinstance(spec, MetricSpec) and spec.uses_judge
     }
-    assert set(LABEL_SCALES) == set(judge)
+    # and the judged session metrics (a job's, labelled on a session's first turn)
+    assert set(LABEL_SCALES) == set(judge) | set(JUDGED_SESSION_METRICS)
     for name, scale in LABEL_SCALES.items():
-        assert scale.metric_bounds == judge[name].value_range
+        bounds = (0.0, 1.0) if name in JUDGED_SESSION_METRICS else judge[name].value_range
+        assert scale.metric_bounds == bounds
 
 
 def test_scale_checks() -> None:

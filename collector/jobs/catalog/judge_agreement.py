@@ -5,7 +5,11 @@ and per judge metric that takes labels (`evaluators.labels.LABEL_SCALES`):
 
 1. the judge's per-trace outcomes are those `rag_quality` stored in `job_outcomes` (a
    number; errors and skips are not scored) for the traces whose timestamp is in the window;
-2. the human label of a trace is taken from `human_labels` (one row per labeler). Several
+   the judged outcome of a conversation (`session_completeness`, `session_frustration`) is
+   the one `sessions` stored on the session's first turn, at the session's start;
+2. the human label of a trace is taken from `human_labels` (one row per labeler); a
+   conversation's label is the one on its first turn's trace, under the session metric's
+   name (`ragpulse labels` takes it like any other). Several
    labelers of one trace are combined into one label: the mean on a continuous scale; on
    a binary or ordinal scale the median, a tie between two grades resolved to the LOWER
    grade (a half-way median is no grade; the lower one is the cautious reading, and a
@@ -63,7 +67,9 @@ NAME = "judge_agreement"
 METRICS: tuple[str, ...] = ()
 """No `ragpulse_metric_value` series of its own: its families are the agreement and
 corrected ones (`exporters.families`), drawn in the operations dashboard's judge rows."""
-SOURCE_JOB = "rag_quality"
+SOURCE_JOBS = ("rag_quality", "sessions")
+"""The jobs storing judge outcomes: the per-trace judge metrics, and the judged session
+metrics (`session_completeness`, `session_frustration`) on each session's first turn."""
 AGREEMENT_PREFIX = "agreement:"
 CORRECTED_PREFIX = "corrected:"
 SLO_STAT_PREFIX = "slo:"
@@ -124,12 +130,12 @@ class JudgeAgreementJob(IncrementalJob):
         since = now - timedelta(seconds=self._longest)
         in_window = (
             select(JobOutcome.trace_id)
-            .where(JobOutcome.job == SOURCE_JOB, JobOutcome.ts >= since)
+            .where(JobOutcome.job.in_(SOURCE_JOBS), JobOutcome.ts >= since)
             .scalar_subquery()
         )
         outcomes = session.execute(
             select(JobOutcome.trace_id, JobOutcome.ts, JobOutcome.outcomes).where(
-                JobOutcome.job == SOURCE_JOB, JobOutcome.ts >= since
+                JobOutcome.job.in_(SOURCE_JOBS), JobOutcome.ts >= since
             )
         ).all()
         raw: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from collector.jobs.buckets.bulk_write import apply_changes
 from collector.jobs.buckets.contributions import Contributions
-from collector.jobs.outcomes.codec import read_groups, read_outcomes
+from collector.jobs.outcomes.codec import is_waiting, read_groups, read_outcomes
 from collector.jobs.recording.cursor import epoch
 from collector.store.models import JobOutcome
 from evaluators.conversation_metrics import (
@@ -100,11 +100,14 @@ def stored_versions(session: Session, job: str, first_ids: Sequence[str]) -> dic
 def stored_metrics(
     session: Session, job: str, trace_ids: Sequence[str]
 ) -> dict[str, frozenset[str]]:
-    """trace_id -> the metrics `job` has stored for it."""
+    """trace_id -> the metrics `job` has stored for it (final: not waiting for a retry)."""
     query = select(JobOutcome.trace_id, sql_cast(JobOutcome.outcomes, Text)).where(
         JobOutcome.job == job, JobOutcome.trace_id.in_(trace_ids)
     )
-    return {t: frozenset(read_outcomes(o)) for t, o in session.execute(query)}
+    return {
+        t: frozenset(m for m, v in read_outcomes(o).items() if not is_waiting(v))
+        for t, o in session.execute(query)
+    }
 
 
 def judged_bad(session: Session, jobs: Sequence[str], trace_ids: Sequence[str]) -> set[str]:

@@ -18,7 +18,13 @@ turns. Every run
    `session_abandoned`, `turns_to_resolution`, at the session's start) and the session's
    version. A recomputed session replaces its rows' contributions to the bucket sums in
    the same transaction, so it counts once in every window, group, detector and SLO;
-4. aggregates the windows and detectors from the sums like every per-sample metric.
+4. with a judge configured, also judges a sample of the closed sessions (their session
+   id's hash, `sessions.judge_rate`; at most `sessions.judge_per_run` a run) for
+   completeness and frustration (`session_judging`), stored on the first turn's row with
+   the session metrics, so a reopened session is judged again and counts once; sampled
+   sessions stored without them (budget spent, judge calls waiting for a retry of a
+   transient failure) are judged by later runs;
+5. aggregates the windows and detectors from the sums like every per-sample metric.
 
 Nothing is held between runs but the watermark and last run time (`job_state`) and the
 stored rows, so a restarted or another worker's instance carries on where it stopped, and
@@ -35,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from sqlalchemy import Row
@@ -44,6 +50,13 @@ from sqlalchemy.orm import Session
 from collector.jobs.buckets.history import BucketHistory
 from collector.jobs.buckets.window_points import foldings, window_points
 from collector.jobs.buckets.window_source import from_db
+from collector.jobs.catalog.session_judging import (
+    judge_all,
+    judged_outcomes,
+    judged_signature,
+    owed,
+    sampled,
+)
 from collector.jobs.catalog.session_rows import (
     JUDGED,
     TurnRow,
@@ -55,10 +68,12 @@ from collector.jobs.catalog.session_rows import (
     turn_outcomes,
 )
 from collector.jobs.drift.detector import MetricFacts
+from collector.jobs.outcomes.retry import RetryPolicy
 from collector.jobs.recording.cursor import GRACE, Span, TraceCursor, epoch
 from collector.jobs.recording.observers import Evaluated
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.engine import IncrementalJob
+from collector.jobs.run.evaluation import judge_unreachable
 from collector.jobs.run.job_state import load_state, record_run
 from collector.jobs.run.publish import quality_points
 from collector.jobs.run.result_store import write_results
@@ -68,6 +83,7 @@ from collector.jobs.windows.window import Window
 from collector.settings import SessionSettings, Settings, parse_duration
 from collector.store.conversations import pages, touched, turns_of
 from evaluators.conversation_metrics import (
+    JUDGED_SESSION_METRICS,
     PROPORTIONS,
     SESSION_METRICS,
     TURN_METRICS,
@@ -80,7 +96,7 @@ from evaluators.registry import describe
 logger = logging.getLogger(__name__)
 
 NAME = "sessions"
-CONVERSATION_METRICS = SESSION_METRICS + TURN_METRICS
+CONVERSATION_METRICS = SESSION_METRICS + TURN_METRICS + JUDGED_SESSION_METRICS
 """What the job stores and aggregates (its definition's metrics)."""
 METRICS: tuple[str, ...] = ()
 """No automatic row of the overview dashboard (`dashboards/metrics_view.py` builds one per
@@ -88,6 +104,16 @@ job listing `METRICS`): the seven metrics' generic panels would push the overvie
 Kubernetes' ConfigMap size limit; the conversation row is built by a section of
 `dashboards/panels/`."""
 NO_EMBEDDER = "no embedder configured (re-asks are found by the questions' embeddings)"
+
+
+class Due(NamedTuple):
+    """A closed session to store: its id, its turns (`kept`), the stored turns past its
+    limit (`extra`, their rows removed) and whether the judge rates it this run."""
+
+    sid: str
+    kept: list[Row[Any]]
+    extra: list[Row[Any]]
+    judge: bool
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -116,6 +142,10 @@ class SessionsJob(IncrementalJob):
         self.idle = timedelta(seconds=parse_duration(cfg.idle))
         self.lookback = timedelta(seconds=parse_duration(cfg.lookback))
         self.max_turns = cfg.max_turns
+        self.judge_rate = cfg.judge_rate
+        self.judge_per_run = cfg.judge_per_run
+        self._judge_left = 0
+        self._judged = 0
         self._longest = max(w.seconds for w in env.windows)
         self._cursor = TraceCursor(
             self.name,
@@ -135,6 +165,13 @@ class SessionsJob(IncrementalJob):
         self._labels_logged: tuple[Folding, ...] = ()
         self._last_folds: list[Folding] = []
         self._evaluated: list[Evaluated] = []
+        if env.judge is not None:
+            self._cursor.retry = RetryPolicy(env.judge_transient_retries)
+
+    @property
+    def judging(self) -> bool:
+        """True when closed sessions are sampled for the judge (one configured, rate > 0)."""
+        return self.env.judge is not None and self.judge_rate > 0.0
 
     @property
     def threshold(self) -> float:
@@ -154,6 +191,7 @@ class SessionsJob(IncrementalJob):
         with self.env.session_factory() as session:
             state = load_state(session, self.name)
             self._cursor.load(session, state, now)
+            self._judge_left, self._judged = self.judge_per_run, 0
             closed = self._close(session, embedder, now, state.watermark, state.last_run_at)
             points = self.points_at(session, now)
             written = write_results(session, self.name, now, self.env.retention, points)
@@ -164,7 +202,8 @@ class SessionsJob(IncrementalJob):
             state = load_state(session, self.name)
             if self._cursor.watermark is not None:
                 state.watermark = self._cursor.watermark
-            record_run(session, state, now, f"{closed} sessions closed", started=started)
+            message = f"{closed} sessions closed, {self._judged} judged"
+            record_run(session, state, now, message, started=started)
         return self.report(closed, written, started)
 
     def load_history(self, now: datetime, *, evaluate: bool, span: Span | None = None) -> int:
@@ -187,9 +226,14 @@ class SessionsJob(IncrementalJob):
         after = None if watermark is None else watermark - GRACE
         idle_from = None if last_run is None else last_run - self.idle - GRACE
         ids, newest = touched(session, since, after, idle_from, now - self.idle)
+        owed_ids: set[str] = set()
+        if self.judging:
+            first, self._cursor.retrying = owed(session, self.name, since, self.judge_rate)
+            owed_ids = set(first)
+            ids = sorted(owed_ids.union(ids))
         done = 0
         for page in pages(ids):
-            done += self._close_page(session, embedder, page, now)
+            done += self._close_page(session, embedder, page, now, owed_ids)
             session.commit()
             self.notify()
         if newest is not None and (
@@ -199,13 +243,19 @@ class SessionsJob(IncrementalJob):
         return done
 
     def _close_page(
-        self, session: Session, embedder: TextEncoder, ids: Sequence[str], now: datetime
+        self,
+        session: Session,
+        embedder: TextEncoder,
+        ids: Sequence[str],
+        now: datetime,
+        owed_ids: set[str],
     ) -> int:
-        """Close the sessions of `ids` that are closed now and not stored as they are."""
+        """Close the sessions of `ids` that are closed now and not stored as they are, and
+        those of `owed_ids` the judge rates this run. Sessions stored."""
         lookback_s = self.lookback.total_seconds()
         # twice the look-back: a session that started before it is seen to have
         found = turns_of(session, ids, now - 2 * self.lookback, 2 * self.max_turns)
-        due: list[tuple[list[Row[Any]], list[Row[Any]]]] = []
+        closed: list[tuple[str, list[Row[Any]], list[Row[Any]]]] = []
         for sid in ids:
             rows = found.get(sid)
             if not rows or epoch(rows[0].timestamp) < epoch(now) - lookback_s:
@@ -213,11 +263,17 @@ class SessionsJob(IncrementalJob):
             end = epoch(rows[0].timestamp) + lookback_s
             kept = [r for r in rows if epoch(r.timestamp) <= end][: self.max_turns]
             if self._is_closed(kept, now):
-                due.append((kept, rows[len(kept) :]))
-        stored = stored_versions(session, self.name, [kept[0].trace_id for kept, _ in due])
-        due = [
-            (kept, extra) for kept, extra in due if stored.get(kept[0].trace_id) != _version(kept)
-        ]
+                closed.append((sid, kept, rows[len(kept) :]))
+        stored = stored_versions(session, self.name, [kept[0].trace_id for _, kept, _ in closed])
+        due: list[Due] = []
+        for sid, kept, extra in closed:
+            changed = stored.get(kept[0].trace_id) != _version(kept)
+            if not changed and sid not in owed_ids:
+                continue
+            judge = self._judge_left > 0 and self.judging and sampled(sid, self.judge_rate)
+            if changed or judge:
+                self._judge_left -= judge
+                due.append(Due(sid, kept, extra, judge))
         if not due:
             return 0
         self._record(session, embedder, due)
@@ -234,19 +290,22 @@ class SessionsJob(IncrementalJob):
         self,
         session: Session,
         embedder: TextEncoder,
-        due: Sequence[tuple[list[Row[Any]], list[Row[Any]]]],
+        due: Sequence[Due],
     ) -> None:
-        """Compute the outcomes of `due` sessions and record them; turns beyond a session's
-        limit (pushed out by a late earlier turn) lose their stored rows."""
-        questions = [r.question for kept, _ in due for r in kept]
+        """Compute the outcomes of `due` sessions (and the judged outcome of those the
+        judge rates) and record them; turns beyond a session's limit (pushed out by a late
+        earlier turn) lose their stored rows."""
+        questions = [r.question for d in due for r in d.kept]
         vectors = np.asarray(embedder.encode(questions), dtype=np.float64)
-        all_ids = [r.trace_id for kept, _ in due for r in kept]
+        all_ids = [r.trace_id for d in due for r in d.kept]
         bad = judged_bad(session, self._judge_jobs(), all_ids)
         threshold = self.threshold
         rows: list[TurnRow] = []
         outcomes: list[dict[str, Outcome]] = []
+        to_judge: list[tuple[int, list[Turn]]] = []  # (index of the first turn's row, turns)
         start = 0
-        for kept, _ in due:
+        for d in due:
+            kept = d.kept
             turns = [
                 Turn(
                     trace_id=r.trace_id,
@@ -273,14 +332,30 @@ class SessionsJob(IncrementalJob):
                         r.question,
                     )
                 )
+            if d.judge:
+                to_judge.append((len(outcomes), turns))
             outcomes.extend(turn_outcomes(outcome))
+        if to_judge and self.env.judge is not None:
+            found = judge_all(self.env.judge, [turns for _, turns in to_judge])
+            made = [judged_outcomes(j) for j in found]
+            if judge_unreachable({"judged": [o for m in made for o in m.values()]}):
+                # an outage measured nothing: the sessions stay owed, their retries unused
+                logger.warning(
+                    "sessions: the judge could not be reached for any of %d sessions; "
+                    "a later run judges them",
+                    len(made),
+                )
+            else:
+                for (at, _), judged in zip(to_judge, made, strict=True):
+                    outcomes[at].update(judged)
+                self._judged += len(made)
         before = stored_metrics(session, self.name, all_ids)
         evaluated = self._cursor.record_each(session, cast(Sequence[Row[Any]], rows), outcomes)
         remove_rows(
             session,
             self.name,
             CONVERSATION_METRICS,
-            [r.trace_id for _, extra in due for r in extra],
+            [r.trace_id for d in due for r in d.extra],
         )
         # the observers (SLO events, score histograms) hear of each trace's metric once:
         # a recomputed session's outcomes were handed over when it first closed
@@ -307,12 +382,14 @@ class SessionsJob(IncrementalJob):
         self._last_folds = list(kept.values())
         model = getattr(env.embedder, "model_name", None)
         sign = outcome_signature(env.options.metric_options, model)
+        signatures = dict.fromkeys(CONVERSATION_METRICS, sign)
+        signatures.update(dict.fromkeys(JUDGED_SESSION_METRICS, judged_signature(env.judge)))
         points = window_points(
             source,
             env.windows,
             CONVERSATION_METRICS,
             {m: m in PROPORTIONS for m in CONVERSATION_METRICS},
-            dict.fromkeys(CONVERSATION_METRICS, sign),
+            signatures,
             kept,
             at_s,
         )

@@ -22,6 +22,7 @@ from collector.jobs.outcomes.codec import read_outcomes
 from collector.store.conversations import turns_of
 from collector.store.models import JobOutcome, Trace
 from evaluators.conversation_metrics import (
+    JUDGED_SESSION_METRICS,
     SESSION_ABANDONED,
     SESSION_ESCALATED,
     SESSION_METRICS,
@@ -37,8 +38,9 @@ PAGE = 200
 MAX_TURNS = 1000
 """At most this many turns are read of one session (the largest `sessions.max_turns`)."""
 TURN_KEYS = (TURN_RE_ASKED, TURN_ESCALATION)
-JUDGED_PREFIX = "session_judged_"
-"""Judged outcomes (completeness, frustration) stored on a session's row, when present."""
+JUDGED_PREFIX = "session_"
+"""The judged outcomes (`JUDGED_SESSION_METRICS`: completeness, frustration) stored on a
+session's row when the judge rated it, shown without this prefix."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class SessionView:
         return {
             k.removeprefix(JUDGED_PREFIX): v
             for k, v in self.outcome.items()
-            if k.startswith(JUDGED_PREFIX)
+            if k in JUDGED_SESSION_METRICS
         }
 
     def badness(self) -> tuple[int, int, int, int, int]:
