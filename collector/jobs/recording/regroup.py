@@ -33,7 +33,7 @@ from collector.jobs.recording.cursor import epoch
 from collector.jobs.windows.window import TOPIC_LABEL
 from collector.store.models import JobOutcome, TraceTopic
 
-PAGE = 2000
+PAGE = 10_000
 """Outcome rows read, compared and moved at a time."""
 GRACE = timedelta(minutes=5)
 """Assignments stamped this long before the previous look are looked at again (a topics
