@@ -88,3 +88,44 @@ def test_ux_job_lets_other_writers_in_while_it_embeds(tmp_path: Path) -> None:
         engine.dispose()
     assert report.status == "ok"
     assert embedder.writes and all(embedder.writes), embedder.writes
+
+
+def test_a_second_run_does_not_hold_the_lock_while_its_dataset_metrics_embed(
+    tmp_path: Path,
+) -> None:
+    """The demo stored questions' vectors (`embeddings.persist`) and stalled 30 s on its
+    second ux run: the job state's new watermark, autoflushed by the aggregation's first
+    query, held the write lock while the dataset metrics embedded new questions."""
+    path = tmp_path / "ragpulse.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = make_engine(url)
+    settings = load_settings()
+    factory = make_session_factory(engine)
+    embedder = WritingEmbedder(path)
+    env = JobEnvironment(
+        session_factory=factory,
+        windows=parse_windows(settings.scheduler.windows),
+        group_labels=settings.scheduler.group_labels,
+        embedder=embedder,
+        to_sample=trace_to_sample,
+    )
+    job = IncrementalJob(definitions(settings)["ux"], env)
+    try:
+        for run in range(2):
+            with factory() as session:
+                for i in range(12):
+                    add_trace(
+                        session,
+                        f"r{run}-t{i}",
+                        NOW - timedelta(minutes=30 - i - 2 * run),
+                        answer=f"answer {i % 3} of run {run}",
+                        session_id=f"s{run}-{i % 2}",
+                        turn=i,
+                        question=f"question {i % 4} of run {run}",
+                    )
+                session.commit()
+            assert job.run(NOW + timedelta(minutes=run)).status == "ok"
+    finally:
+        engine.dispose()
+    assert len(embedder.writes) > 2 and all(embedder.writes), embedder.writes
