@@ -3,7 +3,8 @@
 - overview: the status row (what pages, what drifts, where the change is), a row per
   scheduled job (`metrics_view.scheduled` order, drawn by the section
   that claims the job: retrieval, generation, judge, UX; a job none claims still gets
-  its row), then the versions and the alerting sections; tenant and version variables.
+  its row), then the versions, the topics and the alerting sections; tenant and version
+  variables.
 - operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
@@ -32,6 +33,7 @@ from dashboards.panels import (
     retrieval,
     slo,
     status,
+    topics,
     ux,
     versions,
 )
@@ -98,7 +100,13 @@ def quality_rows() -> list[Section]:
 
 def overview() -> builders.Dashboard:
     metrics_view.check_bands()
-    sections = [status.section(), *quality_rows(), versions.section(), alerting.detectors()]
+    sections = [
+        status.section(),
+        *quality_rows(),
+        versions.section(),
+        topics.section(),
+        alerting.detectors(),
+    ]
     board = _board(
         "ragpulse-overview",
         "ragpulse — RAG quality overview",
