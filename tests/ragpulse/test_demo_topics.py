@@ -6,11 +6,18 @@ planted knowledge gaps included, which `ragpulse topics` then lists."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
 from sqlalchemy import select
 
 from collector.jobs.catalog.topics import TopicsJob, definition
@@ -132,3 +139,51 @@ def test_the_demo_traffic_has_a_topic_per_intent_in_both_languages(
     assert len(bilingual) >= 10
     assert listed["traces"] == len(assigned) and listed["without_topic"] <= 0.02 * len(assigned)
     assert now - timedelta(hours=1) < datetime.fromisoformat(listed["until"]) <= datetime.now(UTC)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_running_demo_lists_its_topics_in_russian_and_english(tmp_path: Path) -> None:
+    """`ragpulse demo` headless, its jobs every 10 s and its topics found again every 20 s
+    (the default 2 minutes, shortened): `ragpulse topics` in its folder lists the
+    tenants' intents as bilingual topics, the planted knowledge gaps among them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGPULSE_")}
+    env |= {
+        "RAGPULSE_EXPORTER__PORT": "0",
+        "RAGPULSE_RECEIVER__PORT": "0",
+        "RAGPULSE_SCHEDULER__INTERVAL_S": "10",
+        "RAGPULSE_SCHEDULER__INITIAL_DELAY_S": "2",
+        "RAGPULSE_TOPICS__RECLUSTER_EVERY": "20s",
+    }
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "ragpulse.cli", "demo", "--port", "0", "--rate", "200"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    listed: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            time.sleep(5)
+            done = ragpulse("topics", "--json", cwd=tmp_path, env=env)
+            if done.returncode != 0:
+                continue  # the store is being created and migrated
+            listed = json.loads(done.stdout)
+            bilingual = [t for t in listed["topics"] if {"ru", "en"} <= set(t["keywords"])]
+            if len(bilingual) >= 12:
+                break
+        demo.send_signal(signal.SIGINT)
+        _out, err = demo.communicate(timeout=30)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert demo.returncode == 0, err[-2000:]
+    assert "database is locked" not in err  # the stored vectors stall no writer
+    bilingual = [t for t in listed.get("topics", []) if {"ru", "en"} <= set(t["keywords"])]
+    assert len(bilingual) >= 12, listed
+    words = " ".join(w for t in listed["topics"] for ws in t["keywords"].values() for w in ws)
+    for gap in ("parking", "wrapping", "exchange"):  # the planted gaps, each a topic
+        assert gap in words, words
