@@ -82,9 +82,9 @@ DEMO_TOPICS: dict[str, Any] = {
     # first topics two minutes in (the `ux` job has embedded a minute of traffic by then),
     # and found again as often, so a fresh demo shows them quickly
     "recluster_every": "2m",
-    # The demo repeats ~150 phrasings of 21 intents: with the default 5,000 rows and a
+    # The demo repeats 113 phrasings of 21 intents: with the default 5,000 rows and a
     # minimum of 10, every phrasing repeated ten times would be a topic of its own. 1,200
-    # rows hold ~9 copies of a phrasing and 50-65 questions of an intent.
+    # rows hold ~10 copies of a phrasing and 50-67 questions of an intent.
     "sample_size": 1200,
     "min_topic_size": 25,
 }
