@@ -5,7 +5,8 @@ The `topics` job gives every trace a topic; the exporter serves the kept topics'
 names (`ragpulse_topic_info{topic, label}`, 1), and `topic` is a group label of the jobs'
 results, so `ragpulse_metric_value{topic="3"}` is topic 3's value (one label at a time: its
 tenant and version are empty, so this row does not follow the tenant variable). Every
-query joins the name in (`* on(topic) group_left(label) ragpulse_topic_info`): a table shows
+query joins the name in (`* on(topic) group_left(label) ragpulse_topic_info`, one per
+topic however many processes export it): a table shows
 "3 | card, lost, block / карту, заблокировать", not a bare id. The row draws the topics'
 traffic and share with its change against the baseline and the emerging flag, each
 topic's share over time, and a table of each tier's headline metric per topic: the last
@@ -32,10 +33,14 @@ TOPIC = 'topic!="",tenant="",version=""'
 """A topic's series: grouped by topic alone (the overall and tenant series have topic="")."""
 
 
+INFO_BY_TOPIC = f"max by (topic, label) ({INFO})"
+"""One name per topic whichever process exports it (replicas export the same)."""
+
+
 def named(expr: str, by: str = "topic, label") -> str:
     """`expr` (series with a `topic` label) with the topic's name as `label`, one series
     per `by` (a topic with no info series, not exported as kept, is left out)."""
-    return f"max by ({by}) (({expr}) * on(topic) group_left(label) {INFO})"
+    return f"max by ({by}) (({expr}) * on(topic) group_left(label) {INFO_BY_TOPIC})"
 
 
 def tier_metrics() -> tuple[str, ...]:

@@ -64,7 +64,10 @@ def test_the_topics_row_names_every_topic_and_says_why_it_is_empty() -> None:
     for panel in panels:
         assert panel["fieldConfig"]["defaults"]["noValue"] == TOPICS.text
         for target in panel["targets"]:
-            assert "* on(topic) group_left(label) ragpulse_topic_info" in target["expr"]
+            assert (
+                "* on(topic) group_left(label) max by (topic, label) (ragpulse_topic_info)"
+                in (target["expr"])
+            )
     quality = panels[2]
     exprs = " ".join(t["expr"] for t in quality["targets"])
     for family in ("metric_value", "metric_ci_lower", "metric_ci_upper", "metric_samples"):
