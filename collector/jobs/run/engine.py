@@ -277,6 +277,11 @@ class IncrementalJob:
             grouped=TOPIC_LABEL in cursor.group_labels,
             sliced=TOPIC_LABEL in cursor.slice_dimensions,
         )
+        if moved:
+            # committed before the aggregation: on SQLite the moves would hold the write
+            # lock while the dataset metrics embed, and the embedding store's write (another
+            # connection) and the consumer would wait out their busy timeout
+            session.commit()
         points = self._aggregate(session, now, changed=changed or moved > 0)
         written = self._write(session, now, points)
         state.last_run_at = now
