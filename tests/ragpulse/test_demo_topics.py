@@ -43,7 +43,7 @@ def test_demo_settings_store_vectors_and_find_topics_soon() -> None:
     settings = demo_settings(load_settings(), "sqlite:///x.db", "127.0.0.1:9092")
     assert settings.embeddings.persist is True  # SQLite keeps no vectors by default
     assert settings.topics.recluster_every == DEMO_TOPICS["recluster_every"] == "2m"
-    assert settings.topics.sample_size == 1200
+    assert settings.topics.sample_size == 1200 and settings.topics.series == 25
     # what the user chose stays theirs
     base = Settings(topics=TopicSettings(min_topic_size=5)).model_copy(
         update={"embeddings": Settings().embeddings.model_copy(update={"persist": False})}
