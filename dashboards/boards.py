@@ -3,11 +3,11 @@
 - overview: the status row (what pages, what drifts, where the change is), a row per
   scheduled job (`metrics_view.scheduled` order, drawn by the section
   that claims the job: retrieval, generation, judge, UX; a job none claims still gets
-  its row), then the versions, the topics and the alerting sections; tenant and version
-  variables.
+  its row), then the versions and the alerting sections; tenant and version variables.
 - operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
+- topics: what users ask about, each topic's traffic and quality (`panels/topics.py`).
 - slo: a section per quality SLO (budget left, burn rate, events), built
   from `examples/slo.yaml`; a tenant variable.
 """
@@ -104,7 +104,6 @@ def overview() -> builders.Dashboard:
         status.section(),
         *quality_rows(),
         versions.section(),
-        topics.section(),
         alerting.detectors(),
     ]
     board = _board(
@@ -131,6 +130,18 @@ def operations_board() -> builders.Dashboard:
         "ragpulse — operations",
         "Ingest, consumer lag, LLM-judge calls and cost, and scheduled job health.",
         sections,
+    )
+
+
+def topics_board() -> builders.Dashboard:
+    """The topics row on a dashboard of its own: the overview is at the size a Kubernetes
+    ConfigMap can carry through `kubectl apply` (dashboards/kubernetes.py)."""
+    return _board(
+        "ragpulse-topics",
+        "ragpulse — topics",
+        "What users ask about: each topic's traffic, share and emerging flag, and each "
+        "tier's headline metric per topic with its 95% CI against 7 days.",
+        [topics.section()],
     )
 
 
@@ -180,6 +191,7 @@ BOARDS = {
     "overview.json": overview,
     "operations.json": operations_board,
     "distributions.json": distributions,
+    "topics.json": topics_board,
     "slo.json": slo_board,
 }
 """Each shipped file and the dashboard in it."""

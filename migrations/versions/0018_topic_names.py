@@ -6,7 +6,7 @@ configured, at most `topics.names_per_run` topics a run). A topic kept across
 re-clusterings keeps its name, so the judge is asked once per topic.
 
 Revision ID: 0018
-Revises: 0016 (0017 is another branch's: at merge, point this at it)
+Revises: 0017
 Create Date: 2026-12-04 10:00:00.000000
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0018"
-down_revision: str | None = "0016"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

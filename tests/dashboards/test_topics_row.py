@@ -40,9 +40,17 @@ def _values(topic: str, i: int) -> tuple[float, float, float, float, int]:
     return value + up, lower + up, upper + up, baseline + up, n
 
 
-def _overview() -> dict[str, Any]:
-    built: dict[str, Any] = json.loads(json.dumps(boards.overview().build(), cls=JSONEncoder))
+def _built(board: Any) -> dict[str, Any]:
+    built: dict[str, Any] = json.loads(json.dumps(board.build(), cls=JSONEncoder))
     return built
+
+
+def _overview() -> dict[str, Any]:
+    return _built(boards.overview())
+
+
+def _topics() -> dict[str, Any]:
+    return _built(boards.topics_board())
 
 
 def _row(board: dict[str, Any], title: str) -> list[dict[str, Any]]:
@@ -58,8 +66,7 @@ def _row(board: dict[str, Any], title: str) -> list[dict[str, Any]]:
 
 
 def test_the_topics_row_names_every_topic_and_says_why_it_is_empty() -> None:
-    board = _overview()
-    panels = _row(board, ROW)
+    panels = _row(_topics(), ROW)
     assert [p["type"] for p in panels] == ["table", "timeseries", "table"]
     for panel in panels:
         assert panel["fieldConfig"]["defaults"]["noValue"] == TOPICS.text
@@ -77,10 +84,12 @@ def test_the_topics_row_names_every_topic_and_says_why_it_is_empty() -> None:
     assert {"hit_rate@1", "retrieval_empty_rate", "faithfulness_rating"} <= set(chosen)
     assert "judge_consistency" not in chosen  # the judge's own metric has no topic series
     assert f'metric=~"{"|".join(chosen)}"' in exprs
-    # every other panel reading a quality family draws the overall or a tenant's value
+    # every overview panel reading a quality family draws the overall or a tenant's value
     # (topic=""), or the versions row's version series
+    board = _overview()
+    assert not _row(board, ROW)  # the topics are a dashboard of their own
     for panel in board["panels"]:
-        if panel in panels or panel["type"] == "row":
+        if panel["type"] == "row":
             continue
         for target in panel.get("targets", []):
             expr = target.get("expr", "")
@@ -150,7 +159,7 @@ def test_the_topics_row_on_a_real_prometheus(
 ) -> None:
     prom = prometheus_server([topic_series])
     assert prom.wait_for("ragpulse_topic_info")
-    panels = _row(_overview(), ROW)
+    panels = _row(_topics(), ROW)
     traffic, share, quality = panels
     assert prom.wait_for(traffic["targets"][0]["expr"])  # scraped
     for target in traffic["targets"] + share["targets"]:
@@ -185,12 +194,7 @@ def test_the_topics_row_on_a_real_prometheus(
 
     # the row as `ragpulse report` draws it, in Chromium
     board = tmp_path / "topics.json"
-    built = _overview()
-    first = next(i for i, p in enumerate(built["panels"]) if p.get("title") == ROW)
-    built["panels"] = built["panels"][first:]
-    built["panels"] = built["panels"][: 1 + len(panels)]
-    built["title"] = "ragpulse — topics"
-    board.write_text(json.dumps(built))
+    board.write_text(json.dumps(_topics()))
     output = tmp_path / "topics.html"
     code = main(
         ["report", "--prometheus", prom.url, "--output", str(output), "--dashboards", str(board)]
