@@ -1,4 +1,4 @@
-"""The overview's topics row: what users ask about, and each topic's quality (issue 41).
+"""The topics dashboard: what users ask about, and each topic's quality (issue 41).
 
 The `topics` job gives every trace a topic; the exporter serves the kept topics' traffic
 (`ragpulse_topic_traces`, `_share`, `_share_change`, `_emerging`, each `{topic}`) and their

@@ -88,7 +88,7 @@ DEMO_TOPICS: dict[str, Any] = {
     "sample_size": 1200,
     "min_topic_size": 25,
     # every one of the demo's ~21 topics gets series (the default keeps the 10 largest),
-    # so the overview's topics row shows the planted knowledge gaps too
+    # so the topics dashboard shows the planted knowledge gaps too
     "series": 25,
 }
 """The demo's topic settings, where the user set none (see `demo_settings`)."""
