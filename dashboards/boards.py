@@ -7,6 +7,7 @@
 - operations: ingest, the OTLP traces per convention, the judge's calls and its agreement
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
+- topics: what users ask about, each topic's traffic and quality (`panels/topics.py`).
 - slo: a section per quality SLO (budget left, burn rate, events), built
   from `examples/slo.yaml`; a tenant variable.
 """
@@ -32,6 +33,7 @@ from dashboards.panels import (
     retrieval,
     slo,
     status,
+    topics,
     ux,
     versions,
 )
@@ -98,7 +100,12 @@ def quality_rows() -> list[Section]:
 
 def overview() -> builders.Dashboard:
     metrics_view.check_bands()
-    sections = [status.section(), *quality_rows(), versions.section(), alerting.detectors()]
+    sections = [
+        status.section(),
+        *quality_rows(),
+        versions.section(),
+        alerting.detectors(),
+    ]
     board = _board(
         "ragpulse-overview",
         "ragpulse — RAG quality overview",
@@ -123,6 +130,18 @@ def operations_board() -> builders.Dashboard:
         "ragpulse — operations",
         "Ingest, consumer lag, LLM-judge calls and cost, and scheduled job health.",
         sections,
+    )
+
+
+def topics_board() -> builders.Dashboard:
+    """The topics row on a dashboard of its own: the overview is at the size a Kubernetes
+    ConfigMap can carry through `kubectl apply` (dashboards/kubernetes.py)."""
+    return _board(
+        "ragpulse-topics",
+        "ragpulse — topics",
+        "What users ask about: each topic's traffic, share and emerging flag, and each "
+        "tier's headline metric per topic with its 95% CI against 7 days.",
+        [topics.section()],
     )
 
 
@@ -172,6 +191,7 @@ BOARDS = {
     "overview.json": overview,
     "operations.json": operations_board,
     "distributions.json": distributions,
+    "topics.json": topics_board,
     "slo.json": slo_board,
 }
 """Each shipped file and the dashboard in it."""

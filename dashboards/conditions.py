@@ -105,6 +105,13 @@ NONE_INCOMPLETE = Condition(
     "trace arrived)",
     short="no incomplete OTLP traces",
 )
+TOPICS = Condition(
+    "topics",
+    "No topics yet: needs the questions' vectors stored (embeddings.persist; on by default "
+    "on PostgreSQL) and a run of the topics job over enough of them (2 x "
+    "topics.min_topic_size); per-topic metrics need topic among scheduler.group_labels",
+    short="no topics yet",
+)
 NOTHING_FIRING = Condition("nothing_firing", "Nothing firing", short="nothing firing")
 SLO_EVENTS = Condition(
     "slo_events",
@@ -141,6 +148,7 @@ JOB_CONDITIONS: dict[str, Condition] = {
 RULES: tuple[tuple[re.Pattern[str], Condition], ...] = (
     (re.compile(r"\bALERTS\b"), NOTHING_FIRING),
     (re.compile(r"\bragpulse_otlp_traces_incomplete"), NONE_INCOMPLETE),
+    (re.compile(r"\bragpulse_topic_"), TOPICS),
     (re.compile(r"\bragpulse_canary_"), CANARY),
     (re.compile(r"\bragpulse_change_"), NOT_WORSE),
     (re.compile(r"\bragpulse_slo"), SLO_EVENTS),

@@ -1,7 +1,8 @@
 """The topics on `/metrics`: what users ask about, each kept topic's share, and whether
 it is emerging (issue 41).
 
-    ragpulse_topic_info{topic, label}      1: the topic's label (top keywords per language)
+    ragpulse_topic_info{topic, label}      1: the topic's name (the LLM judge's when it
+                                           named it, else its top keywords per language)
     ragpulse_topic_traces{topic}           traces of the recent window with the topic
     ragpulse_topic_share{topic}            their share of the window's traces
     ragpulse_topic_share_change{topic}     share minus its share in the baseline before
@@ -65,7 +66,7 @@ def kept_points(seen: Overview, series: int) -> list[TopicPoint]:
     out = [
         TopicPoint(
             topic=str(r.topic.id),
-            label=clean_value(r.topic.label) or f"topic {r.topic.id}",
+            label=clean_value(r.topic.title) or f"topic {r.topic.id}",
             traces=r.volume,
             share=r.share,
             change=r.emergence.change if r.emergence is not None else None,
@@ -140,8 +141,8 @@ class TopicSeries(Collector):
         info = GaugeMetricFamily(
             "ragpulse_topic_info",
             "1 per topic with series of its own (the topics.series largest and every "
-            "emerging one; the rest is topic=other): its label, the top keywords per "
-            "language",
+            "emerging one; the rest is topic=other): its label, the LLM judge's name of it "
+            "or else its top keywords per language",
             labels=["topic", "label"],
         )
         traces = GaugeMetricFamily(

@@ -59,6 +59,7 @@ def topic_json(row: TopicRow, *, whole: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": topic.id,
         "label": topic.label,
+        "name": topic.name.text if topic.name is not None else None,
         "keywords": {lang: list(words) for lang, words in topic.keywords.items()},
         "volume": row.volume,
         "share": row.share,
@@ -90,6 +91,7 @@ def topic_json(row: TopicRow, *, whole: bool) -> dict[str, Any]:
             "model": topic.model,
             "method": topic.method,
             "params": dict(topic.params),
+            "names": dict(topic.name.names) if topic.name is not None else None,
         }
     return out
 

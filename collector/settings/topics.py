@@ -53,6 +53,11 @@ class TopicSettings(Group):
     emerging_min_traces: int = Field(10, ge=1)
     """An emerging topic has at least this many traces in the recent window (the smallest
     topic worth reporting, as `min_topic_size`)."""
+    names_per_run: int = Field(20, ge=0, le=1000)
+    """With a judge configured (`judge.models`), at most this many topics without a name
+    are named per run: one judge call each (its first model) writes a short name per
+    language of the topic's examples from its keywords and examples; a topic kept across
+    re-clusterings keeps its name. 0: no names (the keywords label the topics)."""
 
     @field_validator(
         "recluster_every", "lookback", "novelty_every", "emerging_window", "emerging_baseline"

@@ -485,7 +485,8 @@ class Topic(Base):
     last re-clustering that kept it (`last_seen`); `active` false once a re-clustering no
     longer finds it. `model`, `method` and `params` are the clustering's signature: centroids
     of another embedding model are not comparable, so a change of model starts new topics
-    (rev. 0016).
+    (rev. 0016). `name` is the judge's short name for it, `{"names": {language: name},
+    "model", "prompt"}`, NULL until named; kept across re-clusterings (rev. 0018).
     """
 
     __tablename__ = "topics"
@@ -501,6 +502,7 @@ class Topic(Base):
     model: Mapped[str] = mapped_column(String(256))
     method: Mapped[str] = mapped_column(String(64))
     params: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    name: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
 
 class TraceTopic(Base):

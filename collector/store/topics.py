@@ -34,6 +34,34 @@ def _keywords(raw: Mapping[str, Any]) -> MappingProxyType[str, tuple[str, ...]]:
 
 
 @dataclass(frozen=True)
+class TopicName:
+    """The judge's short name of a topic: one per language of its questions, the judge
+    model that wrote it and the prompt version."""
+
+    names: Mapping[str, str]
+    model: str
+    prompt: str
+
+    @property
+    def text(self) -> str:
+        """The names, "en" first, joined by " / " (one language: its name)."""
+        order = sorted(self.names, key=lambda lang: (lang != "en", lang))
+        return " / ".join(self.names[lang] for lang in order if self.names[lang])
+
+    def as_json(self) -> dict[str, Any]:
+        return {"names": dict(self.names), "model": self.model, "prompt": self.prompt}
+
+
+def _name(raw: Mapping[str, Any] | None) -> TopicName | None:
+    if not raw or not isinstance(raw.get("names"), Mapping):
+        return None
+    names = {str(k): str(v) for k, v in raw["names"].items() if v}
+    if not names:
+        return None
+    return TopicName(MappingProxyType(names), str(raw.get("model", "")), str(raw.get("prompt", "")))
+
+
+@dataclass(frozen=True)
 class StoredTopic:
     """A topic as stored: see `collector.store.models.Topic` for the fields."""
 
@@ -48,6 +76,12 @@ class StoredTopic:
     method: str
     params: Mapping[str, Any] = field(default_factory=dict)
     active: bool = True
+    name: TopicName | None = None
+
+    @property
+    def title(self) -> str:
+        """What to call the topic: the judge's name when it has one, else `label`."""
+        return self.name.text if self.name is not None and self.name.text else self.label
 
     @property
     def label(self) -> str:
@@ -88,6 +122,7 @@ def _from_row(row: Topic) -> StoredTopic:
         method=row.method,
         params=MappingProxyType(dict(row.params or {})),
         active=row.active,
+        name=_name(row.name),
     )
 
 
@@ -106,10 +141,10 @@ def get_topic(session: Session, topic_id: int) -> StoredTopic | None:
 
 
 def topic_names(session: Session) -> dict[tuple[str, str], str]:
-    """("topic", id) -> "id (label)" of every stored topic: how `explain` and the report
-    show a topic slice, whose value is the bare id."""
+    """("topic", id) -> "id (title)" of every stored topic (its judge-written name, else its
+    keywords): how `explain` and the report show a topic slice, whose value is the bare id."""
     stored = load_topics(session, active_only=False)
-    return {("topic", str(t.id)): f"{t.id} ({t.label})" for t in stored}
+    return {("topic", str(t.id)): f"{t.id} ({t.title})" for t in stored}
 
 
 def next_topic_id(session: Session) -> int:
@@ -150,10 +185,17 @@ def save_topics(session: Session, topics: Sequence[StoredTopic], retired: Sequen
                 model=topic.model,
                 method=topic.method,
                 params=dict(topic.params),
+                name=topic.name.as_json() if topic.name is not None else None,
             )
         )
     if retired:
         session.execute(update(Topic).where(Topic.id.in_(list(retired))).values(active=False))
+
+
+def save_names(session: Session, names: Mapping[int, TopicName]) -> None:
+    """Store the judge's names of these topics; the caller commits."""
+    for topic_id, name in names.items():
+        session.execute(update(Topic).where(Topic.id == topic_id).values(name=name.as_json()))
 
 
 def write_assignments(session: Session, rows: Sequence[Assigned], now: datetime) -> int:

@@ -26,9 +26,10 @@ DS = model.DataSourceRef(type_val="prometheus", uid="${datasource}")
 """Every panel and query reads the datasource the `datasource` variable chose."""
 SEL = 'tenant=~"$tenant"'
 """The score histograms' selector (labelled by the first group label only)."""
-QSEL = f'{SEL},version=""'
-"""The quality series' selector: the overall value or a tenant's, never a version's
-(results are grouped one label at a time; the versions row draws those)."""
+QSEL = f'{SEL},version="",topic=""'
+"""The quality series' selector: the overall value or a tenant's, never a version's or a
+topic's (results are grouped one label at a time, so those have tenant="" too; the versions
+and topics rows draw them)."""
 RATE = "$__rate_interval"
 
 

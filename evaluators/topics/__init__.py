@@ -4,7 +4,8 @@
 gives new questions a topic by nearest centroid; `match_topics` pairs new clusters with the
 previous topics' ids (Hungarian), and `recluster` re-clusters anchored on the previous topics
 so steady traffic keeps its ids; `topic_keywords` labels topics with their c-TF-IDF keywords
-per language.
+per language; `naming.name_topic` asks the LLM judge for a short name (imported from
+there, so this package does not load the judge).
 Pure functions over numpy arrays and texts: no database, no model (the caller embeds).
 """
 

@@ -80,7 +80,7 @@ def topics_table(seen: Overview) -> str:
         metrics = "".join(f'<td class="num">{_headline(row.gap, m)}</td>' for m in HEADLINES)
         rows.append(
             f'<tr data-topic="{row.topic.id}"><td class="num">{row.topic.id}</td>'
-            f"<td>{escape(row.topic.label)}{badge}</td>"
+            f"<td>{escape(row.topic.title)}{badge}</td>"
             f'<td class="num">{row.volume}</td><td class="num">{_pct(row.share)}</td>'
             f'<td class="num">{_change(change)}</td>{metrics}</tr>'
         )
@@ -113,7 +113,7 @@ def _gap(gap: Gap, label: str) -> str:
 
 
 def gaps_list(seen: Overview) -> str:
-    labels = {row.topic.id: row.topic.label for row in seen.rows}
+    labels = {row.topic.id: row.topic.title for row in seen.rows}
     shown = [g for g in seen.gaps if g.failed][:GAPS]
     if not shown:
         return (

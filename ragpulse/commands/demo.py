@@ -78,9 +78,39 @@ EXAMPLE_SLOS = Path(__file__).resolve().parents[2] / "examples" / "slo.yaml"
 """The OpenSLO file behind the shipped SLO rules and dashboard: the demo records its events."""
 
 
+DEMO_TOPICS: dict[str, Any] = {
+    # first topics two minutes in (the `ux` job has embedded a minute of traffic by then),
+    # and found again as often, so a fresh demo shows them quickly
+    "recluster_every": "2m",
+    # The demo repeats 113 phrasings of 21 intents: with the default 5,000 rows and a
+    # minimum of 10, every phrasing repeated ten times would be a topic of its own. 1,200
+    # rows hold ~10 copies of a phrasing and 50-67 questions of an intent.
+    "sample_size": 1200,
+    "min_topic_size": 25,
+    # every one of the demo's ~21 topics gets series (the default keeps the 10 largest),
+    # so the topics dashboard shows the planted knowledge gaps too
+    "series": 25,
+}
+"""The demo's topic settings, where the user set none (see `demo_settings`)."""
+
+
+def _demo_topics(base: Settings) -> dict[str, Any]:
+    """The embeddings and topics settings the demo's topics need, the user's kept: the
+    questions' vectors stored (SQLite keeps none by default) and `DEMO_TOPICS`."""
+    update: dict[str, Any] = {}
+    if base.embeddings.persist is None:
+        update["embeddings"] = base.embeddings.model_copy(update={"persist": True})
+    chosen = base.topics.model_fields_set
+    topics = {k: v for k, v in DEMO_TOPICS.items() if k not in chosen}
+    if topics:
+        update["topics"] = base.topics.model_copy(update=topics)
+    return update
+
+
 def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings:
     """The user's settings pointed at the embedded parts (see collector/ingest/kafka/broker.py for
-    how the embedded broker treats group timeouts)."""
+    how the embedded broker treats group timeouts), storing the questions' vectors and
+    finding topics soon after start (`_demo_topics`)."""
     kafka = base.kafka.model_copy(
         update={
             "bootstrap_servers": [bootstrap],
@@ -95,7 +125,7 @@ def demo_settings(base: Settings, database_url: str, bootstrap: str) -> Settings
         }
     )
     database = base.database.model_copy(update={"url": SecretStr(database_url)})
-    update: dict[str, Any] = {"kafka": kafka, "database": database}
+    update: dict[str, Any] = {"kafka": kafka, "database": database, **_demo_topics(base)}
     if not base.slo.specs() and EXAMPLE_SLOS.is_file():
         # the SLOs the shipped SLO rules and dashboard are built from (a source checkout)
         update["slo"] = base.slo.model_copy(update={"openslo_file": EXAMPLE_SLOS})
@@ -118,6 +148,9 @@ def handoff_settings(settings: Settings) -> dict[str, Any]:
         "exporter": {"host": settings.exporter.host, "port": settings.exporter.port},
         "receiver": {"host": settings.receiver.host, "port": settings.receiver.port},
     }
+    # the demo's topics as `ragpulse jobs run topics` in a second terminal should find them
+    out["embeddings"] = {"persist": settings.embeddings.persist}
+    out["topics"] = settings.topics.model_dump(mode="json")
     slo = _slo_handoff(settings)
     if slo:
         out["slo"] = slo
@@ -390,6 +423,11 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"  jobs       evaluation every {settings.scheduler.interval_s:g}s, first after "
             f"{settings.scheduler.initial_delay_s:g}s (results in metric_results)"
+        )
+        print(
+            f"  topics     what users ask, from the questions' stored vectors: re-clustered "
+            f"every {settings.topics.recluster_every} (the first once the `ux` job has "
+            "embedded a minute of traffic); `ragpulse topics`"
         )
         print(judge_line(settings))
         prometheus = _start_prometheus(args, directory, settings)

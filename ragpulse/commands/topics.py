@@ -24,7 +24,8 @@ def register(subparsers: Any) -> None:
         "topics",
         help="what users ask about: the topics of their questions, with volume and share",
         description="List the active topics the `topics` job found in the questions' "
-        "embeddings: id (kept across re-clusterings), label (top keywords per language), "
+        "embeddings: id (kept across re-clusterings), label (the LLM judge's short name "
+        "when one is configured, else the top keywords per language), "
         "traces of the last SINCE given the topic and their share of the window's traces "
         "with an embedding (the rest: no topic near), the topic's size in the last "
         "clustering, when it was first found, whether it is emerging (its share of the "
@@ -184,7 +185,7 @@ def list_topics(args: argparse.Namespace) -> int:
         mark = "  EMERGING" if row.emerging else ""
         print(
             f"  {topic.id:>5d} {row.volume:>7d} {shown:>6s} {topic.size:>5d}  "
-            f"{topic.first_seen:%m-%d %H:%M}  {failed:>6s}  {cut(topic.label)}{mark}"
+            f"{topic.first_seen:%m-%d %H:%M}  {failed:>6s}  {cut(topic.title)}{mark}"
         )
     if seen.without_topic:
         share = seen.without_topic / seen.traces
@@ -211,7 +212,9 @@ def show_topic(args: argparse.Namespace) -> int:
         print(json.dumps(topic_json(row, whole=True), ensure_ascii=False))
         return 0
     state = "active" if topic.active else "retired"
-    print(f"topic {topic.id} ({state}): {topic.label}")
+    print(f"topic {topic.id} ({state}): {topic.title}")
+    if topic.name is not None:
+        print(f"  named by {topic.name.model}; keywords: {topic.label}")
     for lang, words in sorted(topic.keywords.items()):
         print(f"  keywords ({lang}): {', '.join(words)}")
     shown = f"{row.share:.1%}" if row.share is not None else "-"
@@ -252,7 +255,9 @@ def list_gaps(args: argparse.Namespace) -> int:
     examples = load_settings(args.config).topics.examples
     since, until = window(args.since, None)
     with _session(args) as session:
-        labels = {t.id: t.label for t in load_topics(session)}
+        stored = load_topics(session)
+        labels = {t.id: t.label for t in stored}
+        titles = {t.id: t.title for t in stored}  # the judge's name when it has one
         found = [
             g for g in topic_gaps(session, since, until, examples=examples) if g.topic in labels
         ]
@@ -266,7 +271,7 @@ def list_gaps(args: argparse.Namespace) -> int:
         }
         print(json.dumps(document, ensure_ascii=False))
         return 0
-    print_gaps(shown, labels, since, until, sys.stdout)
+    print_gaps(shown, titles, since, until, sys.stdout)
     return 0
 
 

@@ -2,9 +2,13 @@
 """The demo's knowledge base: three tenants' documents and the questions users ask about them.
 
 `bank` is a Russian retail bank's help centre, `shop` an English web shop's, `hr` a
-bilingual internal HR desk. Each `Question` names the document that answers it, a correct
-answer, a reference answer, near-duplicate rephrasings (the same user asking again) and a
-wrong answer (what a hallucinating generator says), so every metric tier has signal.
+bilingual internal HR desk. Each `Question` is one intent: the document that answers it, a
+correct answer, a reference answer, near-duplicate rephrasings (the same user asking again),
+a wrong answer (what a hallucinating generator says), so every metric tier has signal, and
+`asked`: other ways users open with the same intent, in Russian and English, so the
+`topics` job finds each intent as one topic whatever the language. One intent per tenant
+has no document (`doc_id` None, a planted knowledge gap): its retrievals come back empty or
+unrelated and the bot answers that it does not know.
 """
 
 from __future__ import annotations
@@ -22,13 +26,24 @@ class Document:
 
 @dataclass(frozen=True)
 class Question:
-    doc_id: str
+    doc_id: str | None
     text: str
     answer: str
     reference: str
     rephrasings: tuple[str, ...]
     wrong_answer: str
     related_id: str | None = None
+    asked: tuple[str, ...] = ()
+
+    @property
+    def answerable(self) -> bool:
+        """False for a planted knowledge gap: no document of the corpus answers it."""
+        return self.doc_id is not None
+
+    @property
+    def openings(self) -> tuple[str, ...]:
+        """Every way a session opens with this intent: the question and `asked`."""
+        return (self.text, *self.asked)
 
 
 def _doc(tenant: str, slug: str, host: str, text: str) -> Document:
@@ -162,6 +177,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ),
             "Лимит снятия наличных — 50 000 рублей в месяц, изменить его нельзя.",
             "bank-cards-block",
+            asked=(
+                "Сколько наличных можно снять с карты за один день?",
+                "What is the daily cash withdrawal limit on my card?",
+                "How much cash can I take out of an ATM per day?",
+            ),
         ),
         Question(
             "bank-cards-block",
@@ -174,6 +194,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ),
             "Карту можно заблокировать только лично в отделении банка.",
             "bank-cards-reissue",
+            asked=(
+                "Украли карту, как быстро её заблокировать?",
+                "How do I block my card if I lost it?",
+                "My card was stolen, how can I freeze it?",
+            ),
         ),
         Question(
             "bank-cards-reissue",
@@ -183,6 +208,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Платный ли перевыпуск потерянной карты?",),
             "Перевыпуск стоит 1000 рублей и занимает месяц.",
             "bank-cards-block",
+            asked=(
+                "Как перевыпустить потерянную карту и сколько это стоит?",
+                "How much does it cost to replace a lost card?",
+                "How long does it take to get a replacement card?",
+            ),
         ),
         Question(
             "bank-deposits-rates",
@@ -192,6 +222,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Под какой процент вклад «Надёжный»?", "Какой процент по вкладу Надёжный?"),
             "Ставка по вкладу — 5% годовых на 3 года.",
             "bank-deposits-early",
+            asked=(
+                "Какой процент годовых по вкладам сейчас?",
+                "What interest rate does the Nadezhny deposit pay?",
+                "What are your savings deposit rates?",
+            ),
         ),
         Question(
             "bank-deposits-early",
@@ -201,6 +236,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Если закрыть вклад раньше срока, что с процентами?",),
             "Проценты сохраняются полностью при любом закрытии вклада.",
             "bank-deposits-rates",
+            asked=(
+                "Потеряю ли я проценты, если сниму вклад раньше времени?",
+                "What happens to the interest if I close my deposit early?",
+                "Can I withdraw my deposit before the term ends without losing interest?",
+            ),
         ),
         Question(
             "bank-transfers-sbp",
@@ -210,6 +250,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Сколько стоит перевод по СБП?", "Берут ли комиссию за перевод по номеру телефона?"),
             "Все переводы через СБП стоят 1% от суммы.",
             None,
+            asked=(
+                "Сколько стоит перевод по номеру телефона через СБП?",
+                "Is there a fee for SBP transfers?",
+                "How much do you charge for sending money by phone number?",
+            ),
         ),
         Question(
             "bank-mortgage-docs",
@@ -219,6 +264,25 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Что нужно принести для оформления ипотеки?",),
             "Для ипотеки достаточно одного паспорта.",
             None,
+            asked=(
+                "Какие справки нужны, чтобы взять ипотеку?",
+                "What documents do I need for a mortgage?",
+                "Which papers should I bring to apply for a home loan?",
+            ),
+        ),
+        Question(  # a planted knowledge gap: no document covers exchange rates
+            None,
+            "Какой сегодня курс доллара в банке?",
+            "К сожалению, я не нашёл ответа на этот вопрос в базе знаний банка.",
+            "",
+            ("По какому курсу вы продаёте доллары?",),
+            "Курс доллара сегодня — 75 рублей, без комиссии.",
+            None,
+            asked=(
+                "Где посмотреть курс обмена валют?",
+                "What is your US dollar exchange rate today?",
+                "At what rate can I buy euros at the bank?",
+            ),
         ),
     ),
     "shop": (
@@ -230,6 +294,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("What is the return window?", "How many days do I have to send something back?"),
             "Returns are accepted within 7 days only with a receipt.",
             "shop-returns-faulty",
+            asked=(
+                "Сколько дней есть на возврат товара?",
+                "Can I still return something I bought three weeks ago?",
+                "What is your return policy?",
+            ),
         ),
         Question(
             "shop-returns-faulty",
@@ -239,6 +308,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("The product I got is defective, can I return it?",),
             "Broken items cannot be returned after unpacking.",
             "shop-returns-policy",
+            asked=(
+                "Пришёл бракованный товар, что делать?",
+                "The item I received does not work, can I get a refund?",
+                "My order arrived damaged, how do I get a replacement?",
+            ),
         ),
         Question(
             "shop-shipping-times",
@@ -248,6 +322,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("When will my order arrive?", "How fast is shipping?"),
             "Delivery always takes two weeks.",
             "shop-shipping-cost",
+            asked=(
+                "Сколько идёт доставка заказа?",
+                "How many days does standard delivery take?",
+                "If I order express today, when will it arrive?",
+            ),
         ),
         Question(
             "shop-shipping-cost",
@@ -257,6 +336,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("How much does shipping cost?",),
             "Shipping is always free.",
             "shop-shipping-times",
+            asked=(
+                "Сколько стоит доставка?",
+                "Do you offer free shipping?",
+                "What are the delivery charges for a small order?",
+            ),
         ),
         Question(
             "shop-orders-cancel",
@@ -266,6 +350,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("How do I cancel an order I just placed?",),
             "Orders cannot be cancelled once placed.",
             "shop-returns-policy",
+            asked=(
+                "Как отменить заказ?",
+                "I want to cancel my order, is it too late?",
+                "Can I cancel an order that has not shipped yet?",
+            ),
         ),
         Question(
             "shop-payment-methods",
@@ -275,6 +364,25 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Do you accept cash when the parcel arrives?",),
             "Yes, cash on delivery is available everywhere.",
             None,
+            asked=(
+                "Можно ли оплатить заказ наличными при получении?",
+                "Which payment methods do you accept?",
+                "Can I pay with PayPal or a gift card?",
+            ),
+        ),
+        Question(  # a planted knowledge gap: no document covers gift wrapping
+            None,
+            "Do you offer gift wrapping?",
+            "I'm sorry, I don't know; I could not find anything about that in our help centre.",
+            "",
+            ("Can you wrap my order as a present?",),
+            "Gift wrapping is free on every order.",
+            None,
+            asked=(
+                "Можно ли упаковать заказ как подарок?",
+                "Can I add a gift message and wrapping to my order?",
+                "Есть ли у вас подарочная упаковка?",
+            ),
         ),
     ),
     "hr": (
@@ -286,6 +394,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Какая продолжительность ежегодного отпуска?", "Сколько у нас дней отпуска в году?"),
             "Отпуск составляет 14 рабочих дней.",
             "hr-sick-leave",
+            asked=(
+                "Сколько дней ежегодного отпуска у сотрудников?",
+                "How many vacation days do I get per year?",
+                "What is the annual paid leave allowance?",
+            ),
         ),
         Question(
             "hr-sick-leave",
@@ -295,6 +408,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Что делать, если я заболел?",),
             "Больничный нужно принести в бумажном виде через месяц.",
             "hr-vacation-days",
+            asked=(
+                "Я заболел, как оформить больничный лист?",
+                "How do I report sick leave?",
+                "I'm ill today, what do I need to do to take sick leave?",
+            ),
         ),
         Question(
             "hr-remote-work",
@@ -304,6 +422,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Can I work remotely, and how often?", "What is the remote work limit per week?"),
             "Remote work is not allowed.",
             None,
+            asked=(
+                "Сколько дней в неделю можно работать из дома?",
+                "Можно ли работать удалённо?",
+                "What is the work from home policy?",
+            ),
         ),
         Question(
             "hr-equipment",
@@ -313,6 +436,11 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("Where do I request a laptop replacement?",),
             "Buy it yourself and keep the receipt.",
             "hr-expenses",
+            asked=(
+                "Как получить новый ноутбук?",
+                "Куда обращаться за заменой ноутбука?",
+                "My laptop is old, how do I request a replacement?",
+            ),
         ),
         Question(
             "hr-expenses",
@@ -322,6 +450,25 @@ QUESTIONS: dict[str, tuple[Question, ...]] = {
             ("How long until I get my travel costs back?",),
             "Expenses are reimbursed once a year.",
             None,
+            asked=(
+                "Когда возмещают командировочные расходы?",
+                "Как получить компенсацию расходов на командировку?",
+                "How do I get reimbursed for a business trip?",
+            ),
+        ),
+        Question(  # a planted knowledge gap: no document covers office parking
+            None,
+            "Есть ли парковка у офиса для сотрудников?",
+            "Не знаю: в базе знаний HR нет информации об этом.",
+            "",
+            ("Где оставить машину у офиса?",),
+            "Парковка для сотрудников бесплатная, 200 мест.",
+            None,
+            asked=(
+                "Is there employee parking at the office?",
+                "How do I get a parking spot at work?",
+                "Можно ли получить место на парковке офиса?",
+            ),
         ),
     ),
 }

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from collector.ingest.kafka.producer import RateLimiter
 from ragpulse.demo.knowledge import MODELS, QUESTIONS
-from ragpulse.demo.traffic import canary_version, ranked_contexts
+from ragpulse.demo.traffic import answer_for, canary_version, ranked_contexts
 
 logger = logging.getLogger(__name__)
 
@@ -107,8 +107,7 @@ class OtelRagApps:
         rng = self._rng
         question = rng.choice(QUESTIONS[tenant])
         contexts = ranked_contexts(rng, tenant, question)
-        found = any(c["id"] == question.doc_id for c in contexts)
-        answer = question.answer if found and rng.random() < 0.85 else question.wrong_answer
+        answer, _correct = answer_for(rng, question, contexts)
         session = f"{self._session_prefix}{tenant}-app-{self.sent // 3:05d}"
         embed_ms, retrieve_ms, generate_ms = (
             rng.uniform(5, 30),

@@ -51,10 +51,27 @@ def new_run_tag() -> str:
     return f"{int(time.time()) & 0xFFFFFFFF:08x}{secrets.randbits(16):04x}"
 
 
+GAP_EMPTY = 0.4
+"""The share of a knowledge gap's retrievals that come back empty (the rest: unrelated
+chunks with low scores)."""
+GAP_HALLUCINATED = 0.2
+"""The share of a knowledge gap's answers that make something up instead of saying that
+the bot does not know."""
+
+
 def ranked_contexts(rng: random.Random, tenant: str, question: Question) -> list[dict[str, Any]]:
-    """3-5 ranked chunks of the tenant's documents; the answering one usually ranks high."""
+    """3-5 ranked chunks of the tenant's documents; the answering one usually ranks high.
+    A knowledge gap (no answering document) gets nothing or 1-3 unrelated low-scored ones."""
     others = [d for d in DOCUMENTS if d.tenant == tenant and d.id != question.doc_id]
     rng.shuffle(others)
+    if question.doc_id is None:
+        if rng.random() < GAP_EMPTY:
+            return []
+        score = rng.uniform(0.3, 0.5)
+        return [
+            {"id": d.id, "url": d.url, "text": d.text, "score": round(score - 0.05 * i, 4)}
+            for i, d in enumerate(others[: rng.randint(1, 3)])
+        ]
     ranked = others[: rng.randint(2, 4)]
     roll = rng.random()
     if roll < 0.85:  # retrieval found it: rank 1 most of the time
@@ -66,6 +83,20 @@ def ranked_contexts(rng: random.Random, tenant: str, question: Question) -> list
         contexts.append({"id": doc.id, "url": doc.url, "text": doc.text, "score": round(score, 4)})
         score -= rng.uniform(0.03, 0.12)
     return contexts
+
+
+def answer_for(
+    rng: random.Random, question: Question, contexts: list[dict[str, Any]]
+) -> tuple[str, bool]:
+    """(the bot's answer, whether it is right): right 85% of the time when the answering
+    chunk was retrieved, else the hallucinated answer. A knowledge gap is never answered
+    right: the bot says it does not know, or (`GAP_HALLUCINATED`) makes something up."""
+    if not question.answerable:
+        made_up = rng.random() < GAP_HALLUCINATED
+        return (question.wrong_answer if made_up else question.answer), False
+    found = any(c["id"] == question.doc_id for c in contexts)
+    correct = found and rng.random() < 0.85
+    return (question.answer if correct else question.wrong_answer), correct
 
 
 def canary_version(session_id: str) -> str:
@@ -91,9 +122,7 @@ def _trace(
 ) -> dict[str, Any]:
     trace_id = f"{run}r{round_no:05d}-{rng.getrandbits(64):016x}"
     contexts = ranked_contexts(rng, tenant, question)
-    found = any(c["id"] == question.doc_id for c in contexts)
-    correct = found and rng.random() < 0.85
-    answer = question.answer if correct else question.wrong_answer
+    answer, correct = answer_for(rng, question, contexts)
     prompt_tokens = 120 + sum(len(c["text"]) // 4 for c in contexts)
     completion_tokens = len(answer) // 4 + rng.randint(5, 30)
     generation_ms = rng.uniform(400, 2200)
@@ -126,11 +155,13 @@ def _trace(
         },
     }
     ground_truth = rng.random()
-    if ground_truth < 0.45:
+    if question.doc_id is None:  # a knowledge gap: no document to label as relevant
+        pass
+    elif ground_truth < 0.45:
         record["relevant_ids"] = [question.doc_id]
     elif ground_truth < 0.65 and question.related_id is not None:
         record["relevance"] = {question.doc_id: 2, question.related_id: 1}
-    if rng.random() < 0.5:
+    if rng.random() < 0.5 and question.reference:
         record["reference"] = question.reference
     if rng.random() < 0.75:  # the production guard judged whether to show the answer
         decision = correct if rng.random() < 0.85 else not correct
@@ -213,7 +244,10 @@ def generate_round(
                 rephrased = turn > 1 and rng.random() < 0.45
                 if turn > 1 and not rephrased:
                     question = rng.choice(questions)
-                text = rng.choice(question.rephrasings) if rephrased else question.text
+                # a session opens with any phrasing of the intent, Russian or English
+                text = (
+                    rng.choice(question.rephrasings) if rephrased else rng.choice(question.openings)
+                )
                 traces.append(
                     _trace(
                         rng,

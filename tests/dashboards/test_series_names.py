@@ -166,7 +166,9 @@ def _live_metrics(sqlite_url: str, llm_server: ScriptedLLM, embedder: Any) -> st
     _traffic(engine)
     _better_baseline(engine)
     with make_session_factory(engine)() as session:  # topics for ragpulse_topic_*
-        plant(session, datetime.now(UTC), [Planted(0, ("card", "delivery"), [30])], outcomes=False)
+        # traffic the day before too: the baseline that ragpulse_topic_share_change needs
+        planted = [Planted(0, ("card", "delivery"), [30, 30])]
+        plant(session, datetime.now(UTC), planted, outcomes=False)
     registry = CollectorRegistry()
     stats = ConsumerStats(registry)
     monitoring = Monitoring(settings, engine, registry, role="exporter", embedder=embedder)

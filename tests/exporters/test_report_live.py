@@ -25,7 +25,7 @@ from collector.settings import load_settings
 from collector.store.samples import trace_to_sample
 from collector.store.session import make_engine, make_session_factory
 from dashboards.boards import SLO_EXAMPLE
-from dashboards.conditions import NOT_WORSE, NOTHING_FIRING
+from dashboards.conditions import NOT_WORSE, NOTHING_FIRING, TOPICS
 from exporters.report.dashboards import load_dashboards
 from exporters.report.verdict_data import overview
 from ragpulse.cli import main
@@ -235,18 +235,26 @@ def test_report_renders_every_dashboard_panel_in_chromium(
     )
     # Every panel has data but those that are empty on a healthy system by design (nothing
     # firing, nothing worse to explain), and those say so, on the page and on stderr.
+    # The topics row too: SQLite keeps no question vectors by default, so no topics.
     by_design = [
         p
         for p in panels
-        if p.no_value in (NOTHING_FIRING.text, NOT_WORSE.text) and p.type == "table"
+        if (p.no_value in (NOTHING_FIRING.text, NOT_WORSE.text) and p.type == "table")
+        or p.no_value == TOPICS.text
     ]
-    assert {p.title for p in by_design} == {"Firing alerts", "Where the change is (top slice)"}
+    assert {p.title for p in by_design} == {
+        "Firing alerts",
+        "Where the change is (top slice)",
+        "Topics: traffic, share and emerging (topics.emerging_window)",
+        "Topics: share of the traffic",
+        "Topics: each tier's headline metric, 1h with 95% CI against 7d",
+    }
     shown = len(panels) - len(by_design)
     # One line counts the empty panels by reason (no other panel without data), one says
     # where the page is; nothing on stderr (no failed query).
     assert out.splitlines() == [
-        f"{shown} panels with data; 2 empty: 1 nothing firing, 1 nothing worse to explain "
-        "(--verbose lists them)",
+        f"{shown} panels with data; 5 empty: 3 no topics yet, 1 nothing firing, 1 nothing "
+        "worse to explain (--verbose lists them)",
         f"wrote {output} ({len(panels)} panels from {len(boards)} dashboards)",
     ], err
     assert err == ""

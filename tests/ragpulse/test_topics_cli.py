@@ -16,7 +16,7 @@ from tests.jobs.test_topics_job import PHRASES, _job, _plant
 from tests.ragpulse.test_cli_errors import ragpulse
 
 TOPIC_KEYS = {
-    *("id", "label", "keywords", "volume", "share", "size", "first_seen", "last_seen"),
+    *("id", "label", "name", "keywords", "volume", "share", "size", "first_seen", "last_seen"),
     *("emerging", "change", "emergence", "metrics", "failure"),
 }
 
@@ -71,7 +71,8 @@ def test_topics_list_show_and_export(db_url: str, tmp_path: Path) -> None:
     shown = ragpulse("topics", "show", str(first["id"]), "--json", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr
     one = json.loads(shown.stdout)
-    assert set(one) == TOPIC_KEYS | {"active", "examples", "model", "method", "params"}
+    assert set(one) == TOPIC_KEYS | {"active", "examples", "model", "method", "params", "names"}
+    assert one["name"] is None and one["names"] is None  # no judge: no name
     assert one["volume"] == first["volume"] and one["active"] is True
     assert len(one["examples"]) == 5 and one["params"]["min_size"] == 10
     plain = ragpulse("topics", "show", str(first["id"]), cwd=tmp_path, env=env)

@@ -27,7 +27,9 @@ Every run
    `topics.min_similarity`. Traces are read, looked up and written a page of `PAGE` at a
    time, so memory stays bounded whatever the traffic. A trace that leaves the look-back
    keeps the topic it last got; assignments older than the look-back and the results'
-   retention (`scheduler.results_retention`) are deleted.
+   retention (`scheduler.results_retention`) are deleted;
+3. with a judge configured, names the unnamed topics (new ones: a kept topic keeps its
+   name), at most `topics.names_per_run` a run (`topic_names.py`).
 
 The job writes no metric results itself: the topics feed the `ragpulse topics` commands,
 and every other job groups and slices its outcomes by them (`topic` group label and slice
@@ -55,6 +57,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector.jobs.catalog.topic_names import Naming, name_topics
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.run.job_state import load_state, record_run
@@ -180,7 +183,13 @@ class TopicsJob(IncrementalJob):
                     session, now, every=True, started=started, since=now - window
                 )
             prune_assignments(session, now - max(self.lookback, self.env.retention))
+            session.commit()
             status, message = "ok", f"{assigned} traces given a topic"
+            naming = self.name_new_topics()
+            if naming.named or naming.failed:
+                message += f"; {naming.named} topics named" + (
+                    f", {naming.failed} failed" if naming.failed else ""
+                )
             if done is not None and done.too_few and last is None:
                 status, message = "skipped", self._too_few(done.clustered)
             elif done is not None and not done.too_few:
@@ -199,6 +208,15 @@ class TopicsJob(IncrementalJob):
                 status=status,
             )
         return JobReport(self.name, status, assigned, 0, time.perf_counter() - started, message)
+
+    def name_new_topics(self) -> Naming:
+        """Name the unnamed topics with the judge, when there is one (`topic_names.py`)."""
+        judge = self.env.judge
+        if judge is None or self.settings.names_per_run <= 0:
+            return Naming()
+        return name_topics(
+            self.env.session_factory, judge, model=self.model, limit=self.settings.names_per_run
+        )
 
     def _too_few(self, found: int) -> str:
         return (
@@ -334,6 +352,7 @@ class TopicsJob(IncrementalJob):
                     model=self.model,
                     method=METHOD,
                     params=self.signature,
+                    name=previous.name if previous is not None else None,
                 )
             )
         return out

@@ -160,9 +160,12 @@ class IncrementalJob:
             state = load_state(session, self.name)
             self._cursor.load(session, state, now)
             new = self._evaluate_backlog(session, now)
-            state.watermark = self._cursor.watermark
             message = f"{new} new or updated traces"
             written = self._store(session, now, state, changed=bool(new), message=message)
+            # set after the aggregation: set before, the next query's autoflush would write
+            # it and hold SQLite's write lock while the dataset metrics embed, so the
+            # embedding store's write (another connection) waited out its busy timeout
+            state.watermark = self._cursor.watermark
             state.last_duration_s = time.perf_counter() - started
             session.merge(state)
             session.commit()
@@ -274,6 +277,11 @@ class IncrementalJob:
             grouped=TOPIC_LABEL in cursor.group_labels,
             sliced=TOPIC_LABEL in cursor.slice_dimensions,
         )
+        if moved:
+            # committed before the aggregation: on SQLite the moves would hold the write
+            # lock while the dataset metrics embed, and the embedding store's write (another
+            # connection) and the consumer would wait out their busy timeout
+            session.commit()
         points = self._aggregate(session, now, changed=changed or moved > 0)
         written = self._write(session, now, points)
         state.last_run_at = now
