@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.conversations import is_re_ask
+from evaluators.conversations import is_re_ask, outcome_signature
 from evaluators.conversations.decision import (
     DECISION,
     WEIGHTS,
@@ -53,3 +53,10 @@ def test_without_a_shared_kind_the_bar_sits_higher() -> None:
 def test_the_shipped_weights_put_tau_above_the_decision() -> None:
     # a pair at τ with nothing else known is a re-ask: the fit lowered the bar, not raised it
     assert re_ask_probability(PairSignals(margin=0.0, same_kind=False), WEIGHTS) > DECISION
+
+
+def test_the_signature_names_the_threshold_and_the_decision() -> None:
+    sign = str(outcome_signature({}, "use-multilingual-v3"))
+    assert "cache=0.71(cal)" in sign
+    assert ",reask=lr:" in sign
+    assert str(outcome_signature({"cache_similarity_threshold": 0.8}, None)).count("reask=") == 1
