@@ -15,8 +15,10 @@ Reported per split, precision and recall of
 - re-asked answers: a turn whose answer a later turn re-asks (`TurnOutcome.re_asked`);
 - re-asking turns: a turn that re-asks an earlier one (what `SessionOutcome.re_asks` counts);
 - escalations (`TurnOutcome.escalation`);
-beside ablations: the cosine alone (no follow-up rule), each follow-up rule alone, and a
-keyword baseline for escalation (a person's name anywhere, no stemming, no negation).
+beside ablations: the cosine alone (no follow-up rule), the hard bar that preceded the
+fitted decision (`evaluators.conversations.decision`), each lowered bar and the question
+kinds left out, and a keyword baseline for escalation (a person's name anywhere, no
+stemming, no negation).
 `--sweep` prints the dev split's F1 over the threshold and the follow-up constants (how
 they were chosen); `--errors` lists the misses and false alarms of one split; `--cost`
 times `session_outcome` on sessions of 3-50 turns drawn from the set.
@@ -37,7 +39,14 @@ from pathlib import Path
 import numpy as np
 
 from evaluators.conversations import Turn, is_escalation, re_ask_threshold, session_outcome
-from evaluators.conversations.reask import DEFAULT_RULE, ReaskRule, is_follow_up, is_re_ask
+from evaluators.conversations.reask import (
+    DEFAULT_RULE,
+    ReaskRule,
+    is_follow_up,
+    is_re_ask,
+    pair_threshold,
+    same_words,
+)
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "conversations_ru_en.jsonl"
 CACHE = Path("/tmp/ragpulse-conversations-embeddings")
@@ -160,6 +169,13 @@ def cosine_follow_up(a: str, b: str, cos: float, thr: float) -> bool:
     return cos > thr and not is_follow_up(a, b)
 
 
+def hard_bar(a: str, b: str, cos: float, thr: float) -> bool:
+    """The rule before the fitted decision (e836c20): above the pair's bar or the same
+    words again, and not a follow-up."""
+    close = cos > pair_threshold(a, b, thr, DEFAULT_RULE)
+    return (close or same_words(a, b)) and not is_follow_up(a, b)
+
+
 def _pairs(
     c: Conversation, rows: np.ndarray, threshold: float, detect: Detector
 ) -> set[tuple[int, int]]:
@@ -255,6 +271,7 @@ def report(convs: list[Conversation], rows: dict[str, np.ndarray], model: str, t
     ablations: list[tuple[str, Detector]] = [
         ("cosine > τ only", cosine_only),
         ("cosine > τ and not a follow-up", cosine_follow_up),
+        ("hard bar (the rule before the fitted decision)", hard_bar),
         ("shipped without the marker bar", shipped(ReaskRule(marker=0.0))),
         ("shipped without the cross-script bar", shipped(ReaskRule(cross_script=0.0))),
         ("shipped without the question kinds", shipped(ReaskRule(kinds=False))),

@@ -26,8 +26,8 @@ def session_outcome(
     turns: Sequence[Turn], embeddings: np.ndarray, threshold: float
 ) -> SessionOutcome:
     """The outcome of a session: `turns` in time order, `embeddings` one unit-norm row per
-    turn's question in the same order, `threshold` the cosine above which two questions are
-    paraphrases (the embedding model's calibrated one)."""
+    turn's question in the same order, `threshold` the embedding model's calibrated
+    paraphrase threshold τ (the re-ask decision reads the cosine's margin from it)."""
     if not turns:
         raise ValueError("a session has at least one turn")
     rows = np.asarray(embeddings, dtype=np.float64)

@@ -1,14 +1,13 @@
 """Re-asks: a later question of the session that asks an earlier one again in other words.
 
-The embeddings lead: two questions are a re-ask pair when the cosine of their stored
-embeddings is above the embedding model's calibrated paraphrase threshold τ (the one the
-semantic cache uses). Embeddings alone confuse re-asks with follow-ups: "how long is
-delivery to Moscow?" and "... to Kazan?" sit closer than many true paraphrases. The
-content words (`evaluators.conversations.words`: stemmed, stop and courtesy words dropped;
-two stems of five letters or more match despite one typo or when one extends the other)
-decide what the cosine cannot:
+The stored embeddings' cosine, read against the embedding model's calibrated paraphrase
+threshold τ (the one the semantic cache uses), is one signal; alone it confuses re-asks
+with follow-ups ("how long is delivery to Moscow?" and "... to Kazan?" sit closer than
+many true paraphrases) and misses paraphrases in other words. The content words
+(`evaluators.conversations.words`: stemmed, stop and courtesy words dropped; two stems of
+five letters or more match despite one typo or when one extends the other) give the others:
 
-- a follow-up, never a re-ask (`is_follow_up`):
+- a follow-up (`is_follow_up`):
   - another kind of question on the same subject: "how do I request parental leave?"
     then "how long is it?" (`evaluators.conversations.kinds`);
   - a template edit: the content words differ (an entity swapped, a detail added: "can I
@@ -18,15 +17,18 @@ decide what the cosine cannot:
     words and brings one of its own ("а в Казань?", "and for business accounts?");
   - a message without content words ("спасибо!", "ok?");
 - the same content words again (the question repeated, even in capitals, which the
-  embedding model reads as other words) is a re-ask at any cosine;
-- the bar is lowered to τ - k(1 - τ), the gap to 1 scaled so it carries across models,
-  when the later question says it is asking again ("still", "again", "doesn't work",
-  "ещё раз", "до сих пор", "не помогло": k = `marker`), or when the two are in different
-  scripts (a Russian re-ask of an English question: cross-lingual cosines run lower, k =
-  `cross_script`).
-Asking for a person twice is escalation, not a re-ask (the caller skips those turns).
-The constants were chosen on the dev split of benchmarks/data/conversations_ru_en.jsonl
-(`python -m benchmarks.conversations --sweep`); the held-out figures are in RESULTS.md.
+  embedding model reads as other words);
+- the same kind of question;
+- the pair's cosine bar, lowered to τ - k(1 - τ) (the gap to 1 scaled so it carries across
+  models) when the later question says it is asking again ("still", "again", "doesn't
+  work", "ещё раз", "до сих пор", "не помогло": k = `marker`), or when the two are in
+  different scripts (cross-lingual cosines run lower, k = `cross_script`).
+`is_re_ask`: a follow-up never is, the same words again always are (at any cosine); the
+other signals are weighed by the fitted logistic decision of
+`evaluators.conversations.decision`. Asking for a person twice is escalation, not a re-ask
+(the caller skips those turns). The rule's constants were chosen on the dev split of
+benchmarks/data/conversations_ru_en.jsonl (`python -m benchmarks.conversations --sweep`);
+the held-out figures are in RESULTS.md.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from evaluators.conversations.decision import DECISION, PairSignals, re_ask_probability
 from evaluators.conversations.kinds import question_kind
 from evaluators.conversations.words import (
     COURTESY,
@@ -158,15 +161,30 @@ def pair_threshold(earlier: str, later: str, threshold: float, rule: ReaskRule) 
     return threshold - k * (1.0 - threshold)
 
 
+def pair_signals(
+    earlier: str, later: str, cosine: float, threshold: float, rule: ReaskRule = DEFAULT_RULE
+) -> PairSignals:
+    """What the re-ask decision (`evaluators.conversations.decision`) reads of the pair."""
+    qa, qb = _question(earlier), _question(later)
+    bar = pair_threshold(earlier, later, threshold, rule)
+    return PairSignals(
+        margin=(cosine - bar) / max(1.0 - threshold, 1e-6),
+        same_kind=qa.kind is not None and qa.kind == qb.kind,
+    )
+
+
 def is_re_ask(
     earlier: str, later: str, cosine: float, threshold: float, rule: ReaskRule = DEFAULT_RULE
 ) -> bool:
     """Does `later` ask `earlier` again, given their embeddings' cosine and the model's τ?
-    Not a follow-up, and the same words again or the cosine above the pair's bar."""
-    close = cosine > pair_threshold(earlier, later, threshold, rule)
-    if not close and not same_words(earlier, later):
+    Not a follow-up, and the same words again or the fitted decision over the pair's
+    signals says so."""
+    if is_follow_up(earlier, later, rule):
         return False
-    return not is_follow_up(earlier, later, rule)
+    if same_words(earlier, later):
+        return True
+    signals = pair_signals(earlier, later, cosine, threshold, rule)
+    return re_ask_probability(signals) > DECISION
 
 
 def re_ask_pairs(
