@@ -175,7 +175,8 @@ class SessionsJob(IncrementalJob):
 
     @property
     def threshold(self) -> float:
-        """The cosine above which a later question re-asks an earlier one."""
+        """The embedder's calibrated paraphrase cosine: the reference point of the re-ask
+        decision (`evaluators.conversations.decision`), not a bar by itself."""
         model = getattr(self.env.embedder, "model_name", None)
         return re_ask_threshold(self.env.options.metric_options, model)
 
