@@ -7,6 +7,7 @@ A trace fails a signal when what it measured says the corpus did not give the an
     context_relevance     the judge's context relevance below FAIL_BELOW      (judged traces)
     faithfulness          the judge's faithfulness below FAIL_BELOW            (judged traces)
     no_answer_rate        the answer says it does not know (`no_answer.says_no_answer`)
+    turn_re_asked         the user asked it again in other words in the session (1 = re-asked)
 
 Per topic and signal: a rate (`proportion`) with its Wilson 95% interval, or a mean with
 its Student t 95% interval (mean ± t_{0.975, n-1} · s / sqrt(n)), over the topic's traces
@@ -64,6 +65,7 @@ SIGNALS: dict[str, Signal] = {
         Signal("context_relevance", False, "higher", "judged relevance of the contexts"),
         Signal("faithfulness", False, "higher", "judged faithfulness of the answer"),
         Signal("no_answer_rate", True, "lower", "the answer says it does not know"),
+        Signal("turn_re_asked", True, "lower", "the user asked again in other words"),
     )
 }
 

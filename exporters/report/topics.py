@@ -147,6 +147,7 @@ def topics_section(seen: Overview) -> str:
         + '<p class="meta">The topics the corpus fails most, by the failed traces they have '
         "at the least (volume × the lower 95% bound of the failure rate). A trace fails "
         "when its retrieval was empty, it missed the relevant document in the top 5, the "
-        "judge scored context relevance or faithfulness below 0.5, or the answer says it "
-        "does not know. Write or fix the documents these questions need.</p>" + gaps_list(seen)
+        "judge scored context relevance or faithfulness below 0.5, the answer says it "
+        "does not know, or the user asked it again in other words. Write or fix the "
+        "documents these questions need.</p>" + gaps_list(seen)
     )

@@ -78,6 +78,7 @@ def test_gap_list_ranks_the_failing_topic_first(factory: sessionmaker[Session]) 
     assert first.signals["no_answer_rate"].n == first.volume
     assert first.signals["hit_rate@5"].n == first.volume // 2 + (first.volume % 2)
     assert first.examples and all(q.startswith("card delivery") for q in first.examples)
+    assert "turn_re_asked" not in first.signals  # no sessions planted here
     # a smaller page reads the same traces
     with factory() as session:
         again = topic_gaps(session, NOW - timedelta(days=7), NOW, page=1000)
@@ -101,3 +102,20 @@ def test_overview_rows(factory: sessionmaker[Session]) -> None:
     assert [r.topic.id for r in seen.rows if r.emerging] == [9]
     assert all(r.gap is not None for r in seen.rows)
     assert seen.gaps[0].topic == 0
+
+
+def test_re_asked_answers_are_a_gap_signal(factory: sessionmaker[Session]) -> None:
+    """Answers the user asked again in other words (the sessions job's `turn_re_asked`)
+    make a topic's gap: the only failing signal of topic 1 here."""
+    topics = [
+        Planted(0, ("card", "delivery"), [60] * 7),
+        Planted(1, ("account", "close"), [60] * 7, re_asked=0.6),
+    ]
+    with factory() as session:
+        plant(session, NOW, topics)
+        gaps = topic_gaps(session, NOW - timedelta(days=7), NOW)
+    assert gaps[0].topic == 1
+    asked = gaps[0].signals["turn_re_asked"]
+    assert asked.n == 140 and 0.45 < asked.value < 0.75 and asked.failed > 60
+    assert asked.lower < asked.value < asked.upper
+    assert gaps[1].failed == 0

@@ -28,6 +28,8 @@ class Planted:
     empty: float = 0.0
     no_answer: float = 0.0
     miss: float = 0.0
+    re_asked: float = 0.0
+    """Share of the traces (every third one has a session turn outcome) re-asked."""
     first_seen_hours: float = 24 * 30
     examples: tuple[str, ...] = field(default_factory=tuple)
 
@@ -84,6 +86,12 @@ def plant(
                     {"job": "retrieval_health", "trace_id": trace_id, "trace_updated_at": ts,
                      "ts": ts, "outcomes": {"retrieval_empty_rate": float(empty)}}
                 )  # fmt: skip
+                if t.re_asked and i % 3 == 0:
+                    turn = {"turn_re_asked": float(rng.random() < t.re_asked)}
+                    scored.append(
+                        {"job": "sessions", "trace_id": trace_id, "trace_updated_at": ts,
+                         "ts": ts, "outcomes": turn}
+                    )  # fmt: skip
                 if i % 2 == 0:
                     hit = {"hit_rate@5": float(rng.random() >= t.miss), "mrr": 0.5}
                     scored.append(

@@ -3,7 +3,8 @@
 For every trace of a window that the `topics` job gave a topic, the signals of
 `evaluators.topics.gaps`: the per-trace outcomes the jobs stored in `job_outcomes`
 (`retrieval_health`: retrieval_empty_rate; `real_users_benchmark`: hit_rate@5, where the
-trace has ground truth; `rag_quality`: context_relevance and faithfulness, where judged)
+trace has ground truth; `rag_quality`: context_relevance and faithfulness, where judged;
+`sessions`: turn_re_asked, where the answer was followed by a re-ask in its session)
 and whether the answer's start says it does not know (`evaluators.topics.no_answer`,
 from the first `HEAD_CHARS` of `traces.answer`, cut in SQL). A metric a trace did not
 measure (skipped, failed, waiting for a retry, or its job not run) is left out for it.
@@ -23,7 +24,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from collector.jobs.catalog import rag_quality, real_users_benchmark, retrieval_health
+from collector.jobs.catalog import rag_quality, real_users_benchmark, retrieval_health, sessions
 from collector.jobs.outcomes.codec import SCORED, kind_of
 from collector.store.models import JobOutcome, Trace, TraceTopic
 from evaluators.topics.gaps import EXAMPLES, Gap, GapTally
@@ -35,6 +36,7 @@ SOURCES: Mapping[str, tuple[str, ...]] = {
     retrieval_health.NAME: ("retrieval_empty_rate",),
     real_users_benchmark.NAME: ("hit_rate@5",),
     rag_quality.NAME: ("context_relevance", "faithfulness"),
+    sessions.NAME: ("turn_re_asked",),
 }
 """The job storing each signal's per-trace outcomes -> those signals (metric names)."""
 
