@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
@@ -44,14 +45,17 @@ class IntentEmbedder:
         return np.asarray(rows, dtype=np.float32)
 
 
-def sessions_job_of(engine: Engine, observers: Sequence[object] = ()) -> SessionsJob:
-    """The sessions job with the default settings, the intent embedder and `observers`."""
+def sessions_job_of(
+    engine: Engine, observers: Sequence[object] = (), embedder: Any = None
+) -> SessionsJob:
+    """The sessions job with the default settings, `embedder` (default: the intent
+    embedder) and `observers`."""
     definition = sessions_job.definition(Settings())
     env = JobEnvironment(
         session_factory=make_session_factory(engine),
         windows=parse_windows(["1h", "24h"]),
         group_labels=["tenant"],
-        embedder=IntentEmbedder(),
+        embedder=embedder or IntentEmbedder(),
         observers=observers,  # type: ignore[arg-type]
     )
     assert definition.factory is not None
