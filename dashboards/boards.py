@@ -1,4 +1,4 @@
-"""The three shipped dashboards, assembled from the sections in `dashboards/panels/`.
+"""The shipped dashboards, assembled from the sections in `dashboards/panels/`.
 
 - overview: the status row (what pages, what drifts, where the change is), a row per
   scheduled job (`metrics_view.scheduled` order, drawn by the section
@@ -8,6 +8,9 @@
   with humans, the scheduled jobs, the group labels' values.
 - distributions: the drill-down heatmaps with exemplars; a tenant variable.
 - topics: what users ask about, each topic's traffic and quality (`panels/topics.py`).
+- conversations: the sessions job's outcomes (resolved, re-asked, escalated, abandoned,
+  turns to resolution) with their intervals, and per tenant; its own board, as the
+  overview is near Kubernetes' ConfigMap size limit; tenant variable.
 - slo: a section per quality SLO (budget left, burn rate, events), built
   from `examples/slo.yaml`; a tenant variable.
 """
@@ -25,6 +28,7 @@ from collector.settings.openslo import load_openslo
 from dashboards import metrics_view
 from dashboards.panels import (
     alerting,
+    conversations,
     drilldown,
     generation,
     judge,
@@ -156,6 +160,18 @@ def distributions() -> builders.Dashboard:
     return board.with_variable(tenant_variable())
 
 
+def conversations_board() -> builders.Dashboard:
+    board = _board(
+        "ragpulse-conversations",
+        "ragpulse — conversations",
+        "Did the users get what they came for: the share of closed sessions resolved, "
+        "re-asked, escalated to a person and abandoned, with 95% intervals, overall and "
+        "per tenant.",
+        [conversations.metrics_section(), conversations.tenants_section()],
+    )
+    return board.with_variable(tenant_variable())
+
+
 SLO_EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "slo.yaml"
 """The OpenSLO file the shipped SLO rules, their tests and the SLO dashboard are built from."""
 
@@ -192,6 +208,7 @@ BOARDS = {
     "operations.json": operations_board,
     "distributions.json": distributions,
     "topics.json": topics_board,
+    "conversations.json": conversations_board,
     "slo.json": slo_board,
 }
 """Each shipped file and the dashboard in it."""

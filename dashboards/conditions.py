@@ -71,6 +71,12 @@ SESSIONS = Condition(
     short="no sessions or cache data",
     lacks="no trace in its windows has session_id or cache",
 )
+CONVERSATIONS = Condition(
+    "conversations",
+    "No closed sessions yet: needs traces with session_id; the sessions job closes a session "
+    "sessions.idle (5 min) after its last turn",
+    short="no closed sessions",
+)
 HUMAN_LABELS = Condition(
     "human_labels",
     "No human labels yet: send feedback events with labels (docs: LLM judge and human labels)",
@@ -155,6 +161,7 @@ RULES: tuple[tuple[re.Pattern[str], Condition], ...] = (
     (re.compile(r"\bragpulse_(drift_score|detectable_drop)\b"), HISTORY),
     (re.compile(r"\bragpulse_(metric_corrected|judge_agreement)"), HUMAN_LABELS),
     (re.compile(r"\bragpulse_judge_(requests|latency|cost|tokens)"), JUDGE),
+    (re.compile(r'metric=~?"\(?(session_|turn_|turns_to_resolution)'), CONVERSATIONS),
 )
 """Series (or selectors) -> condition, first match wins; before the per-metric jobs."""
 

@@ -392,6 +392,11 @@ _SLO_RUNBOOKS = (
             "together).",
             "The judge changed (model or prompt): its scores moved, not the answers — the "
             "judge-consistency panel and the signature on the series tell.",
+            "The conversations SLO (metric session_resolved, tier conversation): users "
+            "re-ask in other words or ask for a person. `ragpulse sessions --worst --since "
+            "6h` lists the failed sessions and `ragpulse sessions show ID` their turns; "
+            "escalations on one kind of question are a content gap (`ragpulse topics gaps`), "
+            "re-asks after empty retrievals are the index.",
         ),
         ("slo", "tenant"),
     ),

@@ -65,9 +65,16 @@ def tiers(dashboard: Dashboard) -> tuple[list[Tier], dict[str, Panel]]:
     return found, stats
 
 
+OVERVIEW_UID = "ragpulse-overview"
+
+
 def overview(dashboards: Sequence[Dashboard]) -> Dashboard | None:
-    """The first dashboard with tiers (the overview)."""
-    return next((d for d in dashboards if tiers(d)[0]), None)
+    """The shipped overview when given, else the first dashboard with tiers (the
+    conversations board has stat rows too, and sorts before the overview by name)."""
+    with_tiers = [d for d in dashboards if tiers(d)[0]]
+    return next((d for d in with_tiers if d.uid == OVERVIEW_UID), None) or next(
+        iter(with_tiers), None
+    )
 
 
 def _direction(metric: str) -> str:

@@ -62,8 +62,8 @@ def register(subparsers: Any) -> None:
         "--no-traces",
         action="store_true",
         help="leave out what is read from the configured database: the worst-traces table "
-        "under each quality panel and the topics and knowledge-gap sections (by default "
-        "they are read when it is reachable)",
+        "under each quality panel, the conversations, topics and knowledge-gap sections "
+        "(by default they are read when it is reachable)",
     )
     parser.add_argument(
         "--verbose",
@@ -140,11 +140,14 @@ def run(args: argparse.Namespace) -> int:
         topics = ""
         if engine is not None:
             from collector.settings import load_settings
+            from ragpulse.report_conversations import store_conversations
             from ragpulse.report_drill import store_drill
             from ragpulse.report_topics import store_topics
 
             drill = store_drill(load_settings(args.config), engine)
-            topics = store_topics(load_settings(args.config), engine, now, since)
+            topics = store_conversations(engine, now, since) + store_topics(
+                load_settings(args.config), engine, now, since
+            )
         reasons = _reasons(client, args.config, engine, now, since)
         html, summary = render_report(
             client,

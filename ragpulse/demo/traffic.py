@@ -1,11 +1,13 @@
 """Deterministic, realistic sample traffic for `ragpulse demo` (and `python -m ...` to a file).
 
 `generate_round(n)` returns one round of Kafka messages: JSON traces of multi-turn sessions
-in three tenants (ranked contexts, answers, references, relevant_ids or graded relevance,
-semantic-cache hits, the production judge's decision and sometimes its label, model,
-usage, latency), feedback events that arrive later (some on the traces topic, some before
-their trace), OTLP traces (protobuf, split over two messages, children first) and a few
-malformed messages (bad JSON, missing question, wrong type, non-UTF-8 bytes, empty).
+in three tenants (some asking a question again in other words, `ESCALATION_SHARE` of them
+ending by asking for a person: the conversations' planted failures; ranked contexts,
+answers, references, relevant_ids or graded relevance, semantic-cache hits, the
+production judge's decision and sometimes its label, model, usage, latency), feedback
+events that arrive later (some on the traces topic, some before their trace), OTLP traces
+(protobuf, split over two messages, children first) and a few malformed messages (bad
+JSON, missing question, wrong type, non-UTF-8 bytes, empty).
 Each round has fresh trace and session ids and timestamps near `now`, so it looks live;
 the same `(round_no, seed, now, run, not_before)` always gives the same bytes. A round's
 times span the ten minutes before `now`, squeezed into `[not_before, now]` when that is
@@ -42,6 +44,26 @@ class DemoTopics:
 
 
 SESSIONS_PER_TENANT = 10
+REPHRASED = 0.15
+"""A later turn asks the previous question again in other words this often (a semantic
+cache hit, and a re-ask that fails the session): with 0.45 before, five of six demo
+sessions failed, no help desk's numbers."""
+ESCALATION_SHARE = 0.1
+"""Planted failure sessions: this share of the sessions ends by asking for a person (drawn
+per session id from a generator of its own, so the rest of a round stays as it was)."""
+ESCALATIONS = {
+    "ru": (
+        "Соедините меня с оператором",
+        "Позовите оператора, пожалуйста",
+        "Хочу поговорить с живым человеком",
+    ),
+    "en": (
+        "Can I talk to a human?",
+        "I want to speak to an operator",
+        "Connect me to a real person, please",
+    ),
+}
+HANDOFF = {"ru": "Передаю ваш вопрос оператору.", "en": "Connecting you to an operator."}
 ROUND_SPAN = timedelta(minutes=10)
 """The time a round's sessions take (its traces' timestamps end before `now`)."""
 
@@ -195,6 +217,32 @@ def _feedback(rng: random.Random, record: dict[str, Any], at: datetime) -> dict[
     return event
 
 
+def _escalation(
+    *,
+    round_no: int,
+    run: str,
+    tenant: str,
+    session_id: str,
+    user_id: str,
+    turn: int,
+    question: Question,
+    at: datetime,
+) -> dict[str, Any] | None:
+    """The session's last turn asking for a person, for `ESCALATION_SHARE` of the sessions
+    (None for the others): the planted failures the conversations row counts."""
+    own = random.Random(f"escalation:{session_id}")
+    if own.random() >= ESCALATION_SHARE:
+        return None
+    language = "en" if tenant == "shop" else "ru"
+    record = _trace(
+        own, round_no=round_no, run=run, tenant=tenant, session_id=session_id,
+        user_id=user_id, turn=turn, question=question, text=own.choice(ESCALATIONS[language]),
+        rephrased=False, at=at,
+    )  # fmt: skip
+    record["answer"] = HANDOFF[language]
+    return record
+
+
 MALFORMED: tuple[bytes, ...] = (
     b'{"trace_id": "broken-json", "question": "Where is my order?"',
     json.dumps({"trace_id": "no-question", "timestamp": "2026-01-01T00:00:00Z"}).encode(),
@@ -234,16 +282,20 @@ def generate_round(
     start = now - span
     scale = span / ROUND_SPAN
     traces: list[dict[str, Any]] = []
+    escalations: list[dict[str, Any]] = []  # no feedback drawn for them: `rng` is untouched
     for tenant, questions in QUESTIONS.items():
         for s in range(SESSIONS_PER_TENANT):
             session_id = f"{prefix}{tenant}-s{round_no:05d}-{s:02d}-{rng.getrandbits(32):08x}"
             user_id = f"{tenant}-u{rng.randint(1, 40):03d}"
             at = start + timedelta(seconds=rng.uniform(0, 420) * scale)
             question = rng.choice(questions)
+            asked = [question]
             for turn in range(1, rng.randint(2, 4) + 1):
-                rephrased = turn > 1 and rng.random() < 0.45
-                if turn > 1 and not rephrased:
-                    question = rng.choice(questions)
+                rephrased = turn > 1 and rng.random() < REPHRASED
+                if turn > 1 and not rephrased:  # a new question (the same again is a re-ask)
+                    fresh = [q for q in questions if q not in asked] or list(questions)
+                    question = rng.choice(fresh)
+                    asked.append(question)
                 # a session opens with any phrasing of the intent, Russian or English
                 text = (
                     rng.choice(question.rephrasings) if rephrased else rng.choice(question.openings)
@@ -264,6 +316,12 @@ def generate_round(
                     )
                 )
                 at += timedelta(seconds=rng.uniform(8, 40) * scale)
+            handoff = _escalation(
+                round_no=round_no, run=prefix, tenant=tenant, session_id=session_id,
+                user_id=user_id, turn=turn + 1, question=question, at=at,
+            )  # fmt: skip
+            if handoff is not None:
+                escalations.append(handoff)
     traces.sort(key=lambda t: t["timestamp"])
     messages: list[OutgoingMessage] = []
     late: list[OutgoingMessage] = []
@@ -278,6 +336,11 @@ def generate_round(
         if fb is not None:
             topic = topics.traces if rng.random() < 0.2 else topics.feedback
             late.append(OutgoingMessage(encode_record(fb), topic, key))
+    for record in escalations:
+        body = {k: v for k, v in record.items() if not k.startswith("_")}
+        messages.append(
+            OutgoingMessage(encode_record(body), topics.traces, body["session_id"].encode())
+        )
     for i in range(12):
         tenant = rng.choice(list(QUESTIONS))
         question = rng.choice(QUESTIONS[tenant])

@@ -207,7 +207,7 @@ def test_every_shipped_and_generated_alert_routes_by_its_severity(
     capsys.readouterr()  # the paths `slo rules` printed
     # what the shipped files hold: quality, drift, threshold, canary, operations and the SLOs
     assert {"quality.yml", "operations.yml", "slo-faithfulness.yml"} <= set(files)
-    assert len([f for f in files if f.startswith("ragpulse slo rules")]) == 5
+    assert len([f for f in files if f.startswith("ragpulse slo rules")]) == 6
     routed: dict[tuple[tuple[str, str], ...], str] = {}
     count = 0
     for name, rules in files.items():
@@ -222,6 +222,13 @@ def test_every_shipped_and_generated_alert_routes_by_its_severity(
                 routed[key] = _route(labels)
             assert routed[key] == RECEIVER[severity], (name, rule["alert"], labels)
     assert count > 90 and len(routed) > 35, (count, len(routed))
+    # the conversations SLO pages and tickets as the others, grouped on its own tier
+    conversations = {
+        (dict(k)["alertname"], v)
+        for k, v in routed.items()
+        if dict(k).get("slo") == "conversations-resolved" and dict(k).get("tier") == "conversation"
+    }
+    assert conversations == {("RagpulseSloFastBurn", "pager"), ("RagpulseSloSlowBurn", "tickets")}
     pages = {dict(k)["alertname"] for k, v in routed.items() if v == "pager"}
     assert {"RagpulseQualityDropPage", "RagpulseSloFastBurn", "RagpulseCanaryWorse"} <= pages
     # the router does tell them apart: the SLO's own word would have fallen to the tickets

@@ -124,6 +124,19 @@ def _more_traffic(engine: Any, tick: int) -> None:
                 judge_decision=True,  # the agreement SLO's: a decision and its label
                 judge_label=True,
             )
+        # a conversation idle for ten minutes: the sessions job closes it (the
+        # conversations SLO's events)
+        for turn, question in enumerate(("where is my parcel", "thanks, found it")):
+            add_trace(
+                session,
+                f"live-{tick}-turn{turn}",
+                now - timedelta(minutes=11 - turn),
+                question=f"{question} ({tick})",
+                answer="It left the warehouse.",
+                session_id=f"live-session-{tick}",
+                turn=turn,
+                tags={"tenant": "acme"},
+            )
         session.commit()
 
 
@@ -330,6 +343,9 @@ def test_report_renders_every_dashboard_panel_in_chromium(
         elif panel.type == "table" and panel.row.startswith("Versions"):
             # merged as Grafana does: a row per metric and version with value, CI and n
             assert drawn["rows"] >= 4 and drawn["columns"] >= 5, drawn
+        elif panel.type == "table" and panel.row == "Conversations per tenant":
+            # a row per tenant and rate: value, CI and n
+            assert drawn["rows"] >= 6 and drawn["columns"] >= 6, drawn
         elif panel.type == "table":
             assert drawn["rows"] == 2  # the two tenants of the traffic
         elif panel.type == "heatmap":
