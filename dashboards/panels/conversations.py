@@ -1,8 +1,9 @@
 """The conversations dashboard's sections: did the users get what they came for?
 
 A dashboard of its own (the overview is near Kubernetes' ConfigMap size limit). First the
-sessions job's metrics (the judged ones too) as every job's row draws them (a stat per headline, a chart per
-metric of the last hour with its 95% band against the 7-day value); then the rates per
+sessions job's metrics (the judged ones too) as every job's row draws them (a stat per
+headline, a chart per metric of the last hour with its 95% band against the 7-day value);
+then the rates per
 tenant: a table of each tenant's latest 24h resolution, re-ask and escalation rates and
 turns to resolution with their intervals and n, and the resolution rate per tenant over
 time. The metrics are `evaluators.conversation_metrics`', stored per closed session.
