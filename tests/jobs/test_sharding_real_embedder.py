@@ -198,7 +198,7 @@ def test_workers_with_the_real_embedder_one_killed_write_what_one_worker_writes(
     # stored vectors of its share: whoever takes its shards over reads those from the
     # `embeddings` table and encodes the rest in batches of its own.
     sharded, whole = two_databases
-    count, shards = 48, 6
+    count, shards = 96, 6  # a share a loaded machine still catches inside a batch
     fill(two_databases, _traces(count, datetime.now(UTC)))
     expected = single_worker(whole, JOB, embedder=embedder)
     env = {
