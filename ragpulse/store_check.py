@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
@@ -106,3 +107,22 @@ def _remedy() -> str:
             "`ragpulse demo` again, whose settings commands here then use by default)"
         )
     return "run `ragpulse migrate` to create it, or set RAGPULSE_DATABASE__URL"
+
+
+@contextmanager
+def migrated_session(config: str | None) -> Iterator[Any]:
+    """A database session on the store of the settings at `config` (None: the default
+    settings), once `require_migrated` holds; the engine is disposed after."""
+    from sqlalchemy.orm import Session
+
+    from collector.settings import load_settings
+    from collector.store.session import make_engine
+
+    url = load_settings(config).database.url.get_secret_value()
+    require_migrated(url)
+    engine = make_engine(url)
+    try:
+        with Session(engine) as session:
+            yield session
+    finally:
+        engine.dispose()

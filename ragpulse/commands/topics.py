@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from collector.settings import load_settings
@@ -116,22 +114,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=list_topics)
 
 
-@contextmanager
-def _session(args: argparse.Namespace) -> Iterator[Any]:
-    from sqlalchemy.orm import Session
+def _session(args: argparse.Namespace) -> Any:
+    from ragpulse.store_check import migrated_session
 
-    from collector.store.session import make_engine
-    from ragpulse.store_check import require_migrated
-
-    settings = load_settings(args.config)
-    url = settings.database.url.get_secret_value()
-    require_migrated(url)
-    engine = make_engine(url)
-    try:
-        with Session(engine) as session:
-            yield session
-    finally:
-        engine.dispose()
+    return migrated_session(args.config)
 
 
 def _overview(args: argparse.Namespace, topic_id: int | None = None) -> Any:
