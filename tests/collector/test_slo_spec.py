@@ -53,7 +53,7 @@ def _slo(**overrides: object) -> str:
 
 
 def test_the_example_file() -> None:
-    faith, hit, judge, fast, decisions = load_openslo(EXAMPLE)
+    faith, hit, judge, fast, decisions, conversations = load_openslo(EXAMPLE)
     assert (faith.name, faith.metric, faith.op, faith.threshold) == (
         "faithfulness",
         "faithfulness",
@@ -91,6 +91,15 @@ def test_the_example_file() -> None:
     )
     # an 80% SLO: 14.4x and 6x would need error ratios above 1, only the tickets remain
     assert decisions.alerts == DEFAULT_ALERTS[2:]
+    # a conversation is good when the sessions job found it resolved
+    assert (conversations.metric, conversations.op, conversations.threshold) == (
+        "session_resolved",
+        "==",
+        1.0,
+    )
+    assert (conversations.target, conversations.window) == (0.95, "28d")
+    assert conversations.is_good(1.0) and not conversations.is_good(0.0)
+    assert conversations.alerts == DEFAULT_ALERTS
 
 
 def _kind_slo(good: str, total: str) -> str:
@@ -286,6 +295,7 @@ def test_settings_declare_slos_and_name_the_file(monkeypatch: pytest.MonkeyPatch
         "judge-calls",
         "fast-answers",
         "judge-decisions",
+        "conversations-resolved",
         "hits",
     ]
     assert specs[-1].window == "28d" and specs[-1].alerts == DEFAULT_ALERTS

@@ -60,6 +60,7 @@ def test_the_demo_records_the_example_slos_unless_some_are_configured() -> None:
         "judge-calls",
         "fast-answers",
         "judge-decisions",
+        "conversations-resolved",
     ]
     own = load_settings(slo={"objectives": [{"name": "m", "metric": "mrr", "target": 0.9}]})
     assert [s.name for s in demo_settings(own, "sqlite:///d.db", "127.0.0.1:1").slo.specs()] == [
