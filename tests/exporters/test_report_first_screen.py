@@ -150,7 +150,8 @@ def test_the_first_screen_says_what_pages_what_changed_and_where_to_look(
     assert toggled and all(v is False for v in toggled), toggled
     assert page.console_errors == []
     # rows with nothing to show are folded: the page is a fraction of the old ~15,600 px
-    assert seen["height"] < 6000, seen["height"]
+    # (the conversation row, read from the store when it has closed sessions, adds ~300)
+    assert seen["height"] < 6500, seen["height"]
 
 
 @pytest.mark.timeout(60)
