@@ -27,7 +27,6 @@ times `session_outcome` on sessions of 3-50 turns drawn from the set.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
@@ -38,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.topics import embed
+from evaluators.aggregate import wilson_interval
 from evaluators.conversations import Turn, is_escalation, re_ask_threshold, session_outcome
 from evaluators.conversations.reask import (
     DEFAULT_RULE,
@@ -49,7 +50,6 @@ from evaluators.conversations.reask import (
 )
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "conversations_ru_en.jsonl"
-CACHE = Path("/tmp/ragpulse-conversations-embeddings")
 SPLITS = ("dev", "test")
 _KEYWORDS = re.compile(r"оператор|человек|менеджер|специалист|operator|human|agent|manager")
 
@@ -103,14 +103,9 @@ class Counts:
         )
 
 
-def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """The Wilson score interval of k successes in n trials ((0, 1) for n = 0)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """The Wilson 95% score interval of k successes in n trials ((0, 1) for n = 0)."""
+    return (0.0, 1.0) if n == 0 else wilson_interval(k, n)
 
 
 def load(path: Path) -> list[Conversation]:
@@ -131,22 +126,6 @@ def load(path: Path) -> list[Conversation]:
                 )
             )
     return out
-
-
-def embed(texts: Sequence[str]) -> tuple[np.ndarray, str]:
-    """The default embedder's rows for `texts`, from the /tmp cache when computed before."""
-    from collector.settings import Settings
-    from ragpulse.job_setup import make_embedder
-
-    embedder = make_embedder(Settings())
-    digest = hashlib.sha256("\n".join([embedder.model_name, *texts]).encode()).hexdigest()[:24]
-    path = CACHE / f"{digest}.npy"
-    if path.exists():
-        return np.load(path), embedder.model_name
-    rows = np.asarray(embedder.encode(list(texts)), dtype=np.float32)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    np.save(path, rows)
-    return rows, embedder.model_name
 
 
 def _truth_re_asked(c: Conversation) -> list[bool]:

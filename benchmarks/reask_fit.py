@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.conversations import DEFAULT_FILE, Conversation, embed, load
+from benchmarks.conversations import DEFAULT_FILE, Conversation, load
+from benchmarks.topics import embed
 from evaluators.conversations import is_escalation, re_ask_threshold
 from evaluators.conversations.decision import DECISION, FEATURES
 from evaluators.conversations.reask import is_follow_up, pair_signals, same_words

@@ -77,6 +77,29 @@ def wilson_interval(successes: float, n: int, z: float = Z_95) -> tuple[float, f
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+@functools.lru_cache(maxsize=8192)
+def t_quantile_95(df: int) -> float:
+    """Student's t 0.975 quantile with `df` degrees of freedom (cached: a few df recur)."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
+
+
+def t_interval(n: int, total: float, squares: float) -> tuple[float, float]:
+    """Student t 95% interval of a mean from its count, sum and sum of squares:
+    mean ± t_{0.975, n-1} · s / sqrt(n) (n >= 1; one value: the value itself). A spread
+    below the rounding of the sums (equal values, added in any order) counts as none."""
+    if n < 1:
+        raise ValueError("a mean needs at least one value")
+    mean = total / n
+    if n < 2:
+        return mean, mean
+    spread = squares - n * mean * mean
+    variance = spread / (n - 1) if spread > 1e-12 * squares else 0.0
+    half = t_quantile_95(n - 1) * math.sqrt(variance) / math.sqrt(n)
+    return mean - half, mean + half
+
+
 def bootstrap_indices(n: int, seed: int, n_resamples: int = N_RESAMPLES) -> Iterator[np.ndarray]:
     """Resampled index matrices (rows = resamples), in chunks that bound the memory.
 

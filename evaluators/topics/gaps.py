@@ -30,12 +30,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 
-from scipy import stats
-
-from evaluators.aggregate import wilson_interval
+from evaluators.aggregate import t_interval, wilson_interval
 
 FAIL_BELOW = 0.5
 """A judge score (context relevance, faithfulness; 0..1) below this fails the trace."""
@@ -102,24 +99,6 @@ class Gap:
     def expected_failed(self) -> float:
         """volume x failure rate."""
         return self.volume * self.failure_rate
-
-
-@lru_cache(maxsize=1024)
-def _t95(df: int) -> float:
-    return float(stats.t.ppf(0.975, df))
-
-
-def t_interval(n: int, total: float, squares: float) -> tuple[float, float]:
-    """Student t 95% interval of a mean from n, sum and sum of squares (n >= 1; one
-    value: the value itself)."""
-    if n < 1:
-        raise ValueError("a mean needs at least one value")
-    mean = total / n
-    if n < 2:
-        return mean, mean
-    variance = max(0.0, (squares - n * mean * mean) / (n - 1))
-    half = _t95(n - 1) * math.sqrt(variance / n)
-    return mean - half, mean + half
 
 
 @dataclass

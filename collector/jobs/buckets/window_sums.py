@@ -14,19 +14,15 @@ is kept (`folds`), and `label=other` summing every folded value's buckets.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from types import MappingProxyType
-
-from scipy import stats
 
 from collector.jobs.buckets.stats import SCORED, TRACES, Sums
 from collector.jobs.buckets.store import SUM_COLUMNS, WindowSums
 from collector.jobs.windows.aggregate import WindowAggregate
 from collector.jobs.windows.labels import OTHER, Folding
 from collector.jobs.windows.window import OVERALL, Group, group_for
-from evaluators.aggregate import Aggregate, wilson_interval
+from evaluators.aggregate import Aggregate, t_interval, wilson_interval
 from evaluators.signature import Signature
 
 
@@ -64,25 +60,13 @@ def folded_sums(
     return out
 
 
-@lru_cache(maxsize=8192)
-def _t95(df: int) -> float:
-    return float(stats.t.ppf(0.975, df))
-
-
 def _interval(sums: Sums, proportion: bool) -> tuple[float | None, float | None]:
     n = sums.n
-    mean = sums.total / n
     if proportion:
         return wilson_interval(min(max(sums.total, 0.0), float(n)), n)
-    if n < 2:
-        return mean, mean
-    spread = sums.squares - n * mean * mean
-    # below the rounding of the sums (equal values): no spread, in whatever order the sums
+    # a spread below the rounding of the sums counts as none, in whatever order the sums
     # were added (sharded workers add theirs in their own)
-    variance = spread / (n - 1) if spread > 1e-12 * sums.squares else 0.0
-    z = _t95(n - 1)
-    half = z * math.sqrt(variance) / math.sqrt(n)
-    return mean - half, mean + half
+    return t_interval(n, sums.total, sums.squares)
 
 
 def aggregate_sums(

@@ -17,9 +17,8 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from collector.jobs.queries.sessions import SessionView, closed_sessions
-from evaluators.aggregate import wilson_interval
+from evaluators.aggregate import t_interval, wilson_interval
 from evaluators.conversation_metrics import SESSION_RE_ASKED
-from evaluators.topics.gaps import t_interval
 
 WORST = 10
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluators.aggregate import wilson_interval
-from evaluators.topics.gaps import FAIL_BELOW, GapTally, rank_gaps, t_interval
+from evaluators.aggregate import t_interval, wilson_interval
+from evaluators.topics.gaps import FAIL_BELOW, GapTally, rank_gaps
 from evaluators.topics.no_answer import says_no_answer
 
 
