@@ -14,7 +14,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from dashboards.panels.common import DS, legend, line_style, prop, query, tooltip
+from dashboards.panels.common import DS, legend, line_style, merged_columns, prop, query, tooltip
 
 COLUMNS = (
     ("A", "ragpulse_canary_diff", "B − A"),
@@ -56,24 +56,12 @@ def latest_table() -> table.Panel:
             .format(PromQueryFormat.TABLE)
             .instant()
         )
-    organize = {
-        "excludeByName": {"Time": True},
-        "renameByName": {f"Value #{ref}": name for ref, _, name in COLUMNS},
-        "indexByName": {
-            "metric": 0,
-            "baseline": 1,
-            "candidate": 2,
-            "window": 3,
-            **{f"Value #{ref}": 4 + i for i, (ref, _, _) in enumerate(COLUMNS)},
-        },
-    }
     worse = model.ThresholdsConfig(
         mode=model.ThresholdsMode.ABSOLUTE,
         steps=[model.Threshold(value=None, color="green"), model.Threshold(value=1, color="red")],
     )
     return (
-        panel.with_transformation(model.DataTransformerConfig(id_val="merge", options={}))
-        .with_transformation(model.DataTransformerConfig(id_val="organize", options=organize))
+        merged_columns(panel, COLUMNS, ("metric", "baseline", "candidate", "window"))
         .decimals(4)
         .unit("none")
         .override_by_regexp("^(n baseline|n candidate|worse)$", [prop("decimals", 0)])

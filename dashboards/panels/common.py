@@ -10,12 +10,12 @@ Grafana's explicitly, so a panel looks as it did before it was built with the SD
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
-from grafana_foundation_sdk.builders import prometheus, timeseries
+from grafana_foundation_sdk.builders import prometheus, table, timeseries
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 
@@ -132,3 +132,25 @@ def lines(
     for i, (expr, legend_format) in enumerate(targets):
         panel.with_target(query(chr(65 + i), expr, legend_format))
     return panel.legend(legend()).tooltip(tooltip())
+
+
+def merged_columns(
+    panel: table.Panel,
+    columns: Sequence[tuple[str, Any, str]],
+    keys: Sequence[str],
+    hide: Iterable[str] = ("Time",),
+) -> table.Panel:
+    """`panel` (a table of instant queries) with its queries merged into one row per label
+    set: the `keys` labels first, then a column per query (refId, _, column name), the
+    `hide` fields left out."""
+    organize = {
+        "excludeByName": dict.fromkeys(hide, True),
+        "renameByName": {f"Value #{ref}": name for ref, _, name in columns},
+        "indexByName": {
+            **{key: i for i, key in enumerate(keys)},
+            **{f"Value #{ref}": len(keys) + i for i, (ref, _, _) in enumerate(columns)},
+        },
+    }
+    return panel.with_transformation(
+        model.DataTransformerConfig(id_val="merge", options={})
+    ).with_transformation(model.DataTransformerConfig(id_val="organize", options=organize))

@@ -17,7 +17,16 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from dashboards import metrics_view
-from dashboards.panels.common import DS, hidden, legend, line_style, metric_chart, prop, query
+from dashboards.panels.common import (
+    DS,
+    hidden,
+    legend,
+    line_style,
+    merged_columns,
+    metric_chart,
+    prop,
+    query,
+)
 from dashboards.panels.common import tooltip as tooltip_options
 from dashboards.panels.layout import Cell, Section
 from dashboards.panels.quality import job_section
@@ -78,18 +87,8 @@ def tenant_table() -> table.Panel:
             .instant()
         )
     hide = ("Time", "__name__", "window", "version", "job", "instance")
-    organize = {
-        "excludeByName": dict.fromkeys(hide, True),
-        "renameByName": {f"Value #{ref}": name for ref, _, name in columns},
-        "indexByName": {
-            "tenant": 0,
-            "metric": 1,
-            **{f"Value #{ref}": 2 + i for i, (ref, _, _) in enumerate(columns)},
-        },
-    }
     return (
-        panel.with_transformation(model.DataTransformerConfig(id_val="merge", options={}))
-        .with_transformation(model.DataTransformerConfig(id_val="organize", options=organize))
+        merged_columns(panel, columns, ("tenant", "metric"), hide)
         .with_transformation(
             model.DataTransformerConfig(
                 id_val="sortBy", options={"sort": [{"field": "tenant"}, {"field": "metric"}]}

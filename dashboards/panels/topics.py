@@ -23,7 +23,7 @@ from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
 from dashboards import metrics_view
-from dashboards.panels.common import DS, lines, prop
+from dashboards.panels.common import DS, lines, merged_columns, prop
 from dashboards.panels.layout import Cell, Section
 from dashboards.panels.quality import headlines
 from evaluators.registry import JOB_METRICS
@@ -70,18 +70,9 @@ def _table(
             .format(PromQueryFormat.TABLE)
             .instant()
         )
-    organize = {
-        "excludeByName": {"Time": True},
-        "renameByName": {f"Value #{ref}": name for ref, _, name in columns},
-        "indexByName": {
-            **{key: i for i, key in enumerate(keys)},
-            **{f"Value #{ref}": len(keys) + i for i, (ref, _, _) in enumerate(columns)},
-        },
-    }
     sort = {"sort": [{"field": keys[0]}]}
     return (
-        panel.with_transformation(model.DataTransformerConfig(id_val="merge", options={}))
-        .with_transformation(model.DataTransformerConfig(id_val="organize", options=organize))
+        merged_columns(panel, columns, keys)
         .with_transformation(model.DataTransformerConfig(id_val="sortBy", options=sort))
         .show_header(True)
         .cell_height(common.TableCellHeight.SM)

@@ -27,6 +27,7 @@ from dashboards.panels.common import (
     hidden,
     legend,
     line_style,
+    merged_columns,
     metric_chart,
     prop,
     query,
@@ -145,18 +146,8 @@ def latest_table() -> table.Panel:
             .instant()
         )
     hide = ("Time", "__name__", "window", "tenant", "job", "instance")
-    organize = {
-        "excludeByName": dict.fromkeys(hide, True),
-        "renameByName": {f"Value #{ref}": name for ref, _, name in columns},
-        "indexByName": {
-            "metric": 0,
-            "version": 1,
-            **{f"Value #{ref}": 2 + i for i, (ref, _, _) in enumerate(columns)},
-        },
-    }
     return (
-        panel.with_transformation(model.DataTransformerConfig(id_val="merge", options={}))
-        .with_transformation(model.DataTransformerConfig(id_val="organize", options=organize))
+        merged_columns(panel, columns, ("metric", "version"), hide)
         .with_transformation(
             model.DataTransformerConfig(id_val="sortBy", options={"sort": [{"field": "metric"}]})
         )
