@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from collector.jobs.catalog import topic_assignment
 from collector.jobs.catalog import topics as topics_job
 from collector.jobs.catalog.topics import TopicsJob, definition, sample_key
 from collector.jobs.run.definition import JobEnvironment
@@ -240,6 +241,7 @@ def test_assignment_and_export_run_in_pages(
     for cluster in range(3):
         planted |= _plant(factory, cluster, 30, 0, NOW, PHRASES[cluster], seed=cluster)
     monkeypatch.setattr(topics_job, "PAGE", 7)
+    monkeypatch.setattr(topic_assignment, "PAGE", 7)
     _job(factory).run(NOW)
     assigned = _assigned(factory)
     assert set(assigned) == set(planted)

@@ -24,8 +24,8 @@ Every run
    only when the topic changed), otherwise those without a topic yet (the traces embedded
    since the last run), each to its nearest active topic's centroid (a matrix product,
    `evaluators.topics.nearest_topic`), none when its cosine is below
-   `topics.min_similarity`. Traces are read, looked up and written a page of `PAGE` at a
-   time, so memory stays bounded whatever the traffic. A trace that leaves the look-back
+   `topics.min_similarity` (`topic_assignment`). Traces are read, looked up and written
+   a page at a time, so memory stays bounded whatever the traffic. A trace that leaves the look-back
    keeps the topic it last got; assignments older than the look-back and the results'
    retention (`scheduler.results_retention`) are deleted;
 3. with a judge configured, names the unnamed topics (new ones: a kept topic keeps its
@@ -48,7 +48,7 @@ import hashlib
 import heapq
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -57,25 +57,23 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from collector.jobs.catalog.topic_assignment import Vectors, assign_topics, describe_topics
 from collector.jobs.catalog.topic_names import Naming, name_topics
 from collector.jobs.run.definition import JobDefinition, JobEnvironment, JobReport
 from collector.jobs.run.engine import IncrementalJob
 from collector.jobs.run.job_state import load_state, record_run
 from collector.settings import Settings, TopicSettings, parse_duration
 from collector.store.embeddings import SqlEmbeddingStore
-from collector.store.models import Trace, TraceTopic
+from collector.store.models import Trace
 from collector.store.topics import (
-    Assigned,
     StoredTopic,
-    assigned_topics,
     last_clustered,
     load_topics,
     next_topic_id,
     prune_assignments,
     save_topics,
-    write_assignments,
 )
-from evaluators.topics import SpaceOptions, nearest_topic, topic_keywords
+from evaluators.topics import SpaceOptions, nearest_topic
 from evaluators.topics.evolve import Topics, recluster
 from evaluators.topics.novelty import novel_topics
 
@@ -89,13 +87,10 @@ NOVELTY_METHOD = "residue-novelty"
 """The method of a topic born between re-clusterings (`evaluators.topics.novelty`), until
 a re-clustering finds it again."""
 PAGE = 2000
-"""Traces read, looked up and assigned at a time."""
+"""Traces read at a time (the sample; the assignment's, `topic_assignment.PAGE`)."""
 RETRY_S = 3600.0
 """After a re-clustering found too few questions, the next try waits at least this long
 (or `topics.recluster_every` when shorter): each try reads the look-back's traces."""
-
-Vectors = Callable[[str, Sequence[str]], dict[str, np.ndarray]]
-"""(model, texts) -> the stored vector of each text that has one."""
 
 
 def definition(settings: Settings) -> JobDefinition:
@@ -323,39 +318,18 @@ class TopicsJob(IncrementalJob):
         before: dict[int, StoredTopic],
         now: datetime,
     ) -> list[StoredTopic]:
-        """The found topics with their keywords, examples and sizes."""
-        position = {topic_id: j for j, topic_id in enumerate(found.ids)}
-        index = np.asarray([position.get(int(t), -1) for t in found.labels], dtype=np.int64)
-        labels = topic_keywords(texts, index) if len(found.ids) else []
-        sizes = np.bincount(index[index >= 0], minlength=len(found.ids))
-        similarity = nearest_topic(embeddings, found.centroids).similarity
-        out = []
-        for j, topic_id in enumerate(found.ids):
-            members = np.flatnonzero(index == j)
-            order = members[np.argsort(-similarity[members], kind="stable")]
-            examples: list[str] = []
-            for i in order.tolist():
-                if texts[i] not in examples:
-                    examples.append(texts[i])
-                if len(examples) >= self.settings.examples:
-                    break
-            previous = before.get(topic_id)
-            out.append(
-                StoredTopic(
-                    id=topic_id,
-                    keywords=labels[j].keywords if j < len(labels) else {},
-                    examples=tuple(examples),
-                    centroid=np.asarray(found.centroids[j], dtype=np.float32),
-                    size=int(sizes[j]),
-                    first_seen=previous.first_seen if previous is not None else now,
-                    last_seen=now,
-                    model=self.model,
-                    method=METHOD,
-                    params=self.signature,
-                    name=previous.name if previous is not None else None,
-                )
-            )
-        return out
+        """The found topics with their keywords, examples and sizes (`describe_topics`)."""
+        return describe_topics(
+            found,
+            embeddings,
+            texts,
+            before,
+            now,
+            examples=self.settings.examples,
+            model=self.model,
+            method=METHOD,
+            params=self.signature,
+        )
 
     # -- new kinds of question between re-clusterings -------------------------------------
 
@@ -422,63 +396,16 @@ class TopicsJob(IncrementalJob):
         started: float | None = None,
         since: datetime | None = None,
     ) -> int:
-        """Give the look-back's traces their nearest topic (module docstring, step 2):
-        `every` trace, or only those without a topic yet; returns how many got a new or
-        changed row. A row is stamped with `now` plus the time since `started` (the run's
-        start): the jobs move outcomes of traces assigned since their last run
-        (`collector.jobs.recording.regroup`), so a stamp must not be much older than its
-        commit, and a trace whose topic did not change keeps its row and stamp. `since`:
-        only the traces from then (default: the look-back)."""
-        started = time.perf_counter() if started is None else started
-        start = now - self.lookback if since is None else since
-        topics = [t for t in load_topics(session) if t.model == self.model]
-        if not topics:
-            return 0
-        ids = np.asarray([t.id for t in topics], dtype=np.int64)
-        centroids = np.vstack([t.centroid for t in topics])
-        written = 0
-        after = -1
-        while True:
-            query = (
-                select(Trace.id, Trace.trace_id, Trace.question)
-                .where(Trace.timestamp >= start, Trace.timestamp <= now)
-                .where(Trace.not_request.is_(None), Trace.id > after)
-                .order_by(Trace.id)
-                .limit(PAGE)
-            )
-            if not every:
-                query = query.outerjoin(TraceTopic, TraceTopic.trace_id == Trace.trace_id).where(
-                    TraceTopic.trace_id.is_(None)
-                )
-            page = session.execute(query).all()
-            if not page:
-                break
-            after = int(page[-1][0])
-            stored = self.vectors(self.model, [q for _, _, q in page if q])
-            rows = [(t, q) for _, t, q in page if q and q in stored]
-            if rows:
-                matrix = np.vstack([stored[q] for _, q in rows])
-                found = nearest_topic(matrix, centroids, self.settings.min_similarity)
-                fresh = [
-                    Assigned(
-                        trace_id,
-                        int(ids[topic]) if topic >= 0 else None,
-                        float(found.similarity[i]),
-                    )
-                    for i, ((trace_id, _), topic) in enumerate(
-                        zip(rows, found.topics.tolist(), strict=True)
-                    )
-                ]
-                if every:
-                    before = assigned_topics(session, [a.trace_id for a in fresh])
-                    fresh = [
-                        a
-                        for a in fresh
-                        if a.trace_id not in before or before[a.trace_id] != a.topic_id
-                    ]
-                stamp = now + timedelta(seconds=time.perf_counter() - started)
-                written += write_assignments(session, fresh, stamp)
-                session.commit()
-            if len(page) < PAGE:
-                break
-        return written
+        """Give the look-back's traces (from `since` when given) their nearest topic
+        (module docstring, step 2; `topic_assignment.assign_topics`): `every` trace, or only
+        those without a topic yet; returns how many got a new or changed row."""
+        return assign_topics(
+            session,
+            model=self.model,
+            vectors=self.vectors,
+            min_similarity=self.settings.min_similarity,
+            since=now - self.lookback if since is None else since,
+            now=now,
+            every=every,
+            started=time.perf_counter() if started is None else started,
+        )
