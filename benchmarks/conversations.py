@@ -1,15 +1,17 @@
 """Conversation outcomes against human labels: re-ask and escalation precision and recall.
 
-    python -m benchmarks.conversations [FILE] [--sweep] [--errors dev|test] [--cost]
+    python -m benchmarks.conversations [FILE] [--model NAME] [--sweep] [--errors dev|test]
+        [--cost]
 
 FILE (default `benchmarks/data/conversations_ru_en.jsonl`, written for this repository) has
 one conversation a line: `id`, `split` ("dev" to tune on, "test" held out), `kind` (a note)
 and `turns`, each with `q` (the user's message), `re_ask_of` (the earlier turns it asks
-again, by index) and `escalation` (it asks for a person). The questions are embedded with
-the default embedder (the one `ragpulse.job_setup.make_embedder` builds from default
-settings; cached under /tmp/ragpulse-conversations-embeddings) and each conversation goes
-through `evaluators.conversations.session_outcome` at the model's calibrated cache
-threshold, as the product runs it.
+again, by index) and `escalation` (it asks for a person). The questions are embedded by the
+embedder `ragpulse.job_setup.make_embedder` builds from default settings, with `--model`
+as the configured model (default the product's; cached under
+/tmp/ragpulse-topics-embeddings), and each conversation goes through
+`evaluators.conversations.session_outcome` at that model's calibrated cache threshold, as
+the product runs it with that model configured.
 
 Reported per split, precision and recall of
 - re-asked answers: a turn whose answer a later turn re-asks (`TurnOutcome.re_asked`);
@@ -40,6 +42,7 @@ import numpy as np
 from benchmarks.topics import embed
 from evaluators.aggregate import wilson_interval
 from evaluators.conversations import Turn, is_escalation, re_ask_threshold, session_outcome
+from evaluators.conversations.decision import WEIGHTS, ReaskWeights
 from evaluators.conversations.reask import (
     DEFAULT_RULE,
     ReaskRule,
@@ -48,6 +51,7 @@ from evaluators.conversations.reask import (
     pair_threshold,
     same_words,
 )
+from evaluators.embedder import DEFAULT_MODEL
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "conversations_ru_en.jsonl"
 SPLITS = ("dev", "test")
@@ -128,14 +132,23 @@ def load(path: Path) -> list[Conversation]:
     return out
 
 
+def by_conversation(convs: Sequence[Conversation], matrix: np.ndarray) -> dict[str, np.ndarray]:
+    """The rows of `matrix` (the conversations' questions in order) per conversation id."""
+    rows, at = {}, 0
+    for c in convs:
+        rows[c.id] = matrix[at : at + len(c.questions)]
+        at += len(c.questions)
+    return rows
+
+
 def _truth_re_asked(c: Conversation) -> list[bool]:
     earlier = {i for refs in c.re_ask_of for i in refs}
     return [i in earlier for i in range(len(c.questions))]
 
 
-def shipped(rule: ReaskRule = DEFAULT_RULE) -> Detector:
+def shipped(rule: ReaskRule = DEFAULT_RULE, weights: ReaskWeights = WEIGHTS) -> Detector:
     def detect(a: str, b: str, cos: float, thr: float) -> bool:
-        return is_re_ask(a, b, cos, thr, rule)
+        return is_re_ask(a, b, cos, thr, rule, weights)
 
     return detect
 
@@ -216,8 +229,15 @@ def score_product(
 
 
 def missed_by_cosine(convs: Sequence[Conversation], rows: dict[str, np.ndarray], thr: float) -> str:
-    """How the labelled re-ask pairs the shipped rule misses spread over the cosine."""
-    bins = {"< 0.5": 0, "0.5-0.6": 0, f"0.6-{thr:g}": 0, f"> {thr:g} (a rule said no)": 0}
+    """How the labelled re-ask pairs the shipped rule misses spread over the cosine, cut
+    at τ - (1 - τ) and τ - (1 - τ) / 2 (the margin -1 and -0.5, comparable across models)."""
+    low, mid = thr - (1 - thr), thr - (1 - thr) / 2
+    bins = {
+        f"< {low:.2f}": 0,
+        f"{low:.2f}-{mid:.2f}": 0,
+        f"{mid:.2f}-{thr:g}": 0,
+        f"> {thr:g} (a rule said no)": 0,
+    }
     for c in convs:
         sims = rows[c.id] @ rows[c.id].T
         found = _pairs(c, rows[c.id], thr, shipped())
@@ -226,9 +246,19 @@ def missed_by_cosine(convs: Sequence[Conversation], rows: dict[str, np.ndarray],
                 if (i, j) in found:
                     continue
                 cos = float(sims[i, j])
-                key = list(bins)[int(cos >= 0.5) + int(cos >= 0.6) + int(cos > thr)]
+                key = list(bins)[int(cos >= low) + int(cos >= mid) + int(cos > thr)]
                 bins[key] += 1
     return ", ".join(f"{k}: {v}" for k, v in bins.items())
+
+
+def refit(
+    convs: Sequence[Conversation], rows: dict[str, np.ndarray], threshold: float
+) -> ReaskWeights:
+    """The decision's weights fitted on the dev split's pairs with these embeddings (the
+    shipped ones are the default model's fit; `benchmarks.reask_fit`)."""
+    from benchmarks.reask_fit import examples, fit_weights
+
+    return fit_weights(*examples([c for c in convs if c.split == "dev"], rows, threshold))
 
 
 def keyword_escalation(convs: Sequence[Conversation]) -> Counts:
@@ -254,6 +284,7 @@ def report(convs: list[Conversation], rows: dict[str, np.ndarray], model: str, t
         ("shipped without the marker bar", shipped(ReaskRule(marker=0.0))),
         ("shipped without the cross-script bar", shipped(ReaskRule(cross_script=0.0))),
         ("shipped without the question kinds", shipped(ReaskRule(kinds=False))),
+        ("decision refitted on this model's dev pairs", shipped(weights=refit(convs, rows, thr))),
     ]
     for split, group in [*by_split.items(), ("all", convs)]:
         product, esc = score_product(group, rows, thr)
@@ -285,7 +316,7 @@ def sweep(convs: list[Conversation], rows: dict[str, np.ndarray], thr: float) ->
             rule = replace(DEFAULT_RULE, **{name: value})  # type: ignore[arg-type]
             sc = score_re_asks(dev, rows, thr, shipped(rule)).re_asked
             print(f"| {name} | {value:g} | {sc.precision:.3f} | {sc.recall:.3f} | {sc.f1:.3f} |")
-    for t in (0.62, 0.65, 0.68, 0.71, 0.74):
+    for t in sorted({round(thr + d, 2) for d in (-0.09, -0.06, -0.03, 0.0, 0.03)}):
         sc = score_re_asks(dev, rows, t, shipped()).re_asked
         print(
             f"| τ (model's: {thr:g}) | {t:g} | {sc.precision:.3f} | {sc.recall:.3f} | {sc.f1:.3f} |"
@@ -325,17 +356,14 @@ def cost(convs: list[Conversation], matrix: np.ndarray, thr: float) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--model", help=f"the configured embedding model (default {DEFAULT_MODEL})")
     parser.add_argument("--sweep", action="store_true", help="dev F1 over the constants")
     parser.add_argument("--errors", choices=SPLITS, help="list one split's errors")
     parser.add_argument("--cost", action="store_true", help="time session_outcome")
     args = parser.parse_args(argv)
     convs = load(args.file)
-    texts = [q for c in convs for q in c.questions]
-    matrix, model = embed(texts)
-    rows, at = {}, 0
-    for c in convs:
-        rows[c.id] = matrix[at : at + len(c.questions)]
-        at += len(c.questions)
+    matrix, model = embed([q for c in convs for q in c.questions], args.model)
+    rows = by_conversation(convs, matrix)
     thr = re_ask_threshold({}, model)
     report(convs, rows, model, thr)
     if args.sweep:

@@ -1,16 +1,19 @@
 """Fit the re-ask decision's logistic weights on the dev split of the labelled conversations.
 
-    python -m benchmarks.reask_fit [FILE] [--cv]
+    python -m benchmarks.reask_fit [FILE] [--model NAME] [--cv [--second-model NAME]]
 
 Every pair (earlier, later) of a dev conversation's questions that is neither a follow-up
 (`reask.is_follow_up`, never a re-ask) nor the same words again (`reask.same_words`,
 always one) is one example, escalation requests left out as `session_outcome` does: its
-`reask.pair_signals` at the default embedder's calibrated τ, labelled by `re_ask_of`. An
-L2-regularised logistic regression (scikit-learn, C = 1, lbfgs) is fitted on them and its
-weights printed as the `WEIGHTS` constant of `evaluators/conversations/decision.py`. The
+`reask.pair_signals` at the embedder's calibrated τ (`--model`: the configured model,
+default the product's), labelled by `re_ask_of`. An L2-regularised logistic regression
+(scikit-learn, C = 1, lbfgs) is fitted on them and its weights printed as the `WEIGHTS`
+constant of `evaluators/conversations/decision.py` (fitted with the default model). The
 held-out split is never read. `--cv` prints the dev split's 8-fold cross-validated
 precision and recall of pairs at the fixed decision 0.5 (5 shuffles pooled), the estimate
-the model was chosen by.
+the model was chosen by; with `--second-model`, also those of a decision that reads the
+second model's margin (at its τ) beside the first's, an experiment: the product has only
+the configured model's vectors.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.conversations import DEFAULT_FILE, Conversation, load
+from benchmarks.conversations import DEFAULT_FILE, Conversation, by_conversation, load
 from benchmarks.topics import embed
 from evaluators.conversations import is_escalation, re_ask_threshold
-from evaluators.conversations.decision import DECISION, FEATURES
+from evaluators.conversations.decision import DECISION, FEATURES, ReaskWeights
 from evaluators.conversations.reask import is_follow_up, pair_signals, same_words
+from evaluators.embedder import DEFAULT_MODEL
 
 C = 1.0
 
@@ -68,32 +72,46 @@ def cross_validated(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return tp / max(1, tp + fp), tp / max(1, tp + fn)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def fit_weights(x: np.ndarray, y: np.ndarray) -> ReaskWeights:
+    """The decision's weights fitted on the signal vectors `x` (`FEATURES`) and labels `y`."""
     from sklearn.linear_model import LogisticRegression
 
+    fitted = LogisticRegression(C=C, max_iter=5000).fit(x, y)
+    coefs = dict(zip(FEATURES, (float(w) for w in fitted.coef_[0]), strict=True))
+    return ReaskWeights(intercept=float(fitted.intercept_[0]), **coefs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT_FILE)
+    parser.add_argument("--model", help=f"the configured embedding model (default {DEFAULT_MODEL})")
     parser.add_argument("--cv", action="store_true", help="cross-validated dev figures")
+    parser.add_argument("--second-model", help="with --cv: also with this model's margin")
     args = parser.parse_args(argv)
     convs = load(args.file)
-    texts = [q for c in convs for q in c.questions]
-    matrix, model_name = embed(texts)
-    rows, at = {}, 0
-    for c in convs:
-        rows[c.id] = matrix[at : at + len(c.questions)]
-        at += len(c.questions)
+    matrix, model_name = embed([q for c in convs for q in c.questions], args.model)
+    rows = by_conversation(convs, matrix)
     dev = [c for c in convs if c.split == "dev"]
     x, y = examples(dev, rows, re_ask_threshold({}, model_name))
-    fitted = LogisticRegression(C=C, max_iter=5000).fit(x, y)
+    fitted = fit_weights(x, y)
     print(f"# {model_name}, {len(y)} dev pairs, {int(y.sum())} re-asks")
     print("WEIGHTS = ReaskWeights(")
-    print(f"    intercept={fitted.intercept_[0]:.4f},")
-    for name, w in zip(FEATURES, fitted.coef_[0], strict=True):
-        print(f"    {name}={w:.4f},")
+    for name in ("intercept", *FEATURES):
+        print(f"    {name}={getattr(fitted, name):.4f},")
     print(")")
     if args.cv:
         precision, recall = cross_validated(x, y)
         print(f"dev pairs, 8-fold cross-validated at {DECISION}: P {precision:.3f} R {recall:.3f}")
+    if args.cv and args.second_model:
+        other, other_name = embed([q for c in convs for q in c.questions], args.second_model)
+        # the pairs are the same: which are follow-ups or the same words is read from words
+        x2, _ = examples(dev, by_conversation(convs, other), re_ask_threshold({}, other_name))
+        both = np.column_stack([x, x2[:, :1]])
+        precision, recall = cross_validated(both, y)
+        print(
+            f"dev pairs with {other_name}'s margin too, 8-fold cross-validated: "
+            f"P {precision:.3f} R {recall:.3f}"
+        )
     return 0
 
 

@@ -89,12 +89,17 @@ def load(path: Path) -> Labelled:
     return Labelled(path.name, tuple(texts), tuple(intents), tuple(pairs))
 
 
-def embed(texts: Sequence[str]) -> tuple[np.ndarray, str]:
-    """The default embedder's rows for `texts`, from the /tmp cache when computed before."""
+def embed(texts: Sequence[str], model: str | None = None) -> tuple[np.ndarray, str]:
+    """The rows for `texts` of the embedder the product builds from default settings, with
+    `model` as the configured model when given; from the /tmp cache when computed before."""
     from collector.settings import Settings
     from ragpulse.job_setup import make_embedder
 
-    embedder = make_embedder(Settings())
+    settings = Settings()
+    if model is not None:
+        configured = settings.embeddings.model_copy(update={"model": model})
+        settings = settings.model_copy(update={"embeddings": configured})
+    embedder = make_embedder(settings)
     digest = hashlib.sha256("\n".join([embedder.model_name, *texts]).encode()).hexdigest()[:24]
     path = CACHE / f"{digest}.npy"
     if path.exists():

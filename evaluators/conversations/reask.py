@@ -41,7 +41,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from evaluators.conversations.decision import DECISION, PairSignals, re_ask_probability
+from evaluators.conversations.decision import (
+    DECISION,
+    WEIGHTS,
+    PairSignals,
+    ReaskWeights,
+    re_ask_probability,
+)
 from evaluators.conversations.kinds import question_kind
 from evaluators.conversations.words import (
     COURTESY,
@@ -174,17 +180,22 @@ def pair_signals(
 
 
 def is_re_ask(
-    earlier: str, later: str, cosine: float, threshold: float, rule: ReaskRule = DEFAULT_RULE
+    earlier: str,
+    later: str,
+    cosine: float,
+    threshold: float,
+    rule: ReaskRule = DEFAULT_RULE,
+    weights: ReaskWeights = WEIGHTS,
 ) -> bool:
     """Does `later` ask `earlier` again, given their embeddings' cosine and the model's τ?
     Not a follow-up, and the same words again or the fitted decision over the pair's
-    signals says so."""
+    signals says so (`weights`: the shipped fit; others for the benchmark's refits)."""
     if is_follow_up(earlier, later, rule):
         return False
     if same_words(earlier, later):
         return True
     signals = pair_signals(earlier, later, cosine, threshold, rule)
-    return re_ask_probability(signals) > DECISION
+    return re_ask_probability(signals, weights) > DECISION
 
 
 def re_ask_pairs(

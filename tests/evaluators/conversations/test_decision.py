@@ -60,3 +60,10 @@ def test_the_signature_names_the_threshold_and_the_decision() -> None:
     assert "cache=0.71(cal)" in sign
     assert ",reask=lr:" in sign
     assert str(outcome_signature({"cache_similarity_threshold": 0.8}, None)).count("reask=") == 1
+
+
+def test_the_decision_reads_the_weights_it_is_given() -> None:
+    earlier, later = "How do I reset my password?", "I forgot my password, what should I do?"
+    never = ReaskWeights(intercept=-100.0, margin=0.0, same_kind=0.0)
+    assert is_re_ask(earlier, later, cosine=0.5, threshold=TAU)
+    assert not is_re_ask(earlier, later, cosine=0.5, threshold=TAU, weights=never)
