@@ -17,8 +17,10 @@ is. For the other pairs the decision weighs two signals of the pair (earlier, la
 The weights are a logistic regression fitted on the dev split's pairs that are neither
 follow-ups nor the same words again in
 benchmarks/data/conversations_ru_en.jsonl with the default embedder
-(`python -m benchmarks.reask_fit` prints them); a pair is a re-ask when its probability is
-above `DECISION` (fixed at 0.5 before the fit, not tuned). Held-out figures: RESULTS.md.
+(`python -m benchmarks.reask_fit` prints them). They serve every model: the margin is in
+units of 1 - τ, and a refit on multilingual-e5-small-q4's dev pairs did no better there.
+A pair is a re-ask when its probability is above `DECISION` (fixed at 0.5 before the fit,
+not tuned). Held-out figures: RESULTS.md.
 """
 
 from __future__ import annotations
