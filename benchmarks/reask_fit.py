@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cv", action="store_true", help="cross-validated dev figures")
     parser.add_argument("--second-model", help="with --cv: also with this model's margin")
     args = parser.parse_args(argv)
+    if args.second_model and not args.cv:
+        parser.error("--second-model needs --cv")
     convs = load(args.file)
     matrix, model_name = embed([q for c in convs for q in c.questions], args.model)
     rows = by_conversation(convs, matrix)
@@ -102,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.cv:
         precision, recall = cross_validated(x, y)
         print(f"dev pairs, 8-fold cross-validated at {DECISION}: P {precision:.3f} R {recall:.3f}")
-    if args.cv and args.second_model:
+    if args.second_model:
         other, other_name = embed([q for c in convs for q in c.questions], args.second_model)
         # the pairs are the same: which are follow-ups or the same words is read from words
         x2, _ = examples(dev, by_conversation(convs, other), re_ask_threshold({}, other_name))
