@@ -4,7 +4,8 @@
         [--cost]
 
 FILE (default `benchmarks/data/conversations_ru_en.jsonl`, written for this repository) has
-one conversation a line: `id`, `split` ("dev" to tune on, "test" held out), `kind` (a note)
+one conversation a line: `id`, `split` ("dev" to tune on, "test" held out, "fresh" written
+after every rule and weight was fixed and measured once), `kind` (a note)
 and `turns`, each with `q` (the user's message), `re_ask_of` (the earlier turns it asks
 again, by index) and `escalation` (it asks for a person). The questions are embedded by the
 embedder `ragpulse.job_setup.make_embedder` builds from default settings, with `--model`
@@ -54,7 +55,7 @@ from evaluators.conversations.reask import (
 from evaluators.embedder import DEFAULT_MODEL
 
 DEFAULT_FILE = Path(__file__).parent / "data" / "conversations_ru_en.jsonl"
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "fresh")
 _KEYWORDS = re.compile(r"оператор|человек|менеджер|специалист|operator|human|agent|manager")
 
 Detector = Callable[[str, str, float, float], bool]

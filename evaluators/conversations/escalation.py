@@ -14,8 +14,12 @@ forgiven in words of five letters or more, repeated letters squeezed: "опер�
   please", "оператора!", not "операторы говорят"), or says "escalate" / "эскалируйте";
 and no negation ("не", "без", "no", "not", "don't", "without", "never") stands up to three
 words before the first trigger, unless a "why"/"почему" precedes it ("why can't I talk to
-a human?" still asks). A trace tagged `escalated` (true, 1, "true", "yes", any other
-string) is an escalation whatever it says; a tag of "false", "0", "no" or "" is not.
+a human?" still asks). A person the clause sends money to is a payee, not a call: money
+("деньги", "средства", "money", "funds") with a sending verb ("отправить", "перевести",
+"send", "pay") and no verb of speech ("talk", "поговорить", "позвать", "соединить") reads
+"хочу отправить деньги человеку" as a payment. A trace tagged `escalated` (true, 1,
+"true", "yes", any other string) is an escalation whatever it says; a tag of "false", "0",
+"no" or "" is not.
 """
 
 from __future__ import annotations
@@ -44,6 +48,17 @@ CONTACT = word_set(
     """
 )
 ESCALATE = frozenset({"escal", "эскалир", "эскалац"})
+MONEY = word_set("деньг денег средств сумм рубл money fund cash")
+SENDING = word_set(
+    "отправ перевест перевод перевед посла посл скинут скин заплат оплат send pay wire transfer"
+)
+SPEECH = word_set(
+    """
+    позов позва соедин соединя переключ свяж связа поговор говор позвон вызов вызва обща
+    пообща чат talk speak connect call contact reach chat
+    """
+)
+"""With money and a sending verb, only these still make the person the help desk."""
 NEGATIONS = word_set(
     """
     не нет без ни нельзя never no not without don't dont doesn't doesnt didn't didnt won't
@@ -131,10 +146,21 @@ def _clause_asks(clause: str) -> bool:
     asks = bool(escalate) or bool(
         person and (live or (contact and not procedure) or (short and not procedure))
     )
-    if not asks:
+    if not asks or _pays(stems, words):
         return False
     first = min(person + escalate + contact + live)
     return not _negated(words, first)
+
+
+def _pays(stems: list[str], words: list[str]) -> bool:
+    """Does the clause send money to the person ("отправить деньги человеку", "send money
+    to a person") rather than ask to speak to one?"""
+    if not MONEY.intersection(stems) or not any(
+        s in SENDING or (not w.isascii() and any(s.startswith(v) for v in SENDING if len(v) >= 4))
+        for w, s in zip(words, stems, strict=True)
+    ):
+        return False
+    return not any(_is_contact(w, s) and s in SPEECH for w, s in zip(words, stems, strict=True))
 
 
 def _negated(words: list[str], first: int) -> bool:

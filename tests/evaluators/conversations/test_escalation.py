@@ -34,6 +34,8 @@ ASKS = [
     "let me talk to someone",
     "можно мне с кем-нибудь из HR поговорить?",
     "Здравствуйте, можно ли соединить с сотрудником банка?",
+    "I need to talk to a person about sending money",
+    "хочу поговорить с человеком насчёт перевода денег",
 ]
 NOT_ASKS = [
     "I don't need an operator",
@@ -54,6 +56,8 @@ NOT_ASKS = [
     "operator fees?",
     "No need for a human, how do I track my order?",
     "How do I get a certificate of employment?",
+    "Хочу отправить деньги человеку, у которого карта другого банка",
+    "I want to send money to a person",
 ]
 
 

@@ -14,7 +14,7 @@ def test_the_labelled_set() -> None:
     rows = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines()]
     assert len(rows) >= 120
     assert len({r["id"] for r in rows}) == len(rows)
-    assert {r["split"] for r in rows} == {"dev", "test"}
+    assert {r["split"] for r in rows} == {"dev", "test", "fresh"}
     scripts: set[str | None] = set()
     re_asks = escalations = 0
     for r in rows:
