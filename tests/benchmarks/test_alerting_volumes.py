@@ -89,3 +89,26 @@ def _config() -> DriftConfig:
     config = drift_config(load_settings())
     assert config is not None
     return config
+
+
+def test_the_bound_in_the_traffic_counts_the_traces_that_arrive_after_the_drop() -> None:
+    from benchmarks.alerting_volume_traffic import DAY, GROUND_TRUTH, rate_factor, shares
+    from benchmarks.alerting_volumes import (
+        best_delay,
+        on_the_grid,
+        traces_needed,
+        traffic_delay,
+    )
+
+    config = drift_config(load_settings())
+    assert config is not None
+    at_night, at_peak = 8 * DAY + 2 * H, 8 * DAY + 14 * H  # a Tuesday at 02:00 and 14:00
+    night = traffic_delay(4000, "hooli", 0.4, at_night, config)
+    peak = traffic_delay(4000, "hooli", 0.4, at_peak, config)
+    assert peak < best_delay(4000, "hooli", 0.4, config) < night
+    # the expected ground-truth traces from the drop to the bound are the ones it needs
+    ts = at_night + (np.arange(int(night * 3600)) + 0.5)
+    expected = sum(4000 * GROUND_TRUTH * rate_factor(t) * shares(t)[4] / H for t in ts)
+    assert expected == pytest.approx(traces_needed(4000, "hooli", 0.4, config), rel=2e-3)
+    assert on_the_grid(0.004) == on_the_grid(300 / H) == pytest.approx(300 / H)
+    assert on_the_grid(0.1) == pytest.approx(600 / H)
