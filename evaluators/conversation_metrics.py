@@ -126,6 +126,7 @@ declare(
         direction="higher",
         unit="ratio",
         per_trace=True,
+        uses_judge=True,
     )
 )
 declare(
@@ -136,5 +137,6 @@ declare(
         direction="lower",
         unit="ratio",
         per_trace=True,
+        uses_judge=True,
     )
 )

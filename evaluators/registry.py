@@ -147,6 +147,8 @@ class JobMetric:
     """Stored per trace (or per session) in the job's outcomes and bucket sums, like a
     per-sample metric: the jobs' drift detectors run on it, and the generated page and
     ticket rules cover it (else it is compared window against window)."""
+    uses_judge: bool = False
+    """Scored by the LLM judge on a sample (`ragpulse plan` prices its sampling rate)."""
 
     @property
     def value_range(self) -> tuple[float | None, float | None]:

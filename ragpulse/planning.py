@@ -10,8 +10,9 @@ detector's false-page budget (`collector.jobs.drift.detector`, the same arithmet
 - the smallest relative drop paged within the target delay at today's volume (None when
   no drop under 100% is: a drop over 100% is not a drop a share or a score can make), and
 - the traces an hour needed to page on the asked drop within the asked delay; for LLM-judge
-  metrics also the judge sampling rate that gives them, and the judge's cost a day at that
-  rate (the average cost of a judged trace over the last 7 days, from `judgments`).
+  metrics also the judge sampling rate that gives them (of traces, or of closed
+  conversations for the `sessions` job's judged outcomes), and the judge's cost a day at
+  that rate (the average cost of a judged trace over the last 7 days, from `judgments`).
 
 The volume is per hour of the history behind the 7d value (`collector.store.history`): a
 week's count over a week, an hour-old store's count over its hour. With less history than
@@ -29,12 +30,13 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from collector.jobs.catalog.sessions import NAME as SESSIONS
 from collector.settings import Settings
 from collector.store.history import History, short_of, shortest_window, shortfall, stored_history
 from collector.store.models import Judgment, MetricResult
 from evaluators.drift import detectable_shift, samples_needed
 from evaluators.errors import UnknownMetricError
-from evaluators.registry import describe
+from evaluators.registry import JobMetric, MetricSpec, describe
 from ragpulse.job_setup import drift_config
 
 
@@ -109,6 +111,19 @@ def _needed_per_hour(shift: float, within_s: float, arl_per_weekly_sample: float
     return needed
 
 
+def _per_trace(spec: MetricSpec | JobMetric) -> bool:
+    """Scored per trace (or per closed session), so the drift detectors page on it."""
+    if isinstance(spec, JobMetric):
+        return spec.per_trace
+    return spec.kind != "dataset"
+
+
+def judge_sampling(settings: Settings, job: str) -> float:
+    """The share of its units the job's judge scores: closed conversations for the
+    `sessions` job (`sessions.judge_rate`), traces for the others (`sampling.judge`)."""
+    return settings.sessions.judge_rate if job == SESSIONS else settings.sampling.judge
+
+
 def _history(session: Session, job: str, cache: dict[str, History]) -> History:
     """The history of the job's outcomes, else of the stored traces (jobs that keep no
     per-trace outcomes); with neither (results kept longer than what they were computed
@@ -140,10 +155,7 @@ def plan(
             spec = describe(row.metric)
         except UnknownMetricError:
             continue
-        if (
-            spec.direction not in ("higher", "lower")
-            or getattr(spec, "kind", "dataset") == "dataset"
-        ):
+        if spec.direction not in ("higher", "lower") or not _per_trace(spec):
             continue
         judged = bool(getattr(spec, "uses_judge", False))
         history = _history(session, row.job, histories)
@@ -177,10 +189,11 @@ def plan(
         if detectable is None or detectable >= 1.0:
             detectable, note = None, NOT_DETECTABLE
         rate = usd = None
-        if judged and per_hour > 0 and settings.sampling.judge > 0:
-            rate = settings.sampling.judge * needed / per_hour
+        sampled = judge_sampling(settings, row.job)
+        if judged and per_hour > 0 and sampled > 0:
+            rate = sampled * needed / per_hour
             if cost is not None:
-                traffic_per_day = per_hour / settings.sampling.judge * 24
+                traffic_per_day = per_hour / sampled * 24
                 usd = min(rate, 1.0) * traffic_per_day * cost
         out.append(
             replace(

@@ -177,3 +177,30 @@ def _over_100(table: str) -> list[str]:
     cells = [r[3] for r in rows if len(r) > 4 and r[0] != "metric"]
     assert cells
     return [c for c in cells if c.endswith("%") and float(c[:-1]) > 100]
+
+
+def test_session_metrics_are_planned_and_their_judge_rate_is_of_conversations(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    upgrade(url)
+    engine = make_engine(url)
+    with make_session_factory(engine)() as session:
+        rows = [
+            _row("session_resolved", 0.7, 50 * 168, ci=0.004),  # 50 closed an hour
+            _row("session_completeness", 0.8, 5 * 168, ci=0.03),  # 5 judged an hour
+        ]
+        for r in rows:
+            r.job = "sessions"
+        session.add_all(rows)
+        session.commit()
+    engine.dispose()
+    planned = _plan(url, 0.2, 3 * 3600.0)
+    resolved = planned[("session_resolved", "")]
+    assert not resolved.judged and resolved.per_hour == pytest.approx(50.0)
+    assert resolved.detectable is not None and resolved.judge_rate is None
+    judged = planned[("session_completeness", "")]
+    assert judged.judged and judged.per_hour == pytest.approx(5.0)
+    # sessions.judge_rate (10% by default), not sampling.judge (5%), gives the 5 an hour
+    rate = load_settings().sessions.judge_rate
+    assert judged.judge_rate == pytest.approx(rate * judged.needed_per_hour / 5.0)
