@@ -13,10 +13,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-
-from nltk.stem.snowball import SnowballStemmer
+from typing import TYPE_CHECKING
 
 from evaluators.topics.labels import RUSSIAN_STOP_WORDS, STOP_WORDS
+
+if TYPE_CHECKING:
+    from nltk.stem.snowball import SnowballStemmer
 
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _CYRILLIC = re.compile(r"[а-я]")
@@ -39,6 +41,9 @@ CONTENT_STOPS = RUSSIAN_STOP_WORDS | STOP_WORDS["en"] | COURTESY
 
 @lru_cache(maxsize=2)
 def _stemmer(language: str) -> SnowballStemmer:
+    # imported on first use: nltk adds ~45 MB to every process that imports the jobs
+    from nltk.stem.snowball import SnowballStemmer
+
     return SnowballStemmer(language)
 
 

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from sklearn.cluster import HDBSCAN
-from sklearn.metrics import silhouette_score
 
 from evaluators.topics.assign import nearest_topic
 from evaluators.topics.represent import SpaceOptions, clustering_space, normalise_rows
@@ -102,6 +100,8 @@ def dense_groups(
     rows' `euclidean_distances`, computed here when not given)."""
     if len(space) < 2 * min_size:
         return 1 if len(space) >= min_size else 0
+    from sklearn.cluster import HDBSCAN  # scikit-learn loads where topics are made
+
     found = HDBSCAN(
         min_cluster_size=min_size,
         min_samples=min(MIN_SAMPLES, min_size),
@@ -116,6 +116,8 @@ def choose_count(space: np.ndarray, min_size: int, max_topics: int) -> tuple[int
     """The number of topics and the Ward partition of `space` into them: of the counts of
     HDBSCAN's two selections (leaf and excess of mass), the one whose partition has the
     higher silhouette (cosine)."""
+    from sklearn.metrics import silhouette_score
+
     cap = max(1, min(max_topics, len(space) // min_size))
     best: tuple[float, int, np.ndarray] | None = None
     distances = euclidean_distances(space) if len(space) >= 2 * min_size else None

@@ -17,12 +17,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
-from nltk.stem.snowball import SnowballStemmer
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from evaluators.scripts import dominant_script
+
+if TYPE_CHECKING:
+    from nltk.stem.snowball import SnowballStemmer
 
 LANGUAGES = {"Cyrillic": "ru", "Latin": "en"}
 _STEMMER_NAMES = {"ru": "russian", "en": "english"}
@@ -101,6 +104,8 @@ def topic_keywords(texts: Sequence[str], labels: np.ndarray, top: int = 5) -> li
     count = int(labels.max()) + 1 if len(labels) else 0
     found: dict[int, dict[str, tuple[str, ...]]] = {t: {} for t in range(count)}
     for lang, stemmer_name in _STEMMER_NAMES.items():
+        from nltk.stem.snowball import SnowballStemmer  # ~45 MB: only where topics are named
+
         stemmer = SnowballStemmer(stemmer_name)
         per_topic: list[Counter[str]] = [Counter() for _ in range(count)]
         spellings: dict[str, Counter[str]] = {}

@@ -27,8 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 _BLOCK = 1024
 
@@ -69,6 +67,10 @@ def text_features(texts: Sequence[str], dims: int, seed: int) -> np.ndarray | No
     n-grams)."""
     if len(texts) < 3:
         return None
+    # scikit-learn loads where topics are made, not in every process importing the jobs
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     vectorizer = TfidfVectorizer(
         analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True, lowercase=True, min_df=2
     )
