@@ -28,11 +28,11 @@ from collector.settings import SessionSettings, Settings, load_settings
 from collector.store.models import HumanLabel, JobOutcome, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from ragpulse.judge import make_judge
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.fixtures.llm_server import Reply, ScriptedLLM, prompt_text
 from tests.fixtures.prometheus import free_port
 from tests.jobs.helpers import add_trace, assert_buckets_match_outcomes
 from tests.jobs.test_sessions_job import NOW, TopicEmbedder
-from tests.ragpulse.test_cli_errors import ragpulse
 
 _TASK = re.compile(r"ragpulse judge task: (conversation_[a-z]+)")
 OPERATOR = "Соедините меня с оператором, пожалуйста"

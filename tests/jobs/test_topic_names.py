@@ -25,9 +25,9 @@ from collector.store.topics import load_topics
 from evaluators.judge.prompts.fencing import FENCE_MARK
 from evaluators.topics.naming import TOPIC_NAME
 from ragpulse.judge import make_judge
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.fixtures.llm_server import Reply, ScriptedLLM, prompt_text
 from tests.jobs.test_topics_job import MODEL, NEW_PHRASES, PHRASES, _plant
-from tests.ragpulse.test_cli_errors import ragpulse
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 _FIRST_KEYWORD = re.compile(r"<untrusted_keywords-[0-9a-f]+ language=\"(\w+)\">\n([^,\n]+)")

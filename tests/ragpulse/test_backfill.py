@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from collector.store.models import MetricResult
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.helpers import add_retrieval_traces
-from tests.ragpulse.test_cli_errors import ragpulse
 
 PROMTOOL = shutil.which("promtool")
 STEP = 6 * 3600

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.helpers import add_trace
-from tests.ragpulse.test_cli_errors import ragpulse
 
 
 def test_jobs_run_json_reports_label_folding(tmp_path: Path) -> None:

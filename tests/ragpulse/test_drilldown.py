@@ -19,8 +19,8 @@ from collector.jobs.outcomes.store import upsert_outcomes
 from collector.store.models import Judgment
 from collector.store.session import make_engine, make_session_factory
 from collector.store.worst import trace_detail, worst_traces
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.helpers import add_trace
-from tests.ragpulse.test_cli_errors import ragpulse
 
 TENANTS = ("acme",) * 5 + ("globex",) * 3 + ("initech",) * 2
 

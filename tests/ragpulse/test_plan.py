@@ -12,7 +12,7 @@ from collector.store.models import JobOutcome, Judgment, MetricResult
 from collector.store.session import make_engine, make_session_factory
 from migrations.runner import upgrade
 from ragpulse.planning import NOT_DETECTABLE, plan
-from tests.ragpulse.test_cli_errors import ragpulse
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 
 NOW = datetime.now(UTC)
 

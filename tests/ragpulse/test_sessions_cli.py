@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from collector.store.session import make_engine, make_session_factory
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.test_sessions_job import _job, _turn
-from tests.ragpulse.test_cli_errors import ragpulse
 
 EXPORT_KEYS = {
     "session_id",

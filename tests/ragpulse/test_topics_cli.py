@@ -12,8 +12,8 @@ from sqlalchemy import select
 from collector.store.models import TraceTopic
 from collector.store.session import make_engine, make_session_factory
 from collector.store.topics import load_topics
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.test_topics_job import PHRASES, _job, _plant
-from tests.ragpulse.test_cli_errors import ragpulse
 
 TOPIC_KEYS = {
     *("id", "label", "name", "keywords", "volume", "share", "size", "first_seen", "last_seen"),

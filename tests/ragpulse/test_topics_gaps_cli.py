@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy.orm import Session
 
 from collector.store.session import make_engine
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 from tests.jobs.test_topic_queries import STEADY, steady_and_new
 from tests.jobs.topic_plant import plant
-from tests.ragpulse.test_cli_errors import ragpulse
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from collector.jobs.outcomes.store import upsert_outcomes
 from collector.store.feedback_store import apply_feedback, insert_feedback, store_labels
 from collector.store.repository import insert_traces
 from collector.store.session import make_engine, make_session_factory
-from tests.ragpulse.test_cli_errors import ragpulse
+from tests.fixtures.cli import ragpulse_in_process as ragpulse
 
 LONG = "Refunds are accepted within 30 days of purchase. " * 12
 
