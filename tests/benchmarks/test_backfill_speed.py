@@ -37,7 +37,10 @@ def test_a_tiny_backfill_is_measured_in_both_phases(capsys: pytest.CaptureFixtur
     assert result.steps == 4 and result.results > 0
     # the newest step's 7-day count is the traces up to it (main raises otherwise)
     assert 0 < result.counted <= 1200
-    assert 0 < result.scoring_s < result.job_s < result.wall_s
+    # the scoring phase is timed by this process from the bar's lines on a pipe, the job by
+    # the child: on a loaded machine a line arrives late (0.7046 s of scoring in a 0.7 s job)
+    assert 0 < result.scoring_s < result.job_s + 0.25
+    assert result.job_s < result.wall_s
     assert result.steps_s > 0
     assert 50 < result.rss_mb < 4000  # a Python process with the jobs imported
     out = capsys.readouterr().out
