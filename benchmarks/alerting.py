@@ -5,9 +5,8 @@
    log-normal latencies) at each `--volumes` rate. Over the second week, every 10 minutes
    (every hour at 12,000 traces/h) the real aggregation (`OutcomeColumns.aggregate`:
    windows 1h/24h/7d with their intervals) and the real detectors (the shipped `alerting`
-   settings; one engine since issue 40: `drift_buckets.drift_points_from_frame` over the
-   per-minute sums of the week's traces, made once per run with `--drift buckets`, the
-   default, or at every step from the rows with `--drift rows`: the same numbers) make the points
+   settings; one engine since issue 40: `drift_points_from_frame` over the per-minute sums
+   of the week's traces) make the points
    a job publishes; the exporter's own families
    (`exporters.openmetrics`) turn them into timestamped OpenMetrics, which
    `promtool tsdb create-blocks-from openmetrics` loads into a real Prometheus
@@ -28,8 +27,7 @@
    hit-rate delay, in brackets, the optimal detector's asymptotic delay (`best_delay`).
 
 Run: `.venv/bin/python -m benchmarks.alerting [--volumes 120 1200 12000] [--baseline
-938c36a] [--seeds 3] [--drift rows|buckets|both]` (Prometheus and promtool from the Debian
-package `prometheus`; `both` runs every measurement with each design).
+938c36a] [--seeds 3]` (Prometheus and promtool from the Debian package `prometheus`).
 """
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ from typing import Any
 
 from benchmarks.alerting_rules import Episode, RulesProm, family_episodes
 from benchmarks.alerting_traffic import METRICS, Drop, H, simulate
-from benchmarks.outcome_columns import OutcomeColumns, drift_points, frame_from_columns
+from benchmarks.outcome_columns import OutcomeColumns, frame_from_columns
 from collector.jobs.drift.detector import DriftConfig, MetricFacts
 from collector.jobs.drift.sums import drift_points_from_frame
 from collector.jobs.run.publish import QualityPoint, quality_points
@@ -66,21 +64,16 @@ PROPORTIONS = {m: resolve(m).spec.proportion for m in METRICS}
 
 
 def detector_points(
-    columns: OutcomeColumns, facts: list[MetricFacts], at: float, config: DriftConfig,
-    drift: str,
-) -> list[Any]:  # fmt: skip
-    """The detectors' points at `at`: from the traces (`rows`) or from the per-minute sums
-    of the week before `at` (`buckets`)."""
-    if drift == "rows":
-        return drift_points(columns, facts, at, WEEK, None, config)
+    columns: OutcomeColumns, facts: list[MetricFacts], at: float, config: DriftConfig
+) -> list[Any]:
+    """The detectors' points at `at`, from the per-minute sums of the week before it."""
     frame = frame_from_columns(columns, at - WEEK, at)
     return drift_points_from_frame(frame, facts, at, WEEK, config)
 
 
 def points_at(
-    columns: OutcomeColumns, at: float, config: DriftConfig | None, windows: bool,
-    drift: str = "buckets",
-) -> list[QualityPoint]:  # fmt: skip
+    columns: OutcomeColumns, at: float, config: DriftConfig | None, windows: bool
+) -> list[QualityPoint]:
     """What the jobs would publish at `at` (simulated seconds)."""
     made: list[Any] = []
     if windows:
@@ -88,18 +81,18 @@ def points_at(
             for item in columns.aggregate(at - window.seconds, at, PROPORTIONS, {}):
                 made.append((window, item))
     if config is not None:
-        made += detector_points(columns, FACTS, at, config, drift)
+        made += detector_points(columns, FACTS, at, config)
     return quality_points("benchmark", made, at)
 
 
 def backfill_file(
     columns: OutcomeColumns, start: float, end: float, step: float, base: float,
-    config: DriftConfig | None, windows: bool, path: Path, drift: str = "buckets",
+    config: DriftConfig | None, windows: bool, path: Path,
 ) -> int:  # fmt: skip
     writer = OpenMetricsWriter(path, ["tenant"])
     at = start
     while at <= end:
-        made = points_at(columns, at, config, windows, drift)
+        made = points_at(columns, at, config, windows)
         writer.add(datetime.fromtimestamp(base + at, UTC), made)
         at += step
     writer.close()
@@ -108,7 +101,6 @@ def backfill_file(
 
 def false_alarms(
     per_hour: float, step: float, seed: int, baseline: str | None, workdir: Path,
-    drifts: Sequence[str] = ("buckets",),
 ) -> dict[str, tuple[list[Episode], float]]:  # fmt: skip
     """Episodes per rule file (label -> (episodes, seconds evaluated)) on a steady week."""
     columns, n = simulate(per_hour, 14 * 24, seed)
@@ -116,7 +108,7 @@ def false_alarms(
     start, end = WEEK, 2 * WEEK
     config = drift_config(load_settings())
     shipped = sorted(RULES.glob("*.yml"))
-    runs = {f"shipped ({d})": (shipped, config, True, d) for d in drifts}
+    runs = {"shipped": (shipped, config, True)}
     if baseline is not None:
         old = workdir / "baseline-rules"
         old.mkdir(exist_ok=True)
@@ -127,14 +119,14 @@ def false_alarms(
             ).stdout  # fmt: skip
             (old / name).write_text(text)
         old_files = sorted(old.glob("*.yml"))
-        runs = {f"baseline {baseline}": (old_files, None, True, "rows"), **runs}
+        runs = {f"baseline {baseline}": (old_files, None, True), **runs}
     out = {}
-    for label, (files, run_config, windows, drift) in runs.items():
+    for label, (files, run_config, windows) in runs.items():
         name = "".join(c if c.isalnum() else "_" for c in label)
         data = workdir / f"{name}-{int(per_hour)}"
         began = time.perf_counter()
         samples = backfill_file(
-            columns, start, end, step, base, run_config, windows, data.with_suffix(".om"), drift
+            columns, start, end, step, base, run_config, windows, data.with_suffix(".om")
         )
         made_s = time.perf_counter() - began
         with RulesProm(data.with_suffix(".om"), data, lookback_s=step + 60) as prom:
@@ -145,16 +137,14 @@ def false_alarms(
     return out
 
 
-def delay(
-    per_hour: float, drop: Drop, seed: int, config: DriftConfig, drift: str = "buckets"
-) -> float | None:
+def delay(per_hour: float, drop: Drop, seed: int, config: DriftConfig) -> float | None:
     """Hours from the drop to the first page of that metric and group (None: not in 24h)."""
     columns, _ = simulate(per_hour, drop.at / H + 24, seed, (drop,))
     facts = [f for f in FACTS if f.name == drop.metric]
     group = "" if drop.tenant is None else f"tenant={drop.tenant}"
     at = drop.at + 300.0
     while at <= drop.at + 24 * H:
-        for window, item in detector_points(columns, facts, at, config, drift):
+        for window, item in detector_points(columns, facts, at, config):
             value = item.aggregate.value
             page = window.name == "drift:page" and item.group.key == group
             if page and value is not None and value >= 1.0:
@@ -202,13 +192,13 @@ def report_false(results: dict[float, dict[str, tuple[list[Episode], float]]]) -
 
 def delay_cells(
     per_hour: float, metric: str, tenant: str | None, args: argparse.Namespace,
-    config: DriftConfig, drift: str,
+    config: DriftConfig,
 ) -> list[str]:  # fmt: skip
     """One row of the delay table: the median delay per drop size (and the yardstick)."""
     cells = []
     for size in args.drops:
         drop = Drop(metric, size, 8 * 24 * H, tenant)
-        found = [delay(per_hour, drop, args.seed + s, config, drift) for s in range(args.seeds)]
+        found = [delay(per_hour, drop, args.seed + s, config) for s in range(args.seeds)]
         middle = statistics.median([math.inf if d is None else d for d in found])
         bound = best_delay(per_hour, drop, config) if metric == "hit_rate@1" else None
         cell = f"{middle:.2f}" if math.isfinite(middle) else "-"
@@ -229,39 +219,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--delay-metrics", nargs="+", default=["hit_rate@1", "faithfulness"],
         choices=["hit_rate@1", "faithfulness"], help="the drops whose delays are measured",
     )  # fmt: skip
-    parser.add_argument(
-        "--drift", choices=["rows", "buckets", "both"], default="buckets",
-        help="detectors from the traces, from per-minute sums (issue 31), or both",
-    )  # fmt: skip
     args = parser.parse_args(argv)
     config = drift_config(load_settings())
     if config is None:
         raise SystemExit("alerting is disabled in the settings")
-    drifts = ("rows", "buckets") if args.drift == "both" else (args.drift,)
     results: dict[float, dict[str, tuple[list[Episode], float]]] = {}
     if not args.skip_false:
         with tempfile.TemporaryDirectory() as tmp:
             for per_hour in args.volumes:
                 step = 600.0 if per_hour <= 2000 else 3600.0
                 results[per_hour] = false_alarms(
-                    per_hour, step, args.seed, args.baseline, Path(tmp), drifts
+                    per_hour, step, args.seed, args.baseline, Path(tmp)
                 )
         report_false(results)
     print("\nDetection delay (hours to the first page, median of "
           f"{args.seeds} runs; '-': not paged within 24 h)\n")  # fmt: skip
-    print("| volume | detectors | metric | scope | "
+    print("| volume | metric | scope | "
           + " | ".join(f"-{d:.0%}" for d in args.drops) + " |")  # fmt: skip
-    print("| ---: | --- | --- | --- |" + " ---: |" * len(args.drops))
+    print("| ---: | --- | --- |" + " ---: |" * len(args.drops))
     scopes = {"hit_rate@1": ("acme", "globex", "initech", None), "faithfulness": ("globex", None)}
     scopes = {m: t for m, t in scopes.items() if m in args.delay_metrics}
     for per_hour in args.delay_volumes:
-        for drift in drifts:
-            for metric, tenants in scopes.items():
-                for tenant in tenants:
-                    cells = delay_cells(per_hour, metric, tenant, args, config, drift)
-                    scope = f"tenant {tenant}" if tenant else "overall"
-                    print(f"| {per_hour:.0f}/h | {drift} | {metric} | {scope} | "
-                          + " | ".join(cells) + " |", flush=True)  # fmt: skip
+        for metric, tenants in scopes.items():
+            for tenant in tenants:
+                cells = delay_cells(per_hour, metric, tenant, args, config)
+                scope = f"tenant {tenant}" if tenant else "overall"
+                print(f"| {per_hour:.0f}/h | {metric} | {scope} | "
+                      + " | ".join(cells) + " |", flush=True)  # fmt: skip
     print(
         "\n(in brackets: ln(ARL0) / KL hours, the first-order asymptotic delay of the optimal "
         "detector at the same false-page budget (Lorden 1971); a yardstick, not a floor)"

@@ -5,11 +5,10 @@ A quick companion of `benchmarks.alerting`'s false-alarm part: the same simulate
 over the second week, and for each (detector, metric, group) the largest S/h seen. A page
 rule fires when a `page` score reaches 1, so the count of page series at 1 or more is an
 upper bound of the week's page episodes (one series can fire more than once only when it
-falls back below 1 in between, which this does not count). `--drift buckets` reads one
-`BucketFrame` of the fortnight (`drift_points_from_frame` keeps each run's window);
-`--drift rows` runs `drift_points` over the traces.
+falls back below 1 in between, which this does not count). It reads one `BucketFrame` of
+the fortnight (`drift_points_from_frame` keeps each run's window).
 
-Run: `.venv/bin/python -m benchmarks.alerting_scan 1200 --step 3600 [--drift rows]`.
+Run: `.venv/bin/python -m benchmarks.alerting_scan 1200 --step 3600`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 
 from benchmarks.alerting import FACTS, WEEK
 from benchmarks.alerting_traffic import H, simulate
-from benchmarks.outcome_columns import drift_points, frame_from_columns
+from benchmarks.outcome_columns import frame_from_columns
 from collector.jobs.drift.sums import drift_points_from_frame
 from collector.settings import load_settings
 from ragpulse.job_setup import drift_config
@@ -31,7 +30,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("per_hour", type=float)
     parser.add_argument("--step", type=float, default=600.0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--drift", choices=["rows", "buckets"], default="buckets")
     parser.add_argument("--top", type=int, default=8)
     args = parser.parse_args(argv)
     config = drift_config(load_settings())
@@ -43,16 +41,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     worst: dict[tuple[str, str, str], float] = {}
     at = WEEK
     while at <= 2 * WEEK:
-        if args.drift == "rows":
-            made = drift_points(columns, FACTS, at, WEEK, None, config)
-        else:
-            made = drift_points_from_frame(frame, FACTS, at, WEEK, config)
+        made = drift_points_from_frame(frame, FACTS, at, WEEK, config)
         for window, item in made:
             if window.name.startswith("drift:") and item.aggregate.value is not None:
                 key = (window.name, item.aggregate.metric, item.group.key or "overall")
                 worst[key] = max(worst.get(key, 0.0), item.aggregate.value)
         at += args.step
-    print(f"{args.per_hour:.0f}/h, {n} traces, {args.drift}, every {args.step:.0f} s "
+    print(f"{args.per_hour:.0f}/h, {n} traces, every {args.step:.0f} s "
           f"({time.perf_counter() - began:.0f} s)")  # fmt: skip
     for key, value in sorted(worst.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"  {value:5.2f}  {' '.join(key)}")
