@@ -173,7 +173,7 @@ def traffic_delay(
     expected ground-truth traces (the daily cycle, the weekday or weekend mix) take to
     reach `traces_needed`. A drop at night, or in a tenant busier at weekends, has fewer
     traces an hour than the week's mean, so no detector can see it as soon as the
-    mean-rate bound says (nor later, in a busy hour)."""
+    mean-rate bound says; one in a busy hour can be seen sooner."""
     needed = traces_needed(per_hour, tenant, size, config)
     seen, t, minute = 0.0, at, 60.0
     while seen < needed:

@@ -156,8 +156,7 @@ def _pays(stems: list[str], words: list[str]) -> bool:
     """Does the clause send money to the person ("отправить деньги человеку", "send money
     to a person") rather than ask to speak to one?"""
     if not MONEY.intersection(stems) or not any(
-        s in SENDING or (not w.isascii() and any(s.startswith(v) for v in SENDING if len(v) >= 4))
-        for w, s in zip(words, stems, strict=True)
+        _listed(w, s, SENDING) for w, s in zip(words, stems, strict=True)
     ):
         return False
     return not any(_is_contact(w, s) and s in SPEECH for w, s in zip(words, stems, strict=True))
@@ -182,15 +181,21 @@ def _is_person(word: str, s: str) -> bool:
     return len(s) >= 5 and any(one_edit(s, p) for p in PERSONS if len(p) >= 5)
 
 
+def _listed(word: str, s: str, stems: frozenset[str]) -> bool:
+    """Is the word's stem listed, or (Russian) does it extend a listed stem of four letters
+    or more ("позовет" of "позов")?"""
+    if s in stems:
+        return True
+    return not word.isascii() and any(len(v) >= 4 and s.startswith(v) for v in stems)
+
+
 def _is_contact(word: str, s: str) -> bool:
     """A contact verb asking now (a Russian stem may extend a listed one: "позовет"): not
     in the past ("I talked to an agent"), nor in the third person plural ("операторы
     говорят, что ..."), and "да" only as "дай" (not "yes")."""
     if s == "да":
         return word == "дай"
-    if s not in CONTACT and not (
-        not word.isascii() and any(len(c) >= 4 and s.startswith(c) for c in CONTACT)
-    ):
+    if not _listed(word, s, CONTACT):
         return False
     if word.isascii():
         return word not in _EN_PAST and not (word.endswith("ed") and not word.endswith("eed"))

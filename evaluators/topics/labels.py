@@ -103,9 +103,9 @@ def topic_keywords(texts: Sequence[str], labels: np.ndarray, top: int = 5) -> li
         raise ValueError(f"{len(texts)} texts for {len(labels)} labels")
     count = int(labels.max()) + 1 if len(labels) else 0
     found: dict[int, dict[str, tuple[str, ...]]] = {t: {} for t in range(count)}
-    for lang, stemmer_name in _STEMMER_NAMES.items():
-        from nltk.stem.snowball import SnowballStemmer  # ~45 MB: only where topics are named
+    from nltk.stem.snowball import SnowballStemmer  # ~45 MB: only where topics are named
 
+    for lang, stemmer_name in _STEMMER_NAMES.items():
         stemmer = SnowballStemmer(stemmer_name)
         per_topic: list[Counter[str]] = [Counter() for _ in range(count)]
         spellings: dict[str, Counter[str]] = {}
